@@ -1,0 +1,93 @@
+"""The command line: ``python -m nvmathpy info | demo | wisdom``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from typing import Sequence
+
+__all__ = ["main"]
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .info import collect_info, format_info
+
+    info = collect_info()
+    print(json.dumps(info, indent=1) if args.json else format_info(info))
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demos import DEMOS
+
+    names = args.only or list(DEMOS)
+    unknown = sorted(set(names) - set(DEMOS))
+    if unknown:
+        print(f"unknown demo(s) {unknown}; available: {list(DEMOS)}", file=sys.stderr)
+        return 2
+    failures = []
+    start = time.perf_counter()
+    for index, name in enumerate(names, 1):
+        module = importlib.import_module(f".demos.{name}", __package__)
+        print(f"[{index}/{len(names)}] {module.TITLE}", flush=True)
+        if not module.run(lambda text: print(f"    {text}", flush=True)):
+            failures.append(name)
+    elapsed = time.perf_counter() - start
+    if failures:
+        print(f"demo FAILED checks in: {', '.join(failures)} ({elapsed:.1f} s)")
+        return 1
+    print(f"demo passed all checks in {elapsed:.1f} s")
+    return 0
+
+
+def _cmd_wisdom(args: argparse.Namespace) -> int:
+    from .plan.wisdom import default_wisdom
+
+    wisdom = default_wisdom()
+    if args.action == "show":
+        entries = wisdom.entries()
+        print(f"{wisdom.path}: {len(entries)} entries")
+        for entry in entries:
+            problem = entry["problem"]
+            print(f"  {problem['operation']} {json.dumps(problem['fields'], sort_keys=True)} -> "
+                  f"{entry['choice']['label']} {json.dumps(entry['choice'].get('params', {}), sort_keys=True)}")
+    elif args.action == "export":
+        print(f"exported {wisdom.export(args.file)} entries to {args.file}")
+    elif args.action == "import":
+        print(f"imported {wisdom.import_(args.file)} entries from {args.file}")
+    else:
+        wisdom.clear()
+        print(f"cleared {wisdom.path}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m nvmathpy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="versions, BLAS, execution spaces, optional libraries, cache")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(func=_cmd_info)
+    demo = sub.add_parser("demo", help="a short tour, checked against NumPy/SciPy and timed beside them")
+    demo.add_argument("only", nargs="*", help="run only these demos")
+    demo.set_defaults(func=_cmd_demo)
+    wisdom = sub.add_parser("wisdom", help="manage the autotuning wisdom store")
+    wisdom.add_argument("action", choices=["show", "export", "import", "clear"])
+    wisdom.add_argument("file", nargs="?", help="the file for export/import")
+    wisdom.set_defaults(func=_cmd_wisdom)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "action", None) in ("export", "import") and not args.file:
+        parser.error(f"wisdom {args.action} needs a FILE")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

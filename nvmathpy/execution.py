@@ -1,0 +1,177 @@
+"""Execution spaces (where an operation runs) and device descriptions (for wisdom keys).
+
+``execution=`` accepts an :class:`ExecutionCPU` / :class:`ExecutionCUDA`, the strings
+``"cpu"`` / ``"cuda"``, or a dict such as ``{"name": "cpu", "num_threads": 2}``. When it is
+``None`` the space follows the operands: host arrays run on the CPU, CUDA arrays on their GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from dataclasses import dataclass, fields
+from typing import Any, Mapping, Union
+
+from .errors import ExecutionSpaceUnavailableError, InvalidOptionError
+
+__all__ = [
+    "ExecutionCPU",
+    "ExecutionCUDA",
+    "ExecutionSpace",
+    "as_execution",
+    "resolve_execution",
+    "cpu_description",
+    "cuda_unavailable_reason",
+]
+
+
+@dataclass(frozen=True)
+class ExecutionCPU:
+    """Run on the host.
+
+    Parameters
+    ----------
+    num_threads
+        Threads the BLAS/LAPACK/FFT libraries may use; ``None`` leaves their default
+        (all cores). Must be a positive integer.
+
+    Examples
+    --------
+    >>> ExecutionCPU(num_threads=2)
+    ExecutionCPU(num_threads=2)
+    """
+
+    num_threads: int | None = None
+    name = "cpu"
+
+    def __post_init__(self) -> None:
+        n = self.num_threads
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise InvalidOptionError(f"ExecutionCPU: num_threads must be a positive int or None, got {n!r}")
+
+
+@dataclass(frozen=True)
+class ExecutionCUDA:
+    """Run on an NVIDIA GPU.
+
+    Parameters
+    ----------
+    device_id
+        The CUDA device ordinal (non-negative integer).
+    """
+
+    device_id: int = 0
+    name = "cuda"
+
+    def __post_init__(self) -> None:
+        d = self.device_id
+        if not isinstance(d, int) or isinstance(d, bool) or d < 0:
+            raise InvalidOptionError(f"ExecutionCUDA: device_id must be a non-negative int, got {d!r}")
+
+
+ExecutionSpace = Union[ExecutionCPU, ExecutionCUDA]
+_BY_NAME = {"cpu": ExecutionCPU, "cuda": ExecutionCUDA}
+
+
+def as_execution(value: Any) -> ExecutionSpace | None:
+    """Normalise an ``execution=`` argument; ``None`` stays ``None`` (follow the operands)."""
+    if value is None or isinstance(value, (ExecutionCPU, ExecutionCUDA)):
+        return value
+    if isinstance(value, str):
+        if value not in _BY_NAME:
+            raise InvalidOptionError(f"execution={value!r} is not known; allowed: 'cpu', 'cuda'")
+        return _BY_NAME[value]()
+    if isinstance(value, Mapping):
+        params = dict(value)
+        name = params.pop("name", None)
+        if name not in _BY_NAME:
+            raise InvalidOptionError(
+                f"execution dict needs 'name' in ('cpu', 'cuda'), got {name!r}"
+            )
+        cls = _BY_NAME[name]
+        allowed = {f.name for f in fields(cls)}
+        unknown = set(params) - allowed
+        if unknown:
+            raise InvalidOptionError(
+                f"execution dict for {name!r}: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
+        return cls(**params)
+    raise InvalidOptionError(
+        f"execution must be None, 'cpu', 'cuda', a dict or an ExecutionCPU/ExecutionCUDA; got {value!r}"
+    )
+
+
+def resolve_execution(value: Any, device: str, device_id: int | None) -> ExecutionSpace:
+    """Decide where to run: the explicit ``execution=`` if given, else the operands' device.
+
+    Raises
+    ------
+    ExecutionSpaceUnavailableError
+        If CUDA is asked for (explicitly or by CUDA operands) and cannot be used here.
+    """
+    space = as_execution(value)
+    if space is None:
+        space = ExecutionCUDA(device_id or 0) if device == "cuda" else ExecutionCPU()
+    if isinstance(space, ExecutionCUDA):
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise ExecutionSpaceUnavailableError(f"execution space 'cuda' is not available: {reason}")
+    return space
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why the CUDA space cannot be used here, or ``None`` when it can.
+
+    Looks only at the driver and the CUDA stack (through :mod:`nvmathpy.cuda`) and never
+    raises: the answer is a sentence for error messages and ``python -m nvmathpy info``.
+    """
+    try:
+        from .cuda.driver import cuda_status
+    except ImportError:  # the CUDA layer is not part of this build
+        return "the CUDA execution space is not built into this nvmathpy"
+    status = cuda_status()
+    return None if status.available else status.reason
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_description() -> dict[str, Any]:
+    """A description of this host for wisdom keys: CPU model, cores, BLAS and library versions.
+
+    Two machines with the same description are expected to rank candidates the same way.
+    """
+    import numpy as np
+    import scipy
+
+    return {
+        "space": "cpu",
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "machine": platform.machine(),
+        "blas": _blas_description(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas_description() -> str:
+    """``internal_api version architecture`` of the BLAS NumPy uses (via threadpoolctl if present)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl not installed)"
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            return " ".join(str(info.get(k, "")) for k in ("internal_api", "version", "architecture")).strip()
+    return "unknown"

@@ -1,0 +1,51 @@
+"""Linear algebra: matrix products with fused epilogues, and dense solvers, as plans and
+as one-call functions (numpy.linalg / Array-API semantics, batched over leading dimensions).
+
+Names load lazily: importing :mod:`nvmathpy.linalg` costs nothing until a name is used.
+Submodules are never named like a public function (``matmul_plan``, not ``matmul``), so
+importing one cannot shadow the function of the same name.
+"""
+
+from __future__ import annotations
+
+from .._lazy import lazy_getattr
+
+_NAMES = {
+    # matrix products
+    "Matmul": "matmul_plan",
+    "matmul": "matmul_plan",
+    "MatmulOptions": "matmul_plan",
+    "Epilogue": "epilogues",
+    "epilogues": "epilogues",  # the submodule itself (epilogue names and helpers)
+    # solver plans
+    "LU": "solvers",
+    "Cholesky": "solvers",
+    "QR": "solvers",
+    "Eigh": "solvers",
+    "SVD": "solvers",
+    "Lstsq": "solvers",
+    # solver one-call functions
+    "solve": "solvers",
+    "inv": "solvers",
+    "det": "solvers",
+    "slogdet": "solvers",
+    "cholesky": "solvers",
+    "qr": "solvers",
+    "eigh": "solvers",
+    "eigvalsh": "solvers",
+    "svd": "solvers",
+    "svdvals": "solvers",
+    "lstsq": "solvers",
+    "solve_triangular": "solvers",
+    "lu_factor": "solvers",
+    "lu_solve": "solvers",
+    "cho_factor": "solvers",
+    "cho_solve": "solvers",
+}
+
+__all__ = sorted(_NAMES)
+__getattr__ = lazy_getattr(__name__, _NAMES)
+
+
+def __dir__() -> list[str]:
+    return __all__

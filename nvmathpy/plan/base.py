@@ -1,0 +1,298 @@
+"""The plan lifecycle every operation shares, and the engine interface plans run on.
+
+A plan is specified (constructor: wrap and validate operands, build the :class:`Problem`),
+planned (:meth:`Plan.plan`: list the engine's candidates, take the wisdom winner or the
+heuristic's first, prepare it), optionally tuned (:meth:`Plan.autotune`: time candidates,
+record the winner in wisdom), executed many times, fed new data with ``reset_operands`` and
+finally freed. Each phase either completes or leaves the plan as it was.
+
+The hot path is one attribute load and one call: ``execute()`` calls ``self._run``, a closure
+the subclass builds (in :meth:`Plan._bind`) over the prepared candidate and the current
+operands. Before planning and after freeing, ``_run`` is a function that raises the right
+:class:`PlanStateError`, so ``execute`` needs no state check of its own.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .._logging import logger
+from ..errors import InvalidOptionError, PlanStateError
+from .autotune import EFFORTS, MEASURE_TOP, Timer, perf_counter_timer, time_candidates
+from .problem import Problem, freeze, thaw
+from .wisdom import Wisdom, default_wisdom
+
+__all__ = ["Candidate", "Engine", "Plan", "Prepared"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way an engine can compute a problem: a label and JSON-like parameters.
+
+    Examples
+    --------
+    >>> c = Candidate.of("blas-gemm", order="F", threads=2)
+    >>> c.params["order"], c.to_dict()["label"]
+    ('F', 'blas-gemm')
+    """
+
+    label: str
+    frozen_params: tuple = field(default=())
+
+    @classmethod
+    def of(cls, label: str, **params: Any) -> "Candidate":
+        return cls(label, freeze(params))
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {k: thaw(v) for k, v in self.frozen_params}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "params": self.params}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Candidate":
+        return cls.of(data["label"], **data.get("params", {}))
+
+    def __str__(self) -> str:
+        params = ",".join(f"{k}={thaw(v)}" for k, v in self.frozen_params)
+        return f"{self.label}({params})" if params else self.label
+
+
+class Prepared:
+    """A candidate made ready to run: handles, workspace, compiled kernels, library plans.
+
+    Engines subclass this (or use it as is for stateless candidates). ``free()`` releases
+    resources and may be called more than once; ``wisdom_extra()`` returns JSON-like state
+    worth storing in wisdom beside the winner (e.g. FFTW's exported wisdom).
+    """
+
+    def __init__(self, candidate: Candidate, **state: Any):
+        self.candidate = candidate
+        self.state = state
+
+    def free(self) -> None:
+        self.state = {}
+
+    def wisdom_extra(self) -> dict[str, Any]:
+        return {}
+
+
+class Engine(abc.ABC):
+    """How one operation runs in one execution space.
+
+    An engine lists candidate configurations for a problem in its heuristic order (best
+    guess first), prepares a candidate, and describes its device for wisdom keys.
+    """
+
+    #: A short name, e.g. ``"cpu-blas"``.
+    name: str = "engine"
+    #: How autotune times a call on this engine (CUDA engines time with events).
+    timer: Timer = staticmethod(perf_counter_timer)
+
+    @abc.abstractmethod
+    def candidates(self, problem: Problem) -> list[Candidate]:
+        """All candidates for ``problem``, best guess first (never empty)."""
+
+    @abc.abstractmethod
+    def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
+        """Make ``candidate`` ready; ``extra`` is what wisdom stored beside it, if anything."""
+
+    @abc.abstractmethod
+    def device(self) -> dict[str, Any]:
+        """A JSON-like description of the device (keys wisdom entries)."""
+
+
+def _raise_not_planned(*args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError("execute() called before plan(): call plan() first (or use the one-call function)")
+
+
+def _raise_freed(*args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError("this plan has been freed; create a new one")
+
+
+class Plan(abc.ABC):
+    """Base class of every operation's plan.
+
+    Subclasses set ``self._problem`` and ``self._engine`` in their constructor (after
+    validating operands) and implement :meth:`_bind`, which returns the hot-path closure for a
+    prepared candidate and the current operands; ``execute()`` calls it.
+    """
+
+    _problem: Problem
+    _engine: Engine
+
+    def __init__(self, *, wisdom: Wisdom | None = None):
+        self._wisdom = wisdom if wisdom is not None else default_wisdom()
+        self._prepared: Prepared | None = None
+        self._run: Callable[..., Any] = _raise_not_planned
+        self._freed = False
+        #: How the current candidate was chosen: "heuristic", "wisdom" or "autotune".
+        self.chosen_by: str | None = None
+
+    # -- what subclasses provide -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def _bind(self, prepared: Prepared) -> Callable[..., Any]:
+        """The hot-path closure running ``prepared`` on the current operands."""
+
+    def _timing_call(self, prepared: Prepared) -> Callable[[], Any]:
+        """A no-argument call autotune times; by default the bound closure itself."""
+        return self._bind(prepared)
+
+    # -- introspection ---------------------------------------------------------------------
+
+    @property
+    def problem(self) -> Problem:
+        """The problem key this plan computes."""
+        return self._problem
+
+    @property
+    def candidate(self) -> Candidate | None:
+        """The candidate in use (``None`` before planning)."""
+        return None if self._prepared is None else self._prepared.candidate
+
+    @property
+    def is_planned(self) -> bool:
+        return self._prepared is not None
+
+    # -- phases ----------------------------------------------------------------------------
+
+    def _check_alive(self, phase: str) -> None:
+        if self._freed:
+            raise PlanStateError(f"{phase}() called on a freed plan; create a new one")
+
+    def plan(self) -> "Plan":
+        """Choose a candidate (wisdom's winner if known, else the heuristic's first) and
+        prepare it. Calling it again re-plans. Returns the plan itself."""
+        self._check_alive("plan")
+        candidates = self._engine.candidates(self._problem)
+        chosen, extra, how = candidates[0], None, "heuristic"
+        entry = self._wisdom.lookup(self._problem, self._engine.device())
+        if entry is not None:
+            remembered = Candidate.from_dict(entry["choice"])
+            if remembered in candidates:
+                chosen, extra, how = remembered, entry.get("extra"), "wisdom"
+        self._install(self._engine.prepare(self._problem, chosen, extra), how)
+        if logger.isEnabledFor(20):
+            logger.info("%s: planned %s (%s) for problem %s", type(self).__name__, chosen, how, self._problem.digest())
+        return self
+
+    def autotune(
+        self,
+        *,
+        effort: str = "measure",
+        repeats: int = 5,
+        budget_seconds: float | None = None,
+        force: bool = False,
+    ) -> dict[str, float]:
+        """Time candidates and keep the fastest; record it in wisdom.
+
+        Parameters
+        ----------
+        effort
+            ``"estimate"``: no timing, keep the heuristic/wisdom choice. ``"measure"``: time
+            the heuristic's top few. ``"exhaustive"``: time every candidate.
+        repeats
+            Timed samples per candidate (the median counts).
+        budget_seconds
+            Stop timing further candidates once this much time is spent.
+        force
+            Time even if wisdom already knows the winner.
+
+        Returns
+        -------
+        dict
+            Median seconds per call for each timed candidate (empty if nothing was timed).
+        """
+        self._check_alive("autotune")
+        if effort not in EFFORTS:
+            raise InvalidOptionError(f"autotune: effort={effort!r} is not allowed; allowed: {list(EFFORTS)}")
+        if self._prepared is None:
+            self.plan()
+        if effort == "estimate" or (self.chosen_by == "wisdom" and not force):
+            return {}
+        candidates = self._engine.candidates(self._problem)
+        if effort == "measure":
+            candidates = candidates[:MEASURE_TOP]
+        if len(candidates) < 2 and not force:
+            return {}
+        prepared: dict[str, Prepared] = {}
+        try:
+            for cand in candidates:
+                prepared[str(cand)] = (
+                    self._prepared if cand == self._prepared.candidate else self._engine.prepare(self._problem, cand)
+                )
+            timings = time_candidates(
+                [(label, self._timing_call(p)) for label, p in prepared.items()],
+                repeats=repeats,
+                budget_seconds=budget_seconds,
+                timer=self._engine.timer,
+            )
+        except BaseException:
+            for p in prepared.values():
+                if p is not self._prepared:
+                    p.free()
+            raise
+        winner_label = min(timings, key=timings.__getitem__)
+        winner = prepared[winner_label]
+        for p in prepared.values():
+            if p is not winner and p is not self._prepared:
+                p.free()
+        if winner is not self._prepared:
+            old = self._prepared
+            self._install(winner, "autotune")
+            old.free()
+        else:
+            self.chosen_by = "autotune"
+        self._wisdom.record(
+            self._problem,
+            self._engine.device(),
+            winner.candidate.to_dict(),
+            timings=timings,
+            extra=winner.wisdom_extra(),
+        )
+        if logger.isEnabledFor(20):
+            ranked = sorted(timings.items(), key=lambda kv: kv[1])
+            margin = ranked[1][1] / ranked[0][1] if len(ranked) > 1 else 1.0
+            logger.info(
+                "%s: autotune chose %s (%.3g s/call, %.2fx ahead of the runner-up) among %s",
+                type(self).__name__, winner_label, ranked[0][1], margin, json.dumps(timings),
+            )
+        return timings
+
+    def _install(self, prepared: Prepared, how: str) -> None:
+        """Make ``prepared`` current: bind first (may raise), then swap and free the old one."""
+        run = self._bind(prepared)
+        old, self._prepared, self._run, self.chosen_by = self._prepared, prepared, run, how
+        if old is not None and old is not prepared:
+            old.free()
+
+    def _rebind(self) -> None:
+        """Rebuild the hot-path closure after operands changed (for ``reset_operands``)."""
+        if self._prepared is not None:
+            self._run = self._bind(self._prepared)
+
+    def free(self) -> None:
+        """Release everything the plan holds. Idempotent."""
+        if self._freed:
+            return
+        self._freed = True
+        self._run = _raise_freed
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            prepared.free()
+
+    def __enter__(self) -> "Plan":
+        self._check_alive("__enter__")
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.free()
+
+    def __repr__(self) -> str:
+        state = "freed" if self._freed else ("planned: " + str(self.candidate) if self._prepared else "not planned")
+        return f"<{type(self).__name__} {self._problem.operation} [{state}]>"

@@ -1,0 +1,79 @@
+"""The plan cache: LRU bound, checkout semantics, freeing spares, thread safety."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from nvmathpy.plan import PlanCache
+
+
+class FakePlan:
+    def __init__(self, name):
+        self.name = name
+        self.freed = 0
+
+    def free(self):
+        self.freed += 1
+
+
+def test_lru_evicts_and_frees_oldest():
+    cache = PlanCache(maxsize=2)
+    plans = {k: FakePlan(k) for k in "abc"}
+    for k in "abc":
+        cache.give(k, plans[k])
+    assert len(cache) == 2 and plans["a"].freed == 1
+    assert cache.take("a") is None
+    assert cache.take("b") is plans["b"] and cache.hits == 1 and cache.misses == 1
+
+
+def test_give_back_duplicate_frees_spare():
+    cache = PlanCache()
+    first, second = FakePlan(1), FakePlan(2)
+    cache.give("k", first)
+    cache.give("k", second)
+    assert second.freed == 1 and first.freed == 0 and cache.take("k") is first
+
+
+def test_resize_clear_and_zero():
+    cache = PlanCache(maxsize=4)
+    plans = [FakePlan(i) for i in range(4)]
+    for i, p in enumerate(plans):
+        cache.give(i, p)
+    cache.resize(1)
+    assert len(cache) == 1 and [p.freed for p in plans] == [1, 1, 1, 0]
+    cache.clear()
+    assert len(cache) == 0 and plans[3].freed == 1
+    cache.resize(0)
+    spare = FakePlan("x")
+    cache.give("x", spare)
+    assert spare.freed == 1 and len(cache) == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        PlanCache(-1)
+
+
+def test_eight_threads_never_share_a_plan():
+    cache = PlanCache(maxsize=4)
+    in_use: set[int] = set()
+    guard = threading.Lock()
+    errors: list[str] = []
+
+    def worker(seed):
+        for i in range(300):
+            key = (seed + i) % 3
+            plan = cache.take(key) or FakePlan(key)
+            with guard:
+                if id(plan) in in_use:
+                    errors.append("shared")
+                in_use.add(id(plan))
+            with guard:
+                in_use.discard(id(plan))
+            cache.give(key, plan)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(cache) <= 3

@@ -1,0 +1,107 @@
+"""Operand wrapping and the package round trip; execution spaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nvmathpy.errors import ExecutionSpaceUnavailableError, InvalidOperandError, InvalidOptionError
+from nvmathpy.execution import ExecutionCPU, ExecutionCUDA, as_execution, cpu_description, resolve_execution
+from nvmathpy.operands import to_package, unwrapper, wrap, wrap_all
+
+
+def test_numpy_operand_is_zero_copy():
+    x = np.asfortranarray(np.random.default_rng(0).standard_normal((5, 3)))
+    op = wrap(x, "a")
+    assert op.array is x and op.package == "numpy" and op.device == "cpu" and op.device_id is None
+    assert op.shape == (5, 3) and op.strides == x.strides and op.dtype == np.float64 and op.ndim == 2
+    assert unwrapper(op) is None
+
+
+def test_rejects_non_arrays_naming_argument():
+    with pytest.raises(InvalidOperandError, match=r"b: expected a NumPy, CuPy or PyTorch array.*builtins.list"):
+        wrap([1, 2], "b")
+
+
+def test_dlpack_producer_on_cpu():
+    class Producer:
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __dlpack__(self, **kwargs):
+            return self.arr.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.arr.__dlpack_device__()
+
+    base = np.arange(6.0).reshape(2, 3)
+    op = wrap(Producer(base), "x")
+    assert op.package == "dlpack" and op.device == "cpu"
+    assert np.shares_memory(op.array, base)
+
+
+def test_torch_round_trip_zero_copy():
+    torch = pytest.importorskip("torch")
+    t = torch.randn(4, 3, dtype=torch.float32)
+    op = wrap(t, "a")
+    assert op.package == "torch" and isinstance(op.array, np.ndarray)
+    op.array[0, 0] = 42.0
+    assert t[0, 0].item() == 42.0  # a view, not a copy
+    back = to_package(op.array * 2, op)
+    assert isinstance(back, torch.Tensor) and back.dtype == torch.float32
+    torch.testing.assert_close(back, t * 2)
+
+
+def test_torch_requires_grad_and_bfloat16():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("ml_dtypes")
+    g = torch.randn(3, requires_grad=True)
+    assert wrap(g, "g").array.shape == (3,)
+    b = torch.randn(3, 2).to(torch.bfloat16)
+    op = wrap(b, "b")
+    assert op.dtype.name == "bfloat16"
+    back = to_package(op.array, op)
+    assert back.dtype == torch.bfloat16 and torch.equal(back, b)
+
+
+def test_mixed_packages_and_devices_are_refused():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(InvalidOperandError, match="different packages: a is numpy, b is torch"):
+        wrap_all(a=np.ones(3), b=torch.ones(3))
+    assert set(wrap_all(a=np.ones(3), c=None)) == {"a"}
+
+
+def test_execution_parsing():
+    assert as_execution(None) is None
+    assert as_execution("cpu") == ExecutionCPU()
+    assert as_execution({"name": "cpu", "num_threads": 2}) == ExecutionCPU(2)
+    assert as_execution({"name": "cuda", "device_id": 1}) == ExecutionCUDA(1)
+    with pytest.raises(InvalidOptionError, match="execution='gpu' is not known; allowed: 'cpu', 'cuda'"):
+        as_execution("gpu")
+    with pytest.raises(InvalidOptionError, match="unknown keys \\['threads'\\]"):
+        as_execution({"name": "cpu", "threads": 2})
+    with pytest.raises(InvalidOptionError, match="num_threads must be a positive int"):
+        ExecutionCPU(0)
+    with pytest.raises(InvalidOptionError, match="device_id must be a non-negative int"):
+        ExecutionCUDA(-1)
+    with pytest.raises(InvalidOptionError, match="needs 'name'"):
+        as_execution({"num_threads": 2})
+
+
+def test_resolve_follows_operands_and_cuda_is_one_clear_error():
+    assert resolve_execution(None, "cpu", None) == ExecutionCPU()
+    assert resolve_execution(ExecutionCPU(1), "cpu", None) == ExecutionCPU(1)
+    from nvmathpy.execution import cuda_unavailable_reason
+
+    if cuda_unavailable_reason() is None:
+        pytest.skip("a usable GPU is present")
+    with pytest.raises(ExecutionSpaceUnavailableError, match="execution space 'cuda' is not available: "):
+        resolve_execution("cuda", "cpu", None)
+
+
+def test_cpu_description_is_json_and_stable():
+    import json
+
+    desc = cpu_description()
+    assert json.loads(json.dumps(desc)) == desc
+    assert desc["space"] == "cpu" and desc["cores"] >= 1 and desc["blas"]

@@ -1,0 +1,62 @@
+"""The package face: lazy imports, the CLI (info, wisdom, demo wiring)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import nvmathpy
+from nvmathpy.__main__ import main
+
+
+def test_import_is_light():
+    code = (
+        "import sys, nvmathpy, nvmathpy.linalg, nvmathpy.fft, nvmathpy.scipy;"
+        "heavy=[m for m in ('scipy','cupy','torch','numexpr','pyfftw','numpy') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_unknown_attribute():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        nvmathpy.nope  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        nvmathpy.linalg.nope  # noqa: B018
+    assert nvmathpy.ExecutionCPU is nvmathpy.execution.ExecutionCPU
+
+
+def test_info_text_and_json(capsys):
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    for needle in ("nvmathpy", "numpy", "blas", "execution spaces", "cuda:", "cache dir", "wisdom"):
+        assert needle in text
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["execution_spaces"]["cpu"] == "available"
+    assert info["wisdom"]["entries"] == 0
+
+
+def test_wisdom_cli_round_trip(tmp_path, capsys):
+    from nvmathpy.plan import Problem, default_wisdom
+
+    default_wisdom().record(Problem.of("mm", m=7), {"space": "cpu"}, {"label": "gemm", "params": {"t": 2}})
+    assert main(["wisdom", "show"]) == 0
+    assert '"m": 7' in capsys.readouterr().out
+    out = tmp_path / "export.json"
+    assert main(["wisdom", "export", str(out)]) == 0
+    assert main(["wisdom", "clear"]) == 0
+    assert default_wisdom().entries() == []
+    assert main(["wisdom", "import", str(out)]) == 0
+    assert len(default_wisdom().entries()) == 1
+    with pytest.raises(SystemExit):
+        main(["wisdom", "export"])
+
+
+def test_demo_rejects_unknown(capsys):
+    assert main(["demo", "nope"]) == 2
+    assert "unknown demo" in capsys.readouterr().err

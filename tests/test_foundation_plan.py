@@ -1,0 +1,180 @@
+"""The plan lifecycle, candidates, autotune and wisdom hits, on a toy engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nvmathpy.errors import InvalidOptionError, PlanStateError
+from nvmathpy.plan import Candidate, Engine, Plan, Prepared, Problem, Wisdom
+
+
+class ScaleEngine(Engine):
+    """Multiplies by a factor; candidate 'slow' sleeps in Python to lose every timing."""
+
+    name = "toy"
+
+    def __init__(self, fail_on: str | None = None):
+        self.prepared: list[Prepared] = []
+        self.fail_on = fail_on
+
+    def candidates(self, problem):
+        return [Candidate.of("slow", loops=2000), Candidate.of("fast", loops=0), Candidate.of("medium", loops=200)]
+
+    def prepare(self, problem, candidate, extra=None):
+        if candidate.label == self.fail_on:
+            raise RuntimeError(f"cannot prepare {candidate.label}")
+        prepared = Prepared(candidate, extra=dict(extra or {}))
+        prepared.freed = False
+
+        def free():
+            prepared.freed = True
+
+        prepared.free = free
+        prepared.wisdom_extra = lambda: {"made_by": candidate.label}
+        self.prepared.append(prepared)
+        return prepared
+
+    def device(self):
+        return {"space": "toy"}
+
+
+class Scale(Plan):
+    def __init__(self, x, factor, *, engine=None, wisdom=None):
+        super().__init__(wisdom=wisdom)
+        self.x = np.asarray(x)
+        self.factor = factor
+        self._problem = Problem.of("scale", shape=list(self.x.shape), factor=factor)
+        self._engine = engine or ScaleEngine()
+
+    def _bind(self, prepared):
+        x, factor, loops = self.x, self.factor, prepared.candidate.params["loops"]
+
+        def run():
+            for _ in range(loops):
+                pass
+            return x * factor
+
+        return run
+
+    def execute(self):
+        return self._run()
+
+    def reset_operands(self, x):
+        self.x = np.asarray(x)
+        self._rebind()
+
+
+@pytest.fixture
+def wisdom(tmp_path):
+    return Wisdom(tmp_path / "wisdom.json", enabled=True)
+
+
+def test_execute_before_plan_raises():
+    plan = Scale([1.0, 2.0], 3.0)
+    with pytest.raises(PlanStateError, match="before plan"):
+        plan.execute()
+
+
+def test_plan_execute_reset_free(wisdom):
+    plan = Scale([1.0, 2.0], 3.0, wisdom=wisdom)
+    assert plan.plan() is plan
+    assert plan.chosen_by == "heuristic" and plan.candidate.label == "slow"
+    np.testing.assert_array_equal(plan.execute(), [3.0, 6.0])
+    plan.reset_operands([5.0, 7.0])
+    np.testing.assert_array_equal(plan.execute(), [15.0, 21.0])
+    prepared = plan._prepared
+    plan.free()
+    assert prepared.freed
+    plan.free()  # idempotent
+    with pytest.raises(PlanStateError, match="freed"):
+        plan.execute()
+    with pytest.raises(PlanStateError, match="freed"):
+        plan.plan()
+    with pytest.raises(PlanStateError, match="freed"):
+        plan.autotune()
+
+
+def test_context_manager_frees(wisdom):
+    with Scale([1.0], 2.0, wisdom=wisdom) as plan:
+        plan.plan()
+        assert plan.execute()[0] == 2.0
+    with pytest.raises(PlanStateError):
+        plan.execute()
+    with pytest.raises(PlanStateError):
+        with plan:
+            pass
+
+
+def test_autotune_picks_fastest_and_records_wisdom(wisdom):
+    engine = ScaleEngine()
+    plan = Scale(np.arange(3.0), 2.0, engine=engine, wisdom=wisdom)
+    timings = plan.autotune(effort="exhaustive", repeats=3)
+    assert set(timings) == {"slow(loops=2000)", "fast(loops=0)", "medium(loops=200)"}
+    assert plan.candidate.label == "fast" and plan.chosen_by == "autotune"
+    assert all(p.freed for p in engine.prepared if p is not plan._prepared)
+    entry = wisdom.lookup(plan.problem, engine.device())
+    assert entry["choice"] == {"label": "fast", "params": {"loops": 0}}
+    assert entry["extra"] == {"made_by": "fast"}
+
+    # A new plan of the same problem takes the winner from wisdom, with its extra, and does not time.
+    engine2 = ScaleEngine()
+    again = Scale(np.arange(3.0), 2.0, engine=engine2, wisdom=wisdom).plan()
+    assert again.chosen_by == "wisdom" and again.candidate.label == "fast"
+    assert again._prepared.state["extra"] == {"made_by": "fast"}
+    assert again.autotune() == {}
+    assert len(engine2.prepared) == 1
+    # force re-times
+    assert len(again.autotune(force=True, effort="exhaustive", repeats=1)) == 3
+
+
+def test_autotune_estimate_does_not_time(wisdom):
+    plan = Scale([1.0], 2.0, wisdom=wisdom)
+    assert plan.autotune(effort="estimate") == {}
+    assert plan.chosen_by == "heuristic"
+    assert wisdom.entries() == []
+
+
+def test_autotune_bad_effort(wisdom):
+    with pytest.raises(InvalidOptionError, match="effort='fastest'.*estimate"):
+        Scale([1.0], 2.0, wisdom=wisdom).autotune(effort="fastest")
+
+
+def test_failure_in_autotune_leaves_plan_usable(wisdom):
+    engine = ScaleEngine(fail_on="medium")
+    plan = Scale([1.0, 2.0], 4.0, engine=engine, wisdom=wisdom).plan()
+    with pytest.raises(RuntimeError, match="cannot prepare medium"):
+        plan.autotune(effort="exhaustive")
+    np.testing.assert_array_equal(plan.execute(), [4.0, 8.0])
+    assert plan.candidate.label == "slow"
+    assert all(p.freed for p in engine.prepared if p is not plan._prepared)
+
+
+def test_failure_in_plan_leaves_plan_unplanned_but_usable(wisdom):
+    engine = ScaleEngine(fail_on="slow")
+    plan = Scale([1.0], 2.0, engine=engine, wisdom=wisdom)
+    with pytest.raises(RuntimeError):
+        plan.plan()
+    with pytest.raises(PlanStateError, match="before plan"):
+        plan.execute()
+    engine.fail_on = None
+    assert plan.plan().execute()[0] == 2.0
+
+
+def test_stale_wisdom_choice_falls_back_to_heuristic(wisdom):
+    plan = Scale([1.0], 2.0, wisdom=wisdom)
+    wisdom.record(plan.problem, {"space": "toy"}, {"label": "gone", "params": {}})
+    assert plan.plan().chosen_by == "heuristic"
+
+
+def test_budget_limits_timing(wisdom):
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    timings = plan.autotune(effort="exhaustive", budget_seconds=0.0, repeats=1)
+    assert list(timings) == ["slow(loops=2000)"]
+
+
+def test_candidate_round_trip():
+    c = Candidate.of("gemm", order="F", threads=[1, 2])
+    assert Candidate.from_dict(c.to_dict()) == c
+    assert hash(c) == hash(Candidate.from_dict(c.to_dict()))
+    assert str(c) == "gemm(order=F,threads=[1, 2])"
