@@ -1,4 +1,4 @@
-"""The command line: ``python -m nvmathpy info | demo | wisdom``."""
+"""The command line: ``python -m nvmathpy info | demo | bench | wisdom``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,32 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import SUITES
+    from .bench import harness
+
+    harness.clean_openblas_env()  # OpenBLAS reads these at load time: re-exec without them
+    names = list(SUITES) if "all" in args.suites else list(dict.fromkeys(args.suites))
+    from .execution import cpu_description
+
+    environment = {**cpu_description(), "blas_in_use": harness.blas_summary()}
+    print(f"BLAS in use: {environment['blas_in_use']}; CPU: {environment['cpu']} ({environment['cores']} cores)")
+    results = []
+    for name in names:
+        module = importlib.import_module(f".bench.{SUITES[name]}", __package__)
+        cases = module.cases(quick=args.quick)
+        results += harness.run_cases(cases, repeats=args.repeats,
+                                     progress=lambda text: print(f"  timing {text}", file=sys.stderr, flush=True))
+    print(harness.format_table(results))
+    if args.json:
+        harness.write_json(results, args.json, environment)
+        print(f"wrote {args.json}")
+    if args.plot:
+        harness.write_plot(results, args.plot, f"nvmathpy {environment['cpu']}, {environment['blas_in_use']}")
+        print(f"wrote {args.plot}")
+    return 0
+
+
 def _cmd_wisdom(args: argparse.Namespace) -> int:
     from .plan.wisdom import default_wisdom
 
@@ -73,6 +99,14 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a short tour, checked against NumPy/SciPy and timed beside them")
     demo.add_argument("only", nargs="*", help="run only these demos")
     demo.set_defaults(func=_cmd_demo)
+    bench = sub.add_parser("bench", help="nvmathpy beside NumPy/SciPy and other installed peers: medians, ratios")
+    bench.add_argument("suites", nargs="*", default=["all"], choices=["matmul", "fft", "linalg", "all"],
+                       help="which suites (default: all)")
+    bench.add_argument("--quick", action="store_true", help="fewer, smaller cases")
+    bench.add_argument("--repeats", type=int, default=7, help="timed rounds per case (median reported)")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--plot", metavar="FILE.png", help="also draw speedups (needs matplotlib)")
+    bench.set_defaults(func=_cmd_bench)
     wisdom = sub.add_parser("wisdom", help="manage the autotuning wisdom store")
     wisdom.add_argument("action", choices=["show", "export", "import", "clear"])
     wisdom.add_argument("file", nargs="?", help="the file for export/import")

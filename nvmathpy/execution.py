@@ -13,7 +13,7 @@ import platform
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, Union
 
-from .errors import ExecutionSpaceUnavailableError, InvalidOptionError
+from .errors import InvalidOptionError
 
 __all__ = [
     "ExecutionCPU",
@@ -114,9 +114,9 @@ def resolve_execution(value: Any, device: str, device_id: int | None) -> Executi
     if space is None:
         space = ExecutionCUDA(device_id or 0) if device == "cuda" else ExecutionCPU()
     if isinstance(space, ExecutionCUDA):
-        reason = cuda_unavailable_reason()
-        if reason is not None:
-            raise ExecutionSpaceUnavailableError(f"execution space 'cuda' is not available: {reason}")
+        from .cuda.driver import require_cuda
+
+        require_cuda(space.device_id)
     return space
 
 
@@ -126,10 +126,8 @@ def cuda_unavailable_reason() -> str | None:
     Looks only at the driver and the CUDA stack (through :mod:`nvmathpy.cuda`) and never
     raises: the answer is a sentence for error messages and ``python -m nvmathpy info``.
     """
-    try:
-        from .cuda.driver import cuda_status
-    except ImportError:  # the CUDA layer is not part of this build
-        return "the CUDA execution space is not built into this nvmathpy"
+    from .cuda.driver import cuda_status
+
     status = cuda_status()
     return None if status.available else status.reason
 

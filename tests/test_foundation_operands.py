@@ -95,7 +95,7 @@ def test_resolve_follows_operands_and_cuda_is_one_clear_error():
 
     if cuda_unavailable_reason() is None:
         pytest.skip("a usable GPU is present")
-    with pytest.raises(ExecutionSpaceUnavailableError, match="execution space 'cuda' is not available: "):
+    with pytest.raises(ExecutionSpaceUnavailableError, match="CUDA is not available: "):
         resolve_execution("cuda", "cpu", None)
 
 
