@@ -1,4 +1,5 @@
-"""Emitting CUDA C from the expression IR: expression bodies and the elementwise epilogue kernel.
+"""Emitting CUDA C from the expression IR: expression bodies, and the prelude every generated
+kernel starts with (storage types, loads and stores in the compute type).
 
 Generated names come only from positions (``in0``, ``s1``, ``t7``) and constants are printed
 as exact hexadecimal floats, so no user-supplied string ever reaches the source. The same
@@ -10,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .ir import Expr, inputs_of
+from .ir import Expr
 
-__all__ = ["STORAGE_TYPES", "EmittedExpression", "emit_expression", "elementwise_kernel", "ElementwiseKernel"]
+__all__ = ["STORAGE_TYPES", "PRELUDE", "EmittedExpression", "emit_expression"]
 
 #: Storage dtype name -> (C type, compute C type).
 STORAGE_TYPES = {
@@ -127,33 +128,10 @@ def _cast(value: str, dtype: str, ctype: str) -> str:
     return f"(({ctype})(({'float' if dtype == 'float32' else 'double'}){value}))"
 
 
-@dataclass(frozen=True)
-class ElementwiseKernel:
-    """A generated elementwise epilogue kernel.
-
-    Attributes
-    ----------
-    name
-        The ``extern "C"`` entry point.
-    source
-        Complete CUDA C source.
-    params
-        The kernel's parameters in order, as ``(kind, input name or None)``: ``("d", None)``
-        the result pointer, ``("shape", None)`` the four 64-bit ints ``batch, m, n, ldd`` and
-        ``("stride_d", None)``, then per input ``("scalar", name)``, or ``("ptr", name)``
-        followed by its element strides ``("batch_stride", name)``, ``("row_stride", name)``
-        and ``("col_stride", name)`` (0 where the input broadcasts).
-    """
-
-    name: str
-    source: str
-    params: tuple[tuple[str, str | None], ...]
-    inputs: tuple[tuple[str, str], ...]
-    storage: str
-    vector: int
-
-
-_PRELUDE = r"""
+#: Helpers every generated kernel includes first (guarded, so two generators can share a source).
+PRELUDE = r"""
+#ifndef NVMATHPY_PRELUDE
+#define NVMATHPY_PRELUDE
 #ifndef NVMATHPY_EMULATION
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -167,79 +145,5 @@ __device__ __forceinline__ void nvm_store(__half* p, float x) { *p = __float2hal
 __device__ __forceinline__ void nvm_store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 __device__ __forceinline__ void nvm_store(float* p, float x) { *p = x; }
 __device__ __forceinline__ void nvm_store(double* p, double x) { *p = x; }
+#endif
 """
-
-
-def elementwise_kernel(expr: Expr, storage: str, vector: int = 1, name: str = "nvm_epilogue") -> ElementwiseKernel:
-    """Generate the elementwise kernel applying ``expr`` in place to a ``(batch, m, n)`` result.
-
-    Each thread handles ``vector`` consecutive columns of one row (``n`` and ``ldd`` must be
-    multiples of ``vector`` for ``vector > 1``: the plan checks before choosing it), in a
-    grid-stride loop over all ``batch * m * n / vector`` groups. Inputs are read with their
-    own batch, row and column strides (0 broadcasts), so per-row, per-column and full matrix
-    inputs all take the same path.
-
-    Examples
-    --------
-    >>> from nvmathpy.kernels.trace import trace
-    >>> k = elementwise_kernel(trace(lambda x, b: x + b, {"b": "col"}), "float32", vector=4)
-    >>> k.name, k.params[:3]
-    ('nvm_epilogue', (('d', None), ('shape', None), ('stride_d', None)))
-    >>> 'NvmPack<float, 4>' in k.source
-    True
-    """
-    if storage not in STORAGE_TYPES:
-        raise ValueError(f"storage dtype must be one of {sorted(STORAGE_TYPES)}, got {storage!r}")
-    if vector not in (1, 2, 4, 8):
-        raise ValueError(f"vector must be 1, 2, 4 or 8, got {vector}")
-    ctype, compute = STORAGE_TYPES[storage]
-    inputs = tuple(inputs_of(expr).items())
-    value_inputs = [(n, k) for n, k in inputs if k != "value"]
-    params: list[tuple[str, str | None]] = [("d", None), ("shape", None), ("stride_d", None)]
-    signature = [f"{ctype}* __restrict__ d", "long long batch", "long long m", "long long n", "long long ldd",
-                 "long long stride_d"]
-    leaves: dict[tuple[str, str | None], str] = {("value", None): "v",
-                                                  ("index", "row"): "row", ("index", "batch"): "b"}
-    loads: list[str] = []
-    for position, (input_name, kind) in enumerate(value_inputs):
-        if kind == "scalar":
-            signature.append(f"{compute} s{position}")
-            params.append(("scalar", input_name))
-            leaves[("input", input_name)] = f"s{position}"
-            continue
-        signature += [f"const {ctype}* __restrict__ in{position}", f"long long bs{position}",
-                      f"long long rs{position}", f"long long cs{position}"]
-        params += [("ptr", input_name), ("batch_stride", input_name), ("row_stride", input_name),
-                   ("col_stride", input_name)]
-        leaves[("input", input_name)] = f"a{position}"
-        loads.append(
-            f"const {compute} a{position} = "
-            f"nvm_load(in{position}[b * bs{position} + row * rs{position} + col * cs{position}]);"
-        )
-    body = emit_expression(expr, compute, {**leaves, ("index", "col"): "col"})
-    lines = [
-        _PRELUDE,
-        f'extern "C" __global__ void {name}({", ".join(signature)}) {{',
-        f"  const long long groups_per_row = n / {vector};",
-        "  const long long total = batch * m * groups_per_row;",
-        "  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < total;",
-        "       g += (long long)gridDim.x * blockDim.x) {",
-        "    const long long b = g / (m * groups_per_row);",
-        "    const long long rest = g - b * m * groups_per_row;",
-        "    const long long row = rest / groups_per_row;",
-        f"    const long long col0 = (rest - row * groups_per_row) * {vector};",
-        f"    {ctype}* dst = d + b * stride_d + row * ldd + col0;",
-        f"    NvmPack<{ctype}, {vector}> pack = *reinterpret_cast<NvmPack<{ctype}, {vector}>*>(dst);",
-        "#pragma unroll",
-        f"    for (int j = 0; j < {vector}; ++j) {{",
-        "      const long long col = col0 + j;",
-        f"      const {compute} v = nvm_load(pack.v[j]);",
-        *(f"      {line}" for line in loads),
-        *(f"      {line}" for line in body.statements),
-        f"      nvm_store(&pack.v[j], ({compute}){body.result});",
-        "    }",
-        f"    *reinterpret_cast<NvmPack<{ctype}, {vector}>*>(dst) = pack;",
-        "  }",
-        "}",
-    ]
-    return ElementwiseKernel(name, "\n".join(lines) + "\n", tuple(params), inputs, storage, vector)

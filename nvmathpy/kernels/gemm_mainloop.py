@@ -1,0 +1,181 @@
+"""The main loops of the generated GEMM kernels, as CUDA C lines: shared-memory k-tiles, then the
+per-element store (given as lines by the caller) for the scalar and the tensor-core variants.
+
+The tensor-core loop calls three fragment operations (``nvm_acc_zero``, ``nvm_mma``,
+``nvm_acc_store``) on 16x16x16 tiles in shared memory; :data:`WMMA_OPS` implements them with
+``nvcuda::wmma`` and :data:`TWIN_OPS` with scalar code on the same pointers (the CPU-checkable twin).
+"""
+
+from __future__ import annotations
+
+from .gemm_config import TileConfig
+
+__all__ = ["WMMA_OPS", "TWIN_OPS", "simt_body", "mma_body"]
+
+
+def _tile_loads(cfg: TileConfig, trans_a: bool, trans_b: bool, a_dst: str, b_dst: str, zero: str) -> list[str]:
+    """Statements copying one k-tile of A (as ``[i][kk]`` or ``[kk][i]``) and B (``[kk][j]``) into
+    shared memory, zero-filled outside the matrices; consecutive threads read consecutive
+    addresses of the operand's unit-stride axis."""
+    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    a_map = (f"const int i = e % {bm}, kk = e / {bm};" if trans_a else f"const int kk = e % {bk}, i = e / {bk};")
+    a_src = "A[gk * lda + gi]" if trans_a else "A[gi * lda + gk]"
+    b_map = (f"const int kk = e % {bk}, j = e / {bk};" if trans_b else f"const int j = e % {bn}, kk = e / {bn};")
+    b_src = "B[gj * ldb + gk]" if trans_b else "B[gk * ldb + gj]"
+    return [
+        f"for (int e = threadIdx.x; e < {bm * bk}; e += NVM_THREADS) {{",
+        f"  {a_map}",
+        "  const long long gi = row0 + i, gk = k0 + kk;",
+        f"  {a_dst} = (gi < m && gk < k) ? {a_src} : {zero};",
+        "}",
+        f"for (int e = threadIdx.x; e < {bk * bn}; e += NVM_THREADS) {{",
+        f"  {b_map}",
+        "  const long long gj = col0 + j, gk = k0 + kk;",
+        f"  {b_dst} = (gj < n && gk < k) ? {b_src} : {zero};",
+        "}",
+    ]
+
+
+def simt_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: list[str]) -> tuple[list[str], int]:
+    bm, bn, bk, tm, tn = cfg.block_m, cfg.block_n, cfg.block_k, cfg.thread_m, cfg.thread_n
+    smem = bk * (bm + 4) * _size(ctype) + bk * (bn + 4) * _size(ctype)
+    lines = [
+        f"__shared__ {ctype} As[{bk}][{bm + 4}];",
+        f"__shared__ {ctype} Bs[{bk}][{bn + 4}];",
+        f"const int tx = threadIdx.x % {bn // tn}, ty = threadIdx.x / {bn // tn};",
+        f"const long long row0 = (long long)blockIdx.y * {bm}, col0 = (long long)blockIdx.x * {bn};",
+        "for (long long bz = blockIdx.z; bz < batch; bz += gridDim.z) {",
+        "  const auto* A = a + bz * stride_a;",
+        "  const auto* B = b + bz * stride_b;",
+        f"  {ctype} acc[{tm}][{tn}];",
+        f"  for (int i = 0; i < {tm}; ++i)",
+        f"    for (int j = 0; j < {tn}; ++j) acc[i][j] = 0;",
+        f"  for (long long k0 = 0; k0 < k; k0 += {bk}) {{",
+        *("    " + s for s in _tile_loads(cfg, trans_a, trans_b, "As[kk][i]", "Bs[kk][j]", f"({ctype})0")),
+        "    __syncthreads();",
+        "#pragma unroll",
+        f"    for (int kk = 0; kk < {bk}; ++kk) {{",
+        f"      {ctype} ar[{tm}], br[{tn}];",
+        "#pragma unroll",
+        f"      for (int i = 0; i < {tm}; ++i) ar[i] = As[kk][ty + i * {bm // tm}];",
+        "#pragma unroll",
+        f"      for (int j = 0; j < {tn}; ++j) br[j] = Bs[kk][tx + j * {bn // tn}];",
+        "#pragma unroll",
+        f"      for (int i = 0; i < {tm}; ++i)",
+        "#pragma unroll",
+        f"        for (int j = 0; j < {tn}; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);",
+        "    }",
+        "    __syncthreads();",
+        "  }",
+        "#pragma unroll",
+        f"  for (int i = 0; i < {tm}; ++i) {{",
+        "#pragma unroll",
+        f"    for (int j = 0; j < {tn}; ++j) {{",
+        f"      const long long row = row0 + ty + i * {bm // tm}, col = col0 + tx + j * {bn // tn};",
+        "      if (row < m && col < n) {",
+        *("        " + s for s in store),
+        "      }",
+        "    }",
+        "  }",
+        "}",
+    ]
+    return lines, smem
+
+
+def _size(ctype: str) -> int:
+    return {"float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2}[ctype]
+
+
+WMMA_OPS = r"""
+#ifndef NVMATHPY_EMULATION
+#include <mma.h>
+#endif
+typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> nvm_acc;
+__device__ __forceinline__ void nvm_acc_zero(nvm_acc& acc) { nvcuda::wmma::fill_fragment(acc, 0.0f); }
+__device__ __forceinline__ void nvm_mma(nvm_acc& acc, const T* a, unsigned lda, const T* b, unsigned ldb) {
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major> fa;
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, T, nvcuda::wmma::row_major> fb;
+  nvcuda::wmma::load_matrix_sync(fa, a, lda);
+  nvcuda::wmma::load_matrix_sync(fb, b, ldb);
+  nvcuda::wmma::mma_sync(acc, fa, fb, acc);
+}
+__device__ __forceinline__ void nvm_acc_store(float* c, const nvm_acc& acc, unsigned ldc) {
+  nvcuda::wmma::store_matrix_sync(c, acc, ldc, nvcuda::wmma::mem_row_major);
+}
+"""
+
+TWIN_OPS = r"""
+// Scalar twin of the 16x16x16 fragment operations: lane l owns elements 8l..8l+7 of the
+// row-major 16x16 accumulator tile.
+struct nvm_acc { float x[8]; };
+__device__ __forceinline__ void nvm_acc_zero(nvm_acc& acc) {
+  for (int e = 0; e < 8; ++e) acc.x[e] = 0.0f;
+}
+__device__ __forceinline__ void nvm_mma(nvm_acc& acc, const T* a, unsigned lda, const T* b, unsigned ldb) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll 1
+  for (int e = 0; e < 8; ++e) {
+    const int r = (lane * 8 + e) / 16, c = (lane * 8 + e) % 16;
+    for (int kk = 0; kk < 16; ++kk) acc.x[e] = fmaf(nvm_load(a[r * lda + kk]), nvm_load(b[kk * ldb + c]), acc.x[e]);
+  }
+}
+__device__ __forceinline__ void nvm_acc_store(float* c, const nvm_acc& acc, unsigned ldc) {
+  const int lane = threadIdx.x % 32;
+  for (int e = 0; e < 8; ++e) c[((lane * 8 + e) / 16) * ldc + (lane * 8 + e) % 16] = acc.x[e];
+}
+"""
+
+
+def _align(offset: int) -> int:
+    return -(-offset // 128) * 128
+
+
+def mma_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: list[str]) -> tuple[list[str], int]:
+    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    fm, fn = bm // (16 * cfg.warps_m), bn // (16 * cfg.warps_n)
+    lda_s, ldb_s, ldc_s = bk + 8, bn + 8, bn + 4
+    b_offset = _align(bm * lda_s * 2)
+    tiles = b_offset + _align(bk * ldb_s * 2)
+    smem = max(tiles, bm * ldc_s * 4)  # the float staging tile of the epilogue reuses the A/B tiles
+    lines = [
+        f"__shared__ __align__(128) unsigned char smem[{smem}];",
+        "T* As = reinterpret_cast<T*>(smem);",
+        f"T* Bs = reinterpret_cast<T*>(smem + {b_offset});",
+        "float* Cs = reinterpret_cast<float*>(smem);",
+        f"const int warp = threadIdx.x / 32, wm = warp / {cfg.warps_n}, wn = warp % {cfg.warps_n};",
+        f"const long long row0 = (long long)blockIdx.y * {bm}, col0 = (long long)blockIdx.x * {bn};",
+        "for (long long bz = blockIdx.z; bz < batch; bz += gridDim.z) {",
+        "  const T* A = a + bz * stride_a;",
+        "  const T* B = b + bz * stride_b;",
+        f"  nvm_acc acc[{fm}][{fn}];",
+        f"  for (int i = 0; i < {fm}; ++i)",
+        f"    for (int j = 0; j < {fn}; ++j) nvm_acc_zero(acc[i][j]);",
+        f"  for (long long k0 = 0; k0 < k; k0 += {bk}) {{",
+        *("    " + s for s in _tile_loads(cfg, trans_a, trans_b, f"As[i * {lda_s} + kk]", f"Bs[kk * {ldb_s} + j]",
+                                          "nvm_zero")),
+        "    __syncthreads();",
+        "#pragma unroll",
+        f"    for (int kk = 0; kk < {bk}; kk += 16)",
+        "#pragma unroll",
+        f"      for (int i = 0; i < {fm}; ++i)",
+        "#pragma unroll",
+        f"        for (int j = 0; j < {fn}; ++j)",
+        f"          nvm_mma(acc[i][j], As + ((wm * {fm} + i) * 16) * {lda_s} + kk, {lda_s},",
+        f"                  Bs + kk * {ldb_s} + (wn * {fn} + j) * 16, {ldb_s});",
+        "    __syncthreads();",
+        "  }",
+        f"  for (int i = 0; i < {fm}; ++i)",
+        f"    for (int j = 0; j < {fn}; ++j)",
+        f"      nvm_acc_store(Cs + ((wm * {fm} + i) * 16) * {ldc_s} + (wn * {fn} + j) * 16, acc[i][j], {ldc_s});",
+        "  __syncthreads();",
+        f"  for (int e = threadIdx.x; e < {bm * bn}; e += NVM_THREADS) {{",
+        f"    const long long row = row0 + e / {bn}, col = col0 + e % {bn};",
+        "    if (row < m && col < n) {",
+        f"      const float cv = Cs[(e / {bn}) * {ldc_s} + e % {bn}];",
+        *("      " + s for s in store),
+        "    }",
+        "  }",
+        "  __syncthreads();",
+        "}",
+    ]
+    return lines, smem
