@@ -6,7 +6,16 @@ never leak between tests or into the developer's real cache.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+
+# Modules whose doctests need an optional library: skip collecting them when it is absent.
+collect_ignore_glob = [
+    path
+    for path, needs in (("nvmathpy/torch.py", "torch"), ("nvmathpy/dask/*.py", "dask"))
+    if importlib.util.find_spec(needs) is None
+]
 
 
 @pytest.fixture(autouse=True)

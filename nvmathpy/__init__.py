@@ -23,7 +23,9 @@ from typing import Any
 
 from ._version import __version__
 
-_SUBMODULES = {"linalg", "fft", "scipy", "errors", "plan", "operands", "execution", "cuda", "kernels"}
+_SUBMODULES = {
+    "linalg", "fft", "scipy", "errors", "plan", "operands", "execution", "cuda", "kernels", "torch", "dask", "bench",
+}
 _ATTRIBUTES = {
     "ExecutionCPU": "execution",
     "ExecutionCUDA": "execution",

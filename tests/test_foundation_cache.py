@@ -28,12 +28,18 @@ def test_lru_evicts_and_frees_oldest():
     assert cache.take("b") is plans["b"] and cache.hits == 1 and cache.misses == 1
 
 
-def test_give_back_duplicate_frees_spare():
-    cache = PlanCache()
+def test_one_key_keeps_several_plans_within_the_bound():
+    cache = PlanCache(maxsize=3)
     first, second = FakePlan(1), FakePlan(2)
     cache.give("k", first)
     cache.give("k", second)
-    assert second.freed == 1 and first.freed == 0 and cache.take("k") is first
+    assert len(cache) == 2 and first.freed == second.freed == 0
+    assert {id(cache.take("k")), id(cache.take("k"))} == {id(first), id(second)}
+    assert cache.take("k") is None
+    plans = [FakePlan(i) for i in range(4)]
+    for p in plans:
+        cache.give("k", p)
+    assert len(cache) == 3 and plans[0].freed == 1
 
 
 def test_resize_clear_and_zero():
@@ -76,4 +82,4 @@ def test_eight_threads_never_share_a_plan():
         t.start()
     for t in threads:
         t.join()
-    assert errors == [] and len(cache) <= 3
+    assert errors == [] and len(cache) <= 4

@@ -2,7 +2,8 @@
 
 A plan is *taken out* while a caller uses it and *given back* afterwards, so two threads never
 share one plan's operands or workspace: a second thread asking for the same problem at the
-same time simply builds its own, and the spare one is freed when it is given back.
+same time builds its own, and both are kept (one key may hold several plans, so threads that
+keep running the same problem each find one). The bound counts plans, not keys.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class PlanCache:
     def __init__(self, maxsize: int = 128):
         self._check_size(maxsize)
         self._maxsize = maxsize
-        self._plans: OrderedDict[Hashable, Any] = OrderedDict()
+        self._plans: OrderedDict[Hashable, list[Any]] = OrderedDict()  # least recently used first
+        self._count = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -54,47 +56,56 @@ class PlanCache:
         return self._maxsize
 
     def __len__(self) -> int:
-        return len(self._plans)
+        return self._count
 
     def take(self, key: Hashable) -> Any | None:
-        """Remove and return the plan for ``key``, or ``None`` on a miss."""
+        """Remove and return a plan for ``key``, or ``None`` on a miss."""
         with self._lock:
-            plan = self._plans.pop(key, None)
-            if plan is None:
+            plans = self._plans.get(key)
+            if not plans:
                 self.misses += 1
-            else:
-                self.hits += 1
+                return None
+            self.hits += 1
+            plan = plans.pop()
+            self._count -= 1
+            if not plans:
+                del self._plans[key]
             return plan
 
     def give(self, key: Hashable, plan: Any) -> None:
         """Return ``plan`` to the cache under ``key``, freeing whatever falls out."""
-        spare = []
         with self._lock:
-            if key in self._plans or self._maxsize == 0:
-                spare.append(plan)
-            else:
-                self._plans[key] = plan
-                while len(self._plans) > self._maxsize:
-                    spare.append(self._plans.popitem(last=False)[1])
+            self._plans.setdefault(key, []).append(plan)
+            self._plans.move_to_end(key)
+            self._count += 1
+            spare = self._evict(self._maxsize)
         for extra in spare:
             extra.free()
+
+    def _evict(self, bound: int) -> list[Any]:
+        """Remove plans of the least recently used keys until at most ``bound`` remain."""
+        spare = []
+        while self._count > bound:
+            key, plans = next(iter(self._plans.items()))
+            spare.append(plans.pop(0))
+            self._count -= 1
+            if not plans:
+                del self._plans[key]
+        return spare
 
     def resize(self, maxsize: int) -> None:
         """Change the bound, freeing the least recently used plans beyond it."""
         self._check_size(maxsize)
-        spare = []
         with self._lock:
             self._maxsize = maxsize
-            while len(self._plans) > maxsize:
-                spare.append(self._plans.popitem(last=False)[1])
+            spare = self._evict(maxsize)
         for extra in spare:
             extra.free()
 
     def clear(self) -> None:
         """Free every cached plan and reset the hit/miss counters."""
         with self._lock:
-            plans = list(self._plans.values())
-            self._plans.clear()
+            spare = self._evict(0)
             self.hits = self.misses = 0
-        for plan in plans:
+        for plan in spare:
             plan.free()

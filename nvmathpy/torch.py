@@ -1,0 +1,305 @@
+"""PyTorch integration: nvmathpy's fused matmul as a ``torch.library`` custom operator.
+
+Importing this module registers two operators in the ``nvmathpy`` namespace:
+
+``torch.ops.nvmathpy.matmul(a, b, bias, epilogue, save_aux) -> (out, aux)``
+    ``out = act(a @ b + bias)`` through :func:`nvmathpy.linalg.matmul` with a fused epilogue
+    (``epilogue`` one of :data:`EPILOGUES`; ``"none"`` for the plain product). With
+    ``save_aux`` the forward runs the ``*_aux`` epilogue and ``aux`` is what the backward
+    needs: the boolean mask ``z > 0`` for relu, the pre-activation ``z`` for gelu (an empty
+    tensor otherwise).
+``torch.ops.nvmathpy.matmul_bgradb(a, b) -> (out, bgrad)``
+    ``a @ b`` and, fused into the same call (the ``bgradb`` epilogue), ``b`` summed over its
+    rows: the backward uses it to get the weight and bias gradients in one product.
+
+Both have fake (meta) implementations, so ``torch.compile(fullgraph=True)`` traces through
+them without a graph break, and ``matmul`` has an autograd formula (``register_autograd``):
+for ``Y = act(X W + bias)`` with ``dZ = dY * act'(z)`` (from the saved aux),
+``dX = dZ W^T`` and ``(dW, dbias) = (X^T dZ, sum_rows(dZ))`` from one ``bgradb`` product.
+
+The user-facing pieces are :func:`matmul` and :class:`Linear`. Custom (traced Python)
+epilogues are not registered as operators yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .errors import InvalidOperandError, InvalidOptionError, MissingDependencyError
+from .linalg import matmul as _nv_matmul
+from .operands import to_package, wrap
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise MissingDependencyError("nvmathpy.torch needs PyTorch: pip install torch") from exc
+
+__all__ = ["EPILOGUES", "matmul", "Linear"]
+
+#: The epilogues the operator takes, mapped to (activation, has bias).
+EPILOGUES: dict[str, tuple[Optional[str], bool]] = {
+    "none": (None, False),
+    "bias": (None, True),
+    "relu": ("relu", False),
+    "relu_bias": ("relu", True),
+    "gelu": ("gelu", False),
+    "gelu_bias": ("gelu", True),
+}
+
+# -- shapes ------------------------------------------------------------------------------------
+
+
+def _result_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (*batch, a.shape[-2], b.shape[-1])
+
+
+def _sum_to(x: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Reduce a broadcast result back to an operand's ``shape`` (the adjoint of broadcasting)."""
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    if lead:
+        x = x.sum(dim=tuple(range(lead)))
+    keep = tuple(i for i, n in enumerate(shape) if n == 1 and x.shape[i] != 1)
+    return x.sum(dim=keep, keepdim=True) if keep else x
+
+
+# -- the operators -----------------------------------------------------------------------------
+
+
+@torch.library.custom_op("nvmathpy::matmul", mutates_args=())
+def _matmul_op(
+    a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], epilogue: str, save_aux: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    activation, _ = EPILOGUES[epilogue]
+    inputs = {"bias": bias} if bias is not None else None
+    if save_aux and activation is not None:
+        name = f"{activation}_aux_bias" if bias is not None else f"{activation}_aux"
+        out, aux = _nv_matmul(a, b, epilogue=name, epilogue_inputs=inputs)
+        return out, aux[f"{activation}_aux"]
+    out = _nv_matmul(a, b, epilogue=None if epilogue == "none" else epilogue, epilogue_inputs=inputs)
+    return out, a.new_empty(0)
+
+
+@_matmul_op.register_fake
+def _matmul_fake(a, b, bias, epilogue, save_aux):  # noqa: ANN001, ANN202 - signature fixed by the op
+    shape = _result_shape(a, b)
+    activation, _ = EPILOGUES[epilogue]
+    out = a.new_empty(shape)
+    if save_aux and activation is not None:
+        return out, a.new_empty(shape, dtype=torch.bool if activation == "relu" else a.dtype)
+    return out, a.new_empty(0)
+
+
+@torch.library.custom_op("nvmathpy::matmul_bgradb", mutates_args=())
+def _bgradb_op(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    na, nb = wrap(a, "a"), wrap(b, "b")
+    out, aux = _nv_matmul(na.array, nb.array, epilogue="bgradb")
+    # the reduction can come back as a read-only NumPy view: copy its N values before torch sees it
+    return to_package(out, na), to_package(np.array(aux["bgradb"]), na)
+
+
+@_bgradb_op.register_fake
+def _bgradb_fake(a, b):  # noqa: ANN001, ANN202
+    shape = _result_shape(a, b)
+    return a.new_empty(shape), a.new_empty((*shape[:-2], shape[-1]))
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` through the operator (differentiable, so double backward works)."""
+    return _matmul_op(a, b, None, "none", False)[0]
+
+
+def _bgradb_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _bgradb_backward(ctx: Any, grad: Any, grad_sums: Any) -> tuple:
+    a, b = ctx.saved_tensors
+    if grad is None:
+        grad = a.new_zeros(_result_shape(a, b))
+    da = _sum_to(_product(grad, b.mT), a.shape) if ctx.needs_input_grad[0] else None
+    db = None
+    if ctx.needs_input_grad[1]:
+        db = _product(a.mT, grad)
+        if grad_sums is not None:
+            db = db + grad_sums.unsqueeze(-2)
+        db = _sum_to(db, b.shape)
+    return da, db
+
+
+_bgradb_op.register_autograd(_bgradb_backward, setup_context=_bgradb_setup)
+
+
+def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
+    a, b, bias, epilogue, _ = inputs
+    _, aux = output
+    if not aux.is_floating_point() or aux.numel() == 0:
+        ctx.mark_non_differentiable(aux)  # the relu mask, or nothing; gelu's z stays differentiable
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(a, b, bias, aux)
+    ctx.epilogue = epilogue
+    ctx.bias_shape = None if bias is None else bias.shape
+
+
+def _backward(ctx: Any, grad: torch.Tensor | None, grad_aux: torch.Tensor | None) -> tuple:
+    """``dZ = dY * act'(z)`` (plus the gradient reaching ``z`` itself through the gelu aux
+    output, in double backward), then ``dA = dZ B^T`` and ``(dB, dbias)`` from one bgradb product."""
+    a, b, bias, aux = ctx.saved_tensors
+    activation, _ = EPILOGUES[ctx.epilogue]
+    if activation is not None and aux.numel() == 0:  # run without save_aux: recompute z
+        z = _product(a, b) if bias is None else _matmul_op(a, b, bias, "bias", False)[0]
+        aux = z > 0 if activation == "relu" else z
+    dz = grad
+    if grad is not None and activation == "relu":
+        dz = grad.masked_fill(aux.logical_not(), 0)
+    elif grad is not None and activation == "gelu":
+        dz = torch.ops.aten.gelu_backward(grad, aux, approximate="tanh")
+    if grad_aux is not None and grad_aux.numel():
+        dz = grad_aux if dz is None else dz + grad_aux
+    if dz is None:
+        return None, None, None, None, None
+    need_a, need_b, need_bias = ctx.needs_input_grad[:3]
+    da = db = dbias = None
+    if need_a:
+        da = _sum_to(_product(dz, b.mT), a.shape)
+    if need_b or need_bias:
+        if b.ndim == 2 and a.ndim > 2:  # a shared weight: one product over the flattened batch
+            left, right = a.reshape(-1, a.shape[-1]).mT, dz.reshape(-1, dz.shape[-1])
+        else:
+            left, right = a.mT, dz
+        product, column_sums = _bgradb_op(left, right)
+        db = _sum_to(product, b.shape) if need_b else None
+        if need_bias:
+            n = dz.shape[-1]
+            if ctx.bias_shape == (n,):
+                dbias = column_sums.reshape(-1, n).sum(0) if column_sums.ndim > 1 else column_sums
+            else:
+                dbias = _sum_to(dz, ctx.bias_shape)
+    return da, db, dbias, None, None
+
+
+_matmul_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# -- user-facing -------------------------------------------------------------------------------
+
+
+def _check(a: Any, b: Any, bias: Any, epilogue: str) -> None:
+    for name, t in (("a", a), ("b", b), ("bias", bias)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise InvalidOperandError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if a.ndim < 2 or b.ndim < 2:
+        raise InvalidOperandError(
+            f"matmul: a and b must have at least 2 dimensions (..., M, K) and (..., K, N); "
+            f"got a.shape={tuple(a.shape)}, b.shape={tuple(b.shape)}"
+        )
+    if a.shape[-1] != b.shape[-2]:
+        raise InvalidOperandError(
+            f"matmul: a.shape={tuple(a.shape)} and b.shape={tuple(b.shape)} do not match in K (a's last axis, b's second last)"
+        )
+    try:
+        result = _result_shape(a, b)
+    except RuntimeError:
+        raise InvalidOperandError(
+            f"matmul: the batch shapes of a {tuple(a.shape)} and b {tuple(b.shape)} do not broadcast"
+        ) from None
+    _, has_bias = EPILOGUES[epilogue]
+    if has_bias and bias is None:
+        raise InvalidOperandError(f"matmul: epilogue={epilogue!r} needs bias=")
+    if not has_bias and bias is not None:
+        raise InvalidOperandError(f"matmul: bias was given but epilogue={epilogue!r} adds none; use a *_bias epilogue")
+    if bias is not None:
+        try:
+            fits = bias.ndim <= len(result) and torch.broadcast_shapes(bias.shape, result) == result
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise InvalidOperandError(f"matmul: bias of shape {tuple(bias.shape)} does not broadcast to the result {result}")
+    for name, t in (("b", b), ("bias", bias)):
+        if t is not None and t.dtype != a.dtype:
+            raise InvalidOperandError(f"matmul: {name} has dtype {t.dtype} but a has {a.dtype}; convert them to one dtype")
+
+
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, *, bias: torch.Tensor | None = None, epilogue: str | None = None
+) -> torch.Tensor:
+    """``act(a @ b + bias)`` in one fused nvmathpy call, differentiable and ``torch.compile``-able.
+
+    Parameters
+    ----------
+    a, b
+        ``(..., M, K)`` and ``(..., K, N)`` tensors of one floating dtype (batch dims broadcast).
+    bias
+        Broadcastable to the result (``(N,)``: one value per output column); required by the
+        ``*_bias`` epilogues, refused by the others.
+    epilogue
+        ``None``, ``"bias"``, ``"relu"``, ``"relu_bias"``, ``"gelu"`` or ``"gelu_bias"``
+        (gelu is the tanh approximation, ``torch.nn.GELU(approximate="tanh")``). When given
+        ``bias`` without an epilogue, ``"bias"`` is used.
+
+    Returns
+    -------
+    torch.Tensor
+        The result, shape ``(..., M, N)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathpy.torch import matmul
+    >>> x = torch.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+    >>> w = torch.eye(2, requires_grad=True)
+    >>> y = matmul(x, w, bias=torch.tensor([0.5, 0.5]), epilogue="relu_bias")
+    >>> y
+    tensor([[1.5000, 0.0000],
+            [3.5000, 4.5000]], grad_fn=<...>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    if epilogue is None:
+        epilogue = "bias" if bias is not None else "none"
+    if epilogue not in EPILOGUES:
+        allowed = ", ".join(repr(e) for e in EPILOGUES if e != "none")
+        raise InvalidOptionError(f"matmul: epilogue={epilogue!r} is not allowed; allowed: None, {allowed}")
+    _check(a, b, bias, epilogue)
+    save_aux = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (a, b, bias))
+    return _matmul_op(a, b, bias, epilogue, save_aux)[0]
+
+
+class Linear(torch.nn.Linear):
+    """``torch.nn.Linear`` followed by an optional activation, fused into one nvmathpy matmul.
+
+    Same parameters, initialisation and ``state_dict`` as :class:`torch.nn.Linear`, plus
+    ``activation`` (``None``, ``"relu"`` or ``"gelu"``, tanh approximation).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nvmathpy.torch import Linear
+    >>> _ = torch.manual_seed(0)
+    >>> layer = Linear(3, 2, activation="relu")
+    >>> x = torch.randn(4, 3)
+    >>> ref = torch.relu(torch.nn.functional.linear(x, layer.weight, layer.bias))
+    >>> torch.allclose(layer(x), ref)
+    True
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, activation: str | None = None,
+                 device: Any = None, dtype: Any = None):
+        if activation not in (None, "relu", "gelu"):
+            raise InvalidOptionError(f"Linear: activation={activation!r} is not allowed; allowed: None, 'relu', 'gelu'")
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.activation = activation
+        parts = [p for p in (activation, "bias" if bias else None) if p]
+        self._epilogue = "_".join(parts) if parts else "none"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return matmul(x, self.weight.mT, bias=self.bias, epilogue=self._epilogue)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, activation={self.activation!r}"
