@@ -101,22 +101,22 @@ def _fmt_seconds(s: float) -> str:
 
 
 def format_table(results: Sequence[Result]) -> str:
-    """A markdown table: one row per case, median per implementation, and nvmathpy's ratio
-    against each other implementation (``x`` > 1: nvmathpy faster)."""
+    """Markdown tables, one per suite and set of implementations: the median per
+    implementation, and nvmathpy's speedup over each other one (``x`` > 1: nvmathpy faster)."""
     lines = []
-    for suite in dict.fromkeys(r.suite for r in results):
-        rows = [r for r in results if r.suite == suite]
-        labels = list(dict.fromkeys(label for r in rows for label in r.seconds))
+    groups = dict.fromkeys((r.suite, tuple(r.seconds)) for r in results)
+    for suite, labels in groups:
+        rows = [r for r in results if (r.suite, tuple(r.seconds)) == (suite, labels)]
         others = [label for label in labels if label != "nvmathpy"]
-        header = ["case", "threads", *labels, *(f"vs {label}" for label in others), "note"]
+        with_threads = any(r.threads for r in rows)
+        header = ["case", *(["threads"] if with_threads else []), *labels,
+                  *(f"nvmathpy vs {label}" for label in others if "nvmathpy" in labels)]
         lines += [f"### {suite}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for r in rows:
-            cells = [r.name, str(r.threads or "")]
-            cells += [_fmt_seconds(r.seconds[label]) if label in r.seconds else "" for label in labels]
-            for label in others:
-                ok = "nvmathpy" in r.seconds and label in r.seconds
-                cells.append(f"{r.seconds[label] / r.seconds['nvmathpy']:.2f}x" if ok else "")
-            cells.append(r.note)
+            cells = [r.name + (f" ({r.note})" if r.note else ""), *([str(r.threads or "")] if with_threads else [])]
+            cells += [_fmt_seconds(r.seconds[label]) for label in labels]
+            if "nvmathpy" in labels:
+                cells += [f"{r.seconds[label] / r.seconds['nvmathpy']:.2f}x" for label in others]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""nvmathpy.linalg matmul beside NumPy: GEMM throughput, fused epilogues, tiny products.
+
+Run (unset the OpenBLAS overrides for this command only):
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_matmul.py [--quick]
+
+Wisdom is switched off (``NVMATHPY_WISDOM=off``) so "planned" rows show the heuristic's
+choice and "autotuned" rows a fresh timing in this run. All implementations of one row group
+are timed in one process over several rounds; each of their samples sits between two samples
+of the NumPy baseline, and the ratio shown is the median over rounds of sample / baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+os.environ["NVMATHPY_WISDOM"] = "off"
+try:
+    import nvmathpy  # noqa: F401
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import nvmathpy.linalg as la  # noqa: E402
+from nvmathpy.bench.suite_matmul import gelu_bias_inplace, relu_bias_inplace  # noqa: E402
+
+
+
+def measure(calls: dict[str, Callable[[], object]], rounds: int, sample_s: float) -> tuple[dict, dict, dict]:
+    """Median seconds per call of each callable, the median of its time relative to the first
+    callable (the baseline), and the ratio of the fastest samples. In every round each callable's sample is taken between two
+    baseline samples and compared with their mean, so load from other processes (this machine
+    is shared) hits both sides of each ratio alike."""
+    numbers = {}
+    for name, fn in calls.items():
+        fn()
+        start = time.perf_counter()
+        fn()
+        numbers[name] = max(1, int(sample_s / max(time.perf_counter() - start, 1e-9)))
+
+    def sample(name: str) -> float:
+        fn, n = calls[name], numbers[name]
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return (time.perf_counter() - start) / n
+
+    baseline = next(iter(calls))
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    ratios: dict[str, list[float]] = {name: [] for name in calls}
+    base_samples: list[float] = []
+    for _ in range(rounds):
+        for name in calls:
+            before = sample(baseline)
+            t = sample(name)
+            after = sample(baseline)
+            base_samples += [before, after]
+            samples[name].append(t)
+            ratios[name].append(t / ((before + after) / 2))
+    best = min(base_samples)
+    return ({name: statistics.median(s) for name, s in samples.items()},
+            {name: statistics.median(r) for name, r in ratios.items()},
+            {name: min(s) / best for name, s in samples.items()})
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
+
+
+def gemm_rows(quick: bool, rounds: int) -> list[str]:
+    rows = ["| GEMM fp32 n x n @ n x n | numpy.matmul | nvmathpy planned | nvmathpy autotuned | "
+            "throughput vs numpy: planned | autotuned |", "|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(0)
+    for n in (256, 512, 1024) if not quick else (256, 512):
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        planned = la.Matmul(a, b).plan()
+        tuned = la.Matmul(a, b)
+        tuned.autotune()
+        t, r, _ = measure({"numpy": lambda: np.matmul(a, b), "planned": planned.execute, "tuned": tuned.execute},
+                          rounds, 0.05)
+        rows.append(f"| n={n} | {fmt(t['numpy'])} | {fmt(t['planned'])} `{planned.candidate}` | "
+                    f"{fmt(t['tuned'])} `{tuned.candidate}` | {1 / r['planned']:.3f}x | {1 / r['tuned']:.3f}x |")
+        planned.free()
+        tuned.free()
+    return rows
+
+
+def epilogue_rows(quick: bool, rounds: int) -> list[str]:
+    m = 4096 if not quick else 2048
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, 1024), dtype=np.float32)
+    b = rng.standard_normal((1024, 1024), dtype=np.float32)
+    bias = rng.standard_normal(1024, dtype=np.float32)
+    scratch = np.empty((m, 1024), np.float32)
+
+    def relu_naive():
+        return np.maximum(a @ b + bias, 0)
+
+    def gelu_naive():
+        x = a @ b + bias
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+    def relu_inplace():
+        return relu_bias_inplace(a, b, bias)
+
+    def gelu_inplace():  # the best NumPy chain we know: the sigmoid form, one scratch buffer
+        return gelu_bias_inplace(a, b, bias, scratch)
+
+    rows = [f"| fp32 {m}x1024 @ 1024x1024 | median time | time / bare GEMM (median) | (fastest samples) |",
+            "|---|---|---|---|"]
+    for epilogue, naive, inplace in (("relu_bias", relu_naive, relu_inplace), ("gelu_bias", gelu_naive, gelu_inplace)):
+        heuristic = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}).plan()
+        mm = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias})
+        mm.autotune()  # the default effort: time the heuristic's top few
+        t, r, best = measure({"gemm": lambda: a @ b, "naive": naive, "inplace": inplace,
+                              "heuristic": heuristic.execute, "nvmathpy": mm.execute}, rounds, 0.0)
+        rows += [f"| bare GEMM `a @ b` | {fmt(t['gemm'])} | 1.000x | 1.000x |"] + [
+            f"| {epilogue}: {label} | {fmt(t[key])} | {r[key]:.3f}x | {best[key]:.3f}x |"
+            for key, label in (("naive", "NumPy naive chain"), ("inplace", "NumPy best in-place chain"),
+                               ("heuristic", f"nvmathpy planned `{heuristic.candidate}`"),
+                               ("nvmathpy", f"nvmathpy autotuned `{mm.candidate}`"))
+        ]
+        heuristic.free()
+        mm.free()
+    return rows
+
+
+def tiny_rows(rounds: int) -> list[str]:
+    rows = ["| tiny fp64 n x n | numpy.matmul | a.dot(b) | planned execute | one-call matmul (cache hit) | "
+            "execute / matmul | execute / dot | one-call / matmul |", "|---|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(2)
+    for n in (2, 4, 8, 16, 32):
+        a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        mm = la.Matmul(a, b).plan()
+        t, r, _ = measure({"matmul": lambda: np.matmul(a, b), "dot": lambda: a.dot(b), "execute": mm.execute,
+                           "onecall": lambda: la.matmul(a, b)}, rounds, 0.02)
+        rows.append(f"| {n} | {fmt(t['matmul'])} | {fmt(t['dot'])} | {fmt(t['execute'])} | {fmt(t['onecall'])} | "
+                    f"{r['execute']:.2f}x | {t['execute'] / t['dot']:.2f}x | {r['onecall']:.2f}x |")
+        mm.free()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
+    args = parser.parse_args()
+    rounds = 5 if args.quick else 11
+    from nvmathpy.bench.harness import blas_summary
+
+    print(f"BLAS: {blas_summary()}; rounds: {rounds}; load average before: {os.getloadavg()[0]:.1f}; "
+          "ratios are medians of per-round ratios\n")
+    for block in (gemm_rows(args.quick, rounds), epilogue_rows(args.quick, rounds), tiny_rows(rounds)):
+        print("\n".join(block))
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""The Matmul plan lifecycle, bad input, wisdom, the plan cache (also under threads) and the
+execution-space rules."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import nvmathpy.linalg as la
+from nvmathpy.errors import (
+    ExecutionSpaceUnavailableError,
+    InvalidOperandError,
+    InvalidOptionError,
+    OperandMismatchError,
+    PlanStateError,
+)
+from nvmathpy.linalg import matmul_plan
+
+
+def arrays(*shapes, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+def close(got, want, tol=1e-5):
+    return np.linalg.norm(got - want) / np.linalg.norm(want) < tol
+
+
+def test_lifecycle_errors():
+    a, b = arrays((5, 3), (3, 4))
+    mm = la.Matmul(a, b)
+    with pytest.raises(PlanStateError, match="before plan"):
+        mm.execute()
+    mm.plan()
+    assert close(mm.execute(), a @ b)
+    mm.free()
+    mm.free()  # idempotent
+    with pytest.raises(PlanStateError, match="freed"):
+        mm.execute()
+    with pytest.raises(PlanStateError):
+        mm.plan()
+    with pytest.raises(PlanStateError):
+        mm.reset_operands(a=a)
+
+
+def test_reset_operands_swaps_data_and_names_mismatches():
+    a, b, a2, b2 = arrays((6, 5), (5, 7), (6, 5), (5, 7))
+    bias, bias2 = arrays((7,), (7,), seed=1)
+    with la.Matmul(a, b, epilogue="bias", epilogue_inputs={"bias": bias}) as mm:
+        mm.plan()
+        mm.reset_operands(a=a2, b=b2, epilogue_inputs={"bias": bias2})
+        assert close(mm.execute(), a2 @ b2 + bias2)
+        with pytest.raises(OperandMismatchError, match=r"a shape differs: planned \(6, 5\), got \(6, 4\)"):
+            mm.reset_operands(a=np.ones((6, 4), np.float32))
+        with pytest.raises(OperandMismatchError, match="b dtype differs: planned float32, got float64"):
+            mm.reset_operands(b=b2.astype(np.float64))
+        with pytest.raises(OperandMismatchError, match="a layout differs: planned C, got F"):
+            mm.reset_operands(a=np.asfortranarray(a2))
+        with pytest.raises(OperandMismatchError, match="without c"):
+            mm.reset_operands(c=np.ones((6, 7), np.float32))
+        with pytest.raises(OperandMismatchError, match="'relu_aux' is not part"):
+            mm.reset_operands(epilogue_inputs={"relu_aux": np.ones((6, 7), bool)})
+        assert close(mm.execute(), a2 @ b2 + bias2)  # a failed reset changed nothing
+
+
+def test_failure_in_plan_leaves_the_plan_usable(monkeypatch):
+    a, b = arrays((40, 30), (30, 20))
+    mm = la.Matmul(a, b, epilogue="relu")
+    engine = mm._engine
+    real_prepare = engine.prepare
+    monkeypatch.setattr(engine, "prepare", lambda *args, **kw: (_ for _ in ()).throw(MemoryError("boom")))
+    with pytest.raises(MemoryError):
+        mm.plan()
+    with pytest.raises(PlanStateError):
+        mm.execute()
+    monkeypatch.setattr(engine, "prepare", real_prepare)
+    mm.plan()
+    assert close(mm.execute(), np.maximum(a @ b, 0))
+    mm.free()
+
+
+def test_execute_into_out():
+    a, b = arrays((9, 4), (4, 3))
+    out = np.empty((9, 3), np.float32)
+    with la.Matmul(a, b, epilogue="relu_aux") as mm:
+        mm.plan()
+        got, aux = mm.execute(out=out)
+        assert got is out and close(out, np.maximum(a @ b, 0)) and aux["relu_aux"].dtype == bool
+        with pytest.raises(InvalidOperandError, match="shape"):
+            mm.execute(out=np.empty((3, 9), np.float32))
+        with pytest.raises(InvalidOperandError, match="overlaps"):
+            mm.execute(out=a.reshape(-1)[:27].reshape(9, 3))
+
+
+BAD_CASES = [
+    (dict(b=np.ones((4, 3), np.float32)), InvalidOperandError, r"a.shape=\(5, 3\).*b.shape=\(4, 3\)"),
+    (dict(b=np.ones((3, 4), np.float64)), InvalidOperandError, "b has dtype float64 but float32"),
+    (dict(c=np.ones((5, 4), np.float32)), InvalidOptionError, "c was given without beta"),
+    (dict(beta=1.0), InvalidOptionError, "beta=1.0 was given without c"),
+    (dict(c=np.ones((2, 4), np.float32), beta=1.0), InvalidOperandError, r"c of shape \(2, 4\) does not broadcast"),
+    (dict(epilogue="relu_bias"), InvalidOperandError, r"needs epilogue_inputs \['bias'\]; missing"),
+    (dict(epilogue="relu", epilogue_inputs={"bias": np.ones(4, np.float32)}), InvalidOperandError, "does not take"),
+    (dict(epilogue="bias", epilogue_inputs={"bias": np.ones(5, np.float32)}), InvalidOperandError,
+     r"bias of shape \(5,\) does not broadcast to the result shape \(5, 4\)"),
+    (dict(epilogue="drelu", epilogue_inputs={"relu_aux": np.ones((4, 5), bool)}), InvalidOperandError,
+     "relu_aux has shape"),
+    (dict(epilogue="drelu", epilogue_inputs={"relu_aux": np.ones((5, 4), np.float32)}), InvalidOperandError,
+     "relu_aux has dtype float32 but bool"),
+    (dict(epilogue="swish"), InvalidOptionError, "epilogue='swish' is not known"),
+    (dict(alpha="2"), InvalidOptionError, "alpha must be a number"),
+    (dict(alpha=1j), InvalidOptionError, "complex but the operands are float32"),
+    (dict(options={"check_finit": True}), InvalidOptionError, "unknown key 'check_finit'"),
+    (dict(stream=7), InvalidOptionError, "stream=7"),
+    (dict(execution="tpu"), InvalidOptionError, "execution='tpu'"),
+    (dict(a=np.ones((5, 3), np.int32), b=np.ones((3, 4), np.int32)), InvalidOperandError, "a has dtype int32"),
+    (dict(a=np.ones((5, 3), np.complex64), b=np.ones((3, 4), np.complex64), epilogue="relu"), InvalidOperandError,
+     "real dtypes only"),
+    (dict(a=np.array(1.0, np.float32)), InvalidOperandError, "at least one dimension"),
+]
+
+
+@pytest.mark.parametrize("kwargs,error,match", BAD_CASES)
+def test_bad_input_raises_clearly_and_modifies_nothing(kwargs, error, match):
+    base = dict(a=arrays((5, 3))[0], b=arrays((3, 4))[0])
+    base.update(kwargs)
+    a, b = base.pop("a"), base.pop("b")
+    snapshots = [np.array(x, copy=True) for x in (a, b)]
+    for fn in (la.Matmul, la.matmul):
+        with pytest.raises(error, match=match):
+            fn(a, b, **base)
+    assert all(np.array_equal(s, x) for s, x in zip(snapshots, (a, b)))
+
+
+def test_check_finite_option():
+    a, b = arrays((5, 3), (3, 4))
+    bias = np.array([1.0, np.nan, 0.0, 2.0], np.float32)
+    kwargs = dict(epilogue="bias", epilogue_inputs={"bias": bias})
+    with pytest.raises(InvalidOperandError, match="'bias'|bias contains NaN"):
+        la.matmul(a, b, options={"check_finite": True}, **kwargs)
+    assert np.isnan(la.matmul(a, b, **kwargs)[:, 1]).all()  # unchecked: NaN propagates, never hidden
+    assert np.isnan(bias[1])
+
+
+def test_cuda_execution_raises_the_clear_error():
+    a, b = arrays((5, 3), (3, 4))
+    with pytest.raises(ExecutionSpaceUnavailableError, match="cuda"):
+        la.Matmul(a, b, execution="cuda")
+    with pytest.raises(ExecutionSpaceUnavailableError):
+        la.matmul(a, b, execution={"name": "cuda", "device_id": 0})
+
+
+def test_problem_key_fields():
+    a, b = arrays((5, 3), (4, 3))
+    mm = la.Matmul(a, b.T, np.ones(4, np.float32), beta=2.0, alpha=0.5, epilogue=la.Epilogue.RELU)
+    p = mm.problem
+    assert p.operation == "matmul"
+    assert (p.get("a_layout"), p.get("b_layout"), p.get("epilogue")) == ("C", "F", "relu")
+    assert (p.get("alpha"), p.get("beta"), p.get("c_shape")) == (0.5, 2.0, [4])
+    assert p.get("dtype") == "float32"
+
+
+def test_autotune_records_wisdom_and_a_new_plan_uses_it():
+    a, b = arrays((64, 48), (48, 80))
+    bias = arrays((80,))[0]
+    kwargs = dict(epilogue="gelu_bias", epilogue_inputs={"bias": bias})
+    with la.Matmul(a, b, **kwargs) as mm:
+        timings = mm.autotune(effort="exhaustive", repeats=1)
+        assert len(timings) >= 2 and mm.chosen_by == "autotune"
+        winner = mm.candidate
+    with la.Matmul(a, b, **kwargs) as again:
+        again.plan()
+        assert again.chosen_by == "wisdom" and again.candidate == winner
+        assert again.autotune() == {}  # no timing on a wisdom hit
+
+
+def test_plan_cache_hits_sizes_and_clears():
+    matmul_plan.clear_plan_cache()
+    a, b = arrays((7, 5), (5, 3))
+    for _ in range(3):
+        assert close(la.matmul(a, b), a @ b)
+    info = matmul_plan.plan_cache_info()
+    assert (info["hits"], info["misses"], info["size"]) == (2, 1, 1)
+    la.matmul(a, np.asfortranarray(b))  # another layout: another plan
+    assert matmul_plan.plan_cache_info()["size"] == 2
+    matmul_plan.set_plan_cache_size(1)
+    assert matmul_plan.plan_cache_info()["size"] == 1
+    matmul_plan.clear_plan_cache()
+    assert matmul_plan.plan_cache_info() == {"hits": 0, "misses": 0, "size": 0, "maxsize": 1}
+    matmul_plan.set_plan_cache_size(128)
+
+
+def test_plan_cache_under_eight_threads():
+    matmul_plan.clear_plan_cache()
+    shapes = [((3, 4), (4, 5)), ((17, 9), (9, 11)), ((2, 6, 5), (5, 4)), ((70, 40), (40, 30))]
+
+    def work(i):
+        (sa, sb) = shapes[i % len(shapes)]
+        a, b = arrays(sa, sb, seed=i)
+        bias = arrays(sb[-1:], seed=i + 1000)[0]
+        for _ in range(20):
+            d = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias})
+            if not close(d, np.maximum(a.astype(np.float64) @ b + bias, 0)):
+                return False
+            if not close(la.matmul(a, b), a.astype(np.float64) @ b):
+                return False
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(32)))
+    info = matmul_plan.plan_cache_info()
+    assert info["hits"] > info["misses"] > 0
+
+
+def test_tiny_plain_products_bind_dot():
+    a, b = arrays((4, 4), (4, 4))
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        assert mm.candidate.params["method"] == "dot"
+        assert close(mm.execute(), a @ b)
+
+
+def test_blas_thread_candidates_restore_the_library_setting():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import scipy.linalg.blas  # noqa: F401  (load SciPy's BLAS before reading the settings)
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    methods = set()
+    for k in (90, 230):  # below and above the size where split candidates start
+        a, b = arrays((300, k), (k, 260))
+        bias = arrays((260,))[0]
+        with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+            limited = [c for c in mm._engine.candidates(mm.problem) if c.params["threads"] is not None]
+            methods |= {c.params["method"] for c in limited}
+            prepared = [mm._engine.prepare(mm.problem, c) for c in limited]
+            want = np.maximum(a.astype(np.float64) @ b + bias, 0)
+
+            def work(i):
+                p = prepared[i % len(prepared)]
+                return all(close(p.kernel(a, b, None, {"bias": bias}, None), want) for _ in range(3))
+
+            with ThreadPoolExecutor(4) as pool:
+                assert all(pool.map(work, range(8)))
+            assert all(work(i) for i in range(len(prepared)))  # the main thread limits and restores
+            for p in prepared:
+                p.free()
+    assert methods >= {"split", "matmul"}
+    assert blas_threads() == before
