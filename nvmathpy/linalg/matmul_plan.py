@@ -42,35 +42,53 @@ class MatmulOptions:
         Before each execution, check that ``a``, ``b``, ``c`` and the floating-point
         epilogue inputs hold no NaN or infinity, and raise :class:`InvalidOperandError`
         naming the operand if they do. Costs one extra read of every operand.
+    workspace_limit
+        CUDA only: the most workspace (bytes) a cuBLASLt algorithm may use (default 32 MiB).
+    allow_tf32
+        CUDA only: let float32/complex64 products use TF32 tensor cores (faster, ~10-bit
+        mantissa inputs).
 
     Examples
     --------
     >>> MatmulOptions(check_finite=True)
-    MatmulOptions(check_finite=True)
+    MatmulOptions(check_finite=True, workspace_limit=33554432, allow_tf32=False)
     """
 
     check_finite: bool = False
+    workspace_limit: int = 32 << 20
+    allow_tf32: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.check_finite, bool):
-            raise InvalidOptionError(f"MatmulOptions: check_finite must be True or False, got {self.check_finite!r}")
+        for name in ("check_finite", "allow_tf32"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidOptionError(f"MatmulOptions: {name} must be True or False, got {getattr(self, name)!r}")
+        limit = self.workspace_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidOptionError(f"MatmulOptions: workspace_limit must be a non-negative int (bytes), got {limit!r}")
 
 
-def _cpu_engine() -> Engine:
+def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
     from ._matmul_cpu import CpuMatmulEngine
 
     return CpuMatmulEngine()
 
 
-#: Engine factories by execution space name (a "cuda" entry is added by the GPU issue).
-ENGINES: dict[str, Callable[[], Engine]] = {"cpu": _cpu_engine}
+def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
+    from .matmul_cuda import CudaMatmulEngine
+
+    return CudaMatmulEngine(device_id=space.device_id, stream=stream, package=package,
+                            workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32)
 
 
-def _engine_for(space_name: str) -> Engine:
-    factory = ENGINES.get(space_name)
+#: Engine factories by execution space name: ``factory(space, stream, package, options)``.
+ENGINES: dict[str, Callable[..., Engine]] = {"cpu": _cpu_engine, "cuda": _cuda_engine}
+
+
+def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
+    factory = ENGINES.get(space.name)
     if factory is None:
-        raise ExecutionSpaceUnavailableError(f"matmul: no engine for execution space {space_name!r} in this build")
-    return factory()
+        raise ExecutionSpaceUnavailableError(f"matmul: no engine for execution space {space.name!r} in this build")
+    return factory(space, stream, package, options)
 
 
 def _encode_scalar(value: Any) -> Any:
@@ -119,7 +137,8 @@ class Matmul(Plan):
         ``"gelu_aux"`` (result-shaped) for the backward epilogues.
     execution
         ``None`` (follow the operands), ``"cpu"``, ``"cuda"``, a dict or an
-        ``ExecutionCPU``/``ExecutionCUDA``. CUDA raises ``ExecutionSpaceUnavailableError`` here.
+        ``ExecutionCPU``/``ExecutionCUDA``. CUDA runs on cuBLASLt (CuPy or torch CUDA operands;
+        ``ExecutionSpaceUnavailableError`` names the cause when no usable GPU is present).
     options
         :class:`MatmulOptions` or a dict.
     stream
@@ -190,8 +209,9 @@ class Matmul(Plan):
             inputs={n: [list(ops[n].shape), ops[n].dtype.name] for n in inputs},
             alpha=_encode_scalar(alpha), beta=_encode_scalar(beta),
             num_threads=space.num_threads if isinstance(space, ExecutionCPU) else None,
+            **self._cuda_fields(space, ops),
         )
-        self._engine = _engine_for(space.name)
+        self._engine = _engine_for(space, stream, ops["a"].package, self._options)
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -248,6 +268,17 @@ class Matmul(Plan):
             message = (f"matmul: {name} of shape {op.shape} does not broadcast to the result shape {result}")
             if broadcast_check(op.shape, result, message) != result:
                 raise InvalidOperandError(message)
+
+    def _cuda_fields(self, space: Any, ops: dict[str, Operand]) -> dict[str, Any]:
+        """What only the cuBLASLt engine needs in the problem: exact element strides (its
+        layouts take any leading dimension), TF32 and the workspace limit."""
+        if space.name != "cuda":
+            return {}
+        fields = {f"{n}_strides": [s // ops[n].dtype.itemsize for s in ops[n].strides] for n in ("a", "b")}
+        fields["workspace_limit"] = self._options.workspace_limit
+        if self._options.allow_tf32:
+            fields["allow_tf32"] = True
+        return fields
 
     @staticmethod
     def _layout(op: Operand) -> str:
@@ -357,6 +388,7 @@ class Matmul(Plan):
                 ("package", old.package, op.package), ("device", old.device, op.device),
                 ("shape", old.shape, op.shape), ("dtype", old.dtype.name, op.dtype.name),
                 ("layout", self._layout(old), self._layout(op)),
+                ("strides", old.strides if old.device == "cuda" else None, op.strides if op.device == "cuda" else None),
             ):
                 if before != after:
                     raise OperandMismatchError(f"reset_operands: {name} {what} differs: planned {before}, got {after}")
