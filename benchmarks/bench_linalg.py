@@ -1,0 +1,223 @@
+"""Dense solvers: nvmathpy beside scipy.linalg and numpy.linalg, in one process.
+
+Run (unset the OpenBLAS overrides for this command only)::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_linalg.py [--quick]
+
+Each row times every contender in interleaved rounds (so machine noise hits all alike) and
+reports medians in microseconds and the speed-up ``reference / nvmathpy`` (> 1: nvmathpy is
+faster; the median of per-round ratios), against the target where the project set one.
+Prints the BLAS in use, the machine load, and a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+_CACHE = tempfile.TemporaryDirectory(prefix="nvmathpy-bench-")  # wisdom of this run only, removed at exit
+os.environ.setdefault("NVMATHPY_CACHE_DIR", _CACHE.name)
+
+import numpy as np  # noqa: E402
+import scipy.linalg as sla  # noqa: E402
+from scipy.linalg import lapack  # noqa: E402
+from threadpoolctl import threadpool_info  # noqa: E402
+
+import nvmathpy.linalg as nl  # noqa: E402
+import nvmathpy.scipy.linalg as nsl  # noqa: E402
+from nvmathpy.linalg.solvers.solve_plan import Solve  # noqa: E402
+
+
+def timed(fn: Callable[[], object], budget: float) -> float:
+    """Seconds per call: enough back-to-back calls to fill ``budget`` seconds."""
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, min(20000, int(budget / once)))
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def compare(contenders: dict[str, Callable[[], object]], rounds: int, budget: float) -> dict[str, list[float]]:
+    """Seconds per call of each contender in each of ``rounds`` interleaved rounds."""
+    samples: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            samples[name].append(timed(fn, budget))
+    return samples
+
+
+ROWS: list[tuple] = []
+
+
+def row(case: str, samples: dict[str, list[float]], ours: str, ref: str, target: str = "") -> None:
+    """Record medians and the speed-up ``ref / ours`` (the median of the per-round ratios,
+    which a burst of load from other processes distorts least)."""
+    ratio = statistics.median(r / o for r, o in zip(samples[ref], samples[ours]))
+    ROWS.append((case, ours, statistics.median(samples[ours]) * 1e6, ref, statistics.median(samples[ref]) * 1e6,
+                 f"{ratio:.2f}x", target))
+
+
+def rng_matrix(rng, n, batch=()):
+    return rng.standard_normal(batch + (n, n)) + np.sqrt(n) * 2 * np.eye(n)
+
+
+def spd(rng, n):
+    x = rng.standard_normal((n, n))
+    return x @ x.T + n * np.eye(n)
+
+
+def bench_factored_solves(rng, rounds, budget):
+    for n in (4, 8, 16):
+        b = rng.standard_normal(n)
+        a, s = rng_matrix(rng, n), spd(rng, n)
+        f, c = sla.lu_factor(a), sla.cho_factor(s)
+        cases = [
+            ("LU", nl.LU(a), "dgetrs", lambda: lapack.dgetrs(f[0], f[1], b), "lu_solve",
+             lambda: nsl.lu_solve(f, b), lambda: sla.lu_solve(f, b)),
+            ("Cholesky", nl.Cholesky(s, lower=False), "dpotrs", lambda: lapack.dpotrs(c[0], b, 0), "cho_solve",
+             lambda: nsl.cho_solve(c, b), lambda: sla.cho_solve(c, b)),
+        ]
+        for name, plan, raw_name, raw, fn_name, ours_fn, scipy_fn in cases:
+            plan.solve(b)  # factor once
+            t = compare({
+                f"raw {raw_name}": raw,
+                f"nvmathpy {name}.solve": lambda plan=plan: plan.solve(b),
+                f"nvmathpy.scipy {fn_name}": ours_fn,
+                f"scipy {fn_name}": scipy_fn,
+            }, rounds, budget)
+            case = f"{name} solve with factors n={n}"
+            row(case, t, f"nvmathpy {name}.solve", f"raw {raw_name}", f">= 0.5x (<= 2x {raw_name})")
+            row(case, t, f"nvmathpy {name}.solve", f"scipy {fn_name}", ">= 4x")
+            row(case, t, f"nvmathpy.scipy {fn_name}", f"scipy {fn_name}", ">= 4x")
+
+
+def bench_one_shot(rng, rounds, budget):
+    for n in (4, 16):
+        a, b = rng_matrix(rng, n), rng.standard_normal(n)
+        t = compare({
+            "nvmathpy solve": lambda: nl.solve(a, b),
+            "nvmathpy.scipy solve": lambda: nsl.solve(a, b),
+            "numpy solve": lambda: np.linalg.solve(a, b),
+            "scipy solve": lambda: sla.solve(a, b),
+        }, rounds, budget)
+        row(f"one-shot solve n={n}", t, "nvmathpy solve", "numpy solve", ">= 1x" if n == 4 else "")
+        row(f"one-shot solve n={n}", t, "nvmathpy solve", "scipy solve", ">= 5x" if n == 4 else "")
+        row(f"one-shot solve n={n} (scipy semantics: structure detection, rcond warning)", t,
+            "nvmathpy.scipy solve", "scipy solve", ">= 5x" if n == 4 else "")
+
+
+def bench_large(rng, n, rounds, budget):
+    a, b = rng_matrix(rng, n), rng.standard_normal(n)  # C-ordered
+    t = compare({
+        "nvmathpy LU(a).solve(b)": lambda: nl.LU(a).solve(b),
+        "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(a), b),
+        "nvmathpy.scipy solve": lambda: nsl.solve(a, b),
+        "scipy solve": lambda: sla.solve(a, b),
+    }, rounds, budget)
+    row(f"LU factor+solve n={n}, C-ordered", t, "nvmathpy LU(a).solve(b)", "scipy lu_factor+lu_solve", ">= 1.4x")
+    row(f"solve n={n}, C-ordered", t, "nvmathpy.scipy solve", "scipy solve", "")
+    s = spd(rng, n)
+    t = compare({
+        "nvmathpy Cholesky(a).solve(b)": lambda: nl.Cholesky(s).solve(b),
+        "scipy cho_factor+cho_solve": lambda: sla.cho_solve(sla.cho_factor(s), b),
+        "nvmathpy.scipy cholesky": lambda: nsl.cholesky(s),
+        "scipy cholesky": lambda: sla.cholesky(s),
+    }, rounds, budget)
+    row(f"Cholesky factor+solve n={n}, C-ordered", t, "nvmathpy Cholesky(a).solve(b)", "scipy cho_factor+cho_solve",
+        ">= 1.4x")
+    row(f"cholesky n={n}, C-ordered", t, "nvmathpy.scipy cholesky", "scipy cholesky", "")
+    h = (s + s.T) / 2
+    nsl.eigh(h)
+    t = compare({
+        "nvmathpy.scipy eigh": lambda: nsl.eigh(h),
+        "scipy eigh (default evr)": lambda: sla.eigh(h),
+        "nvmathpy eigh": lambda: nl.eigh(h),
+        "numpy eigh": lambda: np.linalg.eigh(h),
+    }, max(1, rounds // 2), budget)
+    row(f"eigh n={n}", t, "nvmathpy.scipy eigh", "scipy eigh (default evr)", ">= 1.3x")
+    row(f"eigh n={n}", t, "nvmathpy eigh", "numpy eigh", "")
+    m = rng.standard_normal((n // 2, n // 4))
+    bm = rng.standard_normal(n // 2)
+    lst = nl.Lstsq(m)  # heuristic choice: factor once by SVD, then two products per solve
+    lst.solve(bm)  # factored once; every later solve reuses the factors
+    t = compare({
+        f"nvmathpy Lstsq.solve ({lst.candidate}, factored)": lambda: lst.solve(bm),
+        "numpy lstsq": lambda: np.linalg.lstsq(m, bm, rcond=None),
+        "nvmathpy.scipy lstsq gelsy": lambda: nsl.lstsq(m, bm, lapack_driver="gelsy"),
+        "scipy lstsq (default gelsd)": lambda: sla.lstsq(m, bm),
+    }, max(1, rounds // 2), budget)
+    row(f"lstsq {n // 2}x{n // 4}, solve many", t, f"nvmathpy Lstsq.solve ({lst.candidate}, factored)", "numpy lstsq")
+    row(f"lstsq {n // 2}x{n // 4}", t, "nvmathpy.scipy lstsq gelsy", "scipy lstsq (default gelsd)")
+    sv = rng.standard_normal((n // 2, n // 2))
+    t = compare({
+        "nvmathpy.scipy svd": lambda: nsl.svd(sv),
+        "scipy svd": lambda: sla.svd(sv),
+    }, max(1, rounds // 2), budget)
+    row(f"svd {n // 2}x{n // 2}, C-ordered", t, "nvmathpy.scipy svd", "scipy svd", "")
+
+
+def bench_batched(rng, count, rounds, budget):
+    for n in (3, 4, 8, 16):
+        a = rng_matrix(rng, n, (count,))
+        b = rng.standard_normal((count, n, 1))
+        plan = Solve(a, b)
+        plan.autotune(effort="exhaustive", repeats=3)  # winner goes to wisdom; nl.solve uses it
+        t = compare({
+            f"nvmathpy solve ({plan.candidate})": lambda: nl.solve(a, b),
+            "numpy batched solve": lambda: np.linalg.solve(a, b),
+        }, rounds, budget)
+        row(f"batched solve B={count} n={n}", t, f"nvmathpy solve ({plan.candidate})", "numpy batched solve",
+            ">= 4x" if n == 3 else ">= 1x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller large matrices")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit BLAS/LAPACK threads for every contender (default: the libraries' own)")
+    parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large"), default=None,
+                        help="run one section only")
+    args = parser.parse_args()
+    if args.threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
+    rounds, budget, n_large, count = (5, 0.01, 512, 10_000) if args.quick else (9, 0.03, 1024, 10_000)
+    blas = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} threads={i.get('num_threads')}"
+            for i in threadpool_info() if i.get("user_api") == "blas"]  # after any --threads limit
+    print(f"BLAS: {'; '.join(blas)}")
+    env = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    print(f"environment: {env}")
+    if hasattr(os, "getloadavg"):
+        print(f"load average at start: {os.getloadavg()} on {os.cpu_count()} cores")
+    rng = np.random.default_rng(0)
+    sections = {
+        "factored": lambda: bench_factored_solves(rng, rounds, budget),
+        "one-shot": lambda: bench_one_shot(rng, rounds, budget),
+        "batched": lambda: bench_batched(rng, count, rounds, budget),
+        "large": lambda: bench_large(rng, n_large, rounds, max(budget, 0.05)),
+    }
+    for name, run in sections.items():
+        if args.only in (None, name):
+            run()
+    if hasattr(os, "getloadavg"):
+        print(f"load average at end: {os.getloadavg()}")
+    print()
+    print("| case | nvmathpy | us | reference | us | speed-up | target |")
+    print("|---|---|---:|---|---:|---:|---|")
+    for case, ours, t_ours, ref, t_ref, ratio, target in ROWS:
+        print(f"| {case} | {ours} | {t_ours:.2f} | {ref} | {t_ref:.2f} | {ratio} | {target} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The base class of the solver plans: operand intake, engine choice and operand swaps.
+
+Every solver plan wraps its operands (NumPy, torch CPU, ...), picks the engine of its
+execution space, casts to the LAPACK dtype and remembers how to convert results back into
+the caller's package. ``reset_operands`` accepts only operands of the planned shape and
+dtype (anything else raises :class:`~nvmathpy.errors.OperandMismatchError`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from ...errors import OperandMismatchError
+from ...plan import Plan, Prepared
+from ._engine import CPULapackEngine, engine_for
+from ._operands import host_arrays
+
+__all__ = ["SolverPlan"]
+
+
+class SolverPlan(Plan):
+    """Shared constructor logic and operand swapping for the solver plans."""
+
+    #: The CPU engine of the concrete plan class.
+    cpu_engine: ClassVar[CPULapackEngine]
+
+    def __init__(self, execution: Any, **arrays: Any):
+        super().__init__()
+        self._arrays, self._to_caller, space = host_arrays(execution, **arrays)
+        self._engine = engine_for(space, self.cpu_engine)
+        #: How many factorizations (or decompositions) this plan has computed.
+        self.factorizations = 0
+        self._clear_derived()
+
+    def _swap_in(self, name: str, new: Any, current: np.ndarray) -> np.ndarray:
+        """Validate a replacement operand against the planned one and return it cast."""
+        arrays, _, _ = host_arrays(None, **{name: new})
+        array = arrays[name]
+        if array.shape != current.shape:
+            raise OperandMismatchError(
+                f"reset_operands: {name} has shape {array.shape}, the plan was made for {current.shape}; "
+                "create a new plan for a new shape"
+            )
+        if array.dtype != current.dtype:
+            if np.result_type(array.dtype, current.dtype) != current.dtype:
+                raise OperandMismatchError(
+                    f"reset_operands: {name} has dtype {array.dtype}, the plan computes in {current.dtype}"
+                )
+            array = array.astype(current.dtype)
+        return array
+
+    def _bind(self, prepared: Prepared) -> Callable[..., Any]:
+        compute = self._computation(prepared)
+        to_caller = self._to_caller
+        return lambda: to_caller(compute())
+
+    def _computation(self, prepared: Prepared) -> Callable[[], Any]:
+        """The native computation for ``prepared`` on the current operands."""
+        raise NotImplementedError
+
+    def free(self) -> None:
+        """Release the plan and any factors it holds. Idempotent."""
+        super().free()
+        self._clear_derived()
+
+    def _clear_derived(self) -> None:
+        """Forget factors and results computed from the previous operands."""
+        self._state = self._solve = self._result = None
+
+    def reset_operands(self, a: Any = None) -> None:
+        """Swap in a new matrix (same shape and dtype); the plan recomputes on next use."""
+        if a is not None:
+            self._a = self._swap_in("a", a, self._a)
+            self._clear_derived()
+            self._rebind()
+
+    def _release(self) -> None:
+        """Drop the references to the caller's arrays and to results, keeping only their
+        shapes and dtypes (for a plan waiting in the plan cache: it must not keep large
+        arrays alive). The next ``reset_operands`` brings real operands back."""
+        for name in ("_a", "_b"):
+            array = getattr(self, name, None)
+            if isinstance(array, np.ndarray):
+                setattr(self, name, np.broadcast_to(np.zeros((), array.dtype), array.shape))
+        self._clear_derived()
+        self._rebind()
+
+    def _computed(self) -> Any:
+        """The state of the last run on the current operands (planning and running if needed)."""
+        if self._state is None:
+            if not self.is_planned:
+                self.plan()
+            self._run()
+        return self._state
+
+    def execute(self) -> Any:
+        """Run the planned computation on the current operands."""
+        return self._run()

@@ -1,0 +1,109 @@
+"""What LU and Cholesky share: looping a LAPACK factorization over a batch and solving
+with the stored factors through the fastest call that is still correct.
+
+Factors are kept per batch element as Fortran-ordered arrays together with a flag saying
+whether they factor ``A`` itself or ``A.T`` (the free view of a C-ordered ``A``); the solve
+maps the requested operation onto the factors accordingly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import InvalidOptionError, LinAlgError
+from ...plan import Candidate, Problem
+from ._lapack import routines
+from ._operands import as_rhs, batch_index, host_arrays, stack_of
+
+__all__ = ["TRANS", "check_trans", "solver_closure", "stack_factors", "view_candidates", "view_setup"]
+
+#: Accepted spellings of ``trans``.
+TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+
+
+def view_candidates(label: str) -> Callable[[Problem], list[Candidate]]:
+    """Candidates of a factorization that can read C-ordered input through its transposed
+    view (``view="transpose"``, no copy) or a Fortran copy (``view="copy"``)."""
+
+    def candidates(problem: Problem) -> list[Candidate]:
+        if problem.get("layout") == "C":
+            return [Candidate.of(label, view="transpose"), Candidate.of(label, view="copy")]
+        return [Candidate.of(label, view="direct")]
+
+    return candidates
+
+
+def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[str, Any]]:
+    """The engine setup of such a factorization: its two LAPACK routines and the view flag."""
+
+    def setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
+        f, s = routines(np.dtype(problem.get("dtype")), factor, solve)
+        return {factor: f, solve: s, "transpose": candidate.params["view"] == "transpose"}
+
+    return setup
+
+
+def check_trans(trans: Any) -> int:
+    """Normalise ``trans`` (0/1/2 or 'N'/'T'/'C')."""
+    try:
+        return TRANS[trans]
+    except (KeyError, TypeError):
+        raise InvalidOptionError(f"trans={trans!r} is not allowed; allowed: 0, 1, 2, 'N', 'T', 'C'") from None
+
+
+def stack_factors(parts: list[np.ndarray], batch: tuple[int, ...]) -> np.ndarray:
+    """Stack per-element arrays into ``batch + shape`` (the element itself when unbatched)."""
+    if not batch:
+        return parts[0]
+    return np.stack(parts).reshape(batch + parts[0].shape)
+
+
+def solver_closure(
+    solve_one: Callable[[int, np.ndarray, int], np.ndarray],
+    n: int,
+    batch: tuple[int, ...],
+    dtype: np.dtype,
+    singular: list[int],
+    to_caller: Callable[[Any], Any],
+    what: str,
+    fast: Callable[[np.ndarray], np.ndarray] | None,
+) -> Callable[[Any, Any], Any]:
+    """The ``solve(b, trans)`` closure of a factored plan.
+
+    ``solve_one(i, b2, trans)`` solves with the factors of batch element ``i`` for a
+    Fortran-friendly ``(n, k)`` right-hand side. ``fast(b)``, when given, handles the common
+    case (unbatched, NumPy, matching dtype, ``trans=0``) in one LAPACK call.
+    """
+
+    def general(b: Any, trans: Any = 0) -> Any:
+        trans = check_trans(trans)
+        arrays, _, _ = host_arrays(None, b=b)
+        b3, vector = as_rhs(arrays["b"], n, batch, dtype)
+        if singular:
+            index = batch_index(singular[0], batch)
+            where = "" if not batch else f" (batch element {index})"
+            raise LinAlgError(f"{what} is singular{where}: cannot solve")
+        if not n or not b3.size:
+            out = np.zeros(b3.shape, dtype)
+        elif not batch:
+            out = solve_one(0, b3, trans)
+        else:
+            flat = stack_of(b3)
+            out = np.empty(flat.shape, dtype)
+            for i in range(flat.shape[0]):
+                out[i] = solve_one(i, flat[i], trans)
+            out = out.reshape(b3.shape)
+        return to_caller(out[..., 0] if vector else out)
+
+    if fast is None or singular or not n:
+        return general
+    ndarray = np.ndarray
+
+    def solve(b: Any, trans: Any = 0) -> Any:
+        if trans == 0 and type(b) is ndarray and b.dtype == dtype and 0 < b.ndim <= 2 and b.shape[0] == n:
+            return fast(b)
+        return general(b, trans)
+
+    return solve

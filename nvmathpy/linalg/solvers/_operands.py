@@ -1,0 +1,140 @@
+"""Operand handling shared by the solver plans: wrapping, execution space, LAPACK dtypes,
+batch shapes, and the Fortran-order view that lets LAPACK read C-ordered matrices uncopied.
+
+A C-contiguous matrix is the Fortran-contiguous storage of its transpose, so instead of
+copying ``A`` into Fortran order the plans factor ``A.T`` (a free view) and solve with the
+transposed operation. :func:`fortran_view` makes that choice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import InvalidOperandError
+from ...execution import resolve_execution
+from ...operands import common_package, unwrapper, wrap_all
+from ._lapack import lapack_dtype
+
+__all__ = [
+    "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
+    "identity",
+]
+
+
+def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], Callable[[Any], Any], Any]:
+    """Wrap the operands, decide the execution space, and return the native host arrays
+    with a converter for results (identity for NumPy, ``torch.from_numpy`` for torch) and
+    the execution space.
+
+    CUDA operands or ``execution="cuda"`` raise the
+    :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
+    until the cuSOLVER engines exist.
+    """
+    wrapped = wrap_all(**arrays)
+    if not wrapped:
+        raise InvalidOperandError("no operand given")
+    _, device, device_id = common_package(wrapped)
+    space = resolve_execution(execution, device, device_id)
+    first = next(iter(wrapped.values()))
+    return {k: op.array for k, op in wrapped.items()}, result_converter(unwrapper(first)), space
+
+
+def result_converter(convert: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """Turn a per-array converter into one that also maps tuples (and leaves scalars alone)."""
+    if convert is None:
+        return identity
+
+    def to_caller(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return type(value)(*map(to_caller, value)) if hasattr(value, "_fields") else tuple(map(to_caller, value))
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        if isinstance(value, np.ndarray):
+            contiguous = value.flags.c_contiguous or value.flags.f_contiguous
+            return convert(value if contiguous else value.copy())
+        return value
+
+    return to_caller
+
+
+def identity(value: Any) -> Any:
+    """The converter for NumPy callers: results are returned as they are."""
+    return value
+
+
+def as_stack(a: np.ndarray, name: str, *, square: bool = True, dtype: np.dtype | None = None) -> np.ndarray:
+    """Validate a (batch of) matrices ``(..., m, n)`` and cast to its LAPACK dtype."""
+    if a.ndim < 2:
+        raise InvalidOperandError(f"{name}: expected a matrix or a batch of matrices (ndim >= 2), got shape {a.shape}")
+    if square and a.shape[-1] != a.shape[-2]:
+        raise InvalidOperandError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
+    try:
+        target = lapack_dtype(a.dtype) if dtype is None else dtype
+    except TypeError as exc:
+        raise InvalidOperandError(f"{name}: {exc}") from None
+    return a if a.dtype == target else a.astype(target)
+
+
+def as_rhs(b: np.ndarray, n: int, batch: tuple[int, ...], dtype: np.dtype, name: str = "b") -> tuple[np.ndarray, bool]:
+    """Validate right-hand sides against ``n`` rows and a batch shape (NumPy 2 rules: a 1-D
+    ``b`` is one vector; otherwise ``b`` is ``(..., n, k)``). Returns ``(b3, is_vector)`` with
+    ``b3`` of shape ``batch + (n, k)`` in ``dtype`` (a broadcast view where possible)."""
+    if b.ndim == 0:
+        raise InvalidOperandError(f"{name}: expected a vector (n,) or matrices (..., n, k), got a scalar")
+    vector = b.ndim == 1
+    core = b[:, None] if vector else b
+    if core.shape[-2] != n:
+        raise InvalidOperandError(
+            f"{name}: has {core.shape[-2]} rows but the matrix has n={n} (shape {b.shape}; "
+            "expected (n,) or (..., n, k))"
+        )
+    if b.dtype != dtype:
+        if lapack_dtype(b.dtype).kind == "c" and dtype.kind != "c":
+            raise InvalidOperandError(f"{name}: complex right-hand side {b.dtype} for a real matrix of dtype {dtype}")
+        core = core.astype(dtype)
+    if core.shape[:-2] != batch:
+        try:
+            full = np.broadcast_shapes(core.shape[:-2], batch)
+        except ValueError:
+            raise InvalidOperandError(
+                f"{name}: batch shape {core.shape[:-2]} does not broadcast with the matrix batch {batch}"
+            ) from None
+        if full != batch:
+            raise InvalidOperandError(f"{name}: batch shape {core.shape[:-2]} is larger than the matrix batch {batch}")
+        core = np.broadcast_to(core, batch + core.shape[-2:])
+    return core, vector
+
+
+def layout_of(a: np.ndarray) -> str:
+    """``"F"`` or ``"C"`` when every matrix of the stack is contiguous that way, else ``"strided"``."""
+    last = a[(0,) * (a.ndim - 2)] if a.ndim > 2 and a.size else a
+    if last.flags.f_contiguous:
+        return "F"
+    if last.flags.c_contiguous:
+        return "C"
+    return "strided"
+
+
+def fortran_view(m: np.ndarray, allow_transpose: bool = True) -> tuple[np.ndarray, bool]:
+    """A Fortran-ordered matrix LAPACK can read: ``(m, False)`` when already so, ``(m.T,
+    True)`` (a view of the transpose) for C order, else a Fortran copy ``(copy, False)``."""
+    if m.flags.f_contiguous:
+        return m, False
+    if allow_transpose and m.flags.c_contiguous:
+        return m.T, True
+    return np.asfortranarray(m), False
+
+
+def batch_index(flat: int, batch: tuple[int, ...]) -> int | tuple[int, ...]:
+    """The batch element with flat index ``flat``, as an int for 1-D batches, else a tuple."""
+    if len(batch) <= 1:
+        return flat
+    return tuple(int(i) for i in np.unravel_index(flat, batch))
+
+
+def stack_of(a: np.ndarray) -> np.ndarray:
+    """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
+    for empty batches and empty matrices)."""
+    return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])

@@ -1,0 +1,439 @@
+"""One-call solver functions with NumPy / Array-API semantics, batched over leading
+dimensions, each backed by a plan from the module's plan cache.
+
+A call builds a key from the operands' shapes, dtypes, layout and options; a cached plan of
+that key is checked out, pointed at the new operands and run, then given back (a miss builds
+and plans a new one). ``plan_cache()`` returns the cache (``resize``, ``clear``, ``hits``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, NamedTuple
+
+import numpy as np
+
+from ...errors import InvalidOperandError
+from ...plan import PlanCache
+from ._factored import check_trans
+from ._lapack import lapack_dtype
+from ._operands import as_stack, host_arrays
+from .cholesky_plan import Cholesky
+from .eigh_plan import Eigh
+from .lstsq_plan import Lstsq
+from .lu_plan import LU
+from .qr_plan import QR
+from .solve_plan import Solve
+from .svd_plan import SVD
+from .triangular_plan import TriangularSolve
+
+__all__ = [
+    "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "lstsq",
+    "solve_triangular", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "plan_cache",
+    "EighResult", "SlogdetResult",
+]
+
+_CACHE = PlanCache(maxsize=64)
+_LAPACK_CHARS = "fdFD"
+_ndarray = np.ndarray
+
+
+class EighResult(NamedTuple):
+    """``eigenvalues``, ``eigenvectors`` as :func:`numpy.linalg.eigh` names them."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SlogdetResult(NamedTuple):
+    """``sign``, ``logabsdet`` as :func:`numpy.linalg.slogdet` names them."""
+
+    sign: Any
+    logabsdet: Any
+
+
+def plan_cache() -> PlanCache:
+    """The plan cache of the one-call solver functions (``resize(n)``, ``clear()``)."""
+    return _CACHE
+
+
+def cache_key(name: str, x: Any, *extra: Hashable) -> tuple:
+    """A cheap cache key: function, array type, shape, dtype, layout, options."""
+    flags = getattr(x, "flags", None)
+    layout = (flags.c_contiguous, flags.f_contiguous) if flags is not None else None
+    return (name, type(x), tuple(x.shape), str(x.dtype), layout, *extra)
+
+
+def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
+    """Check out the cached plan of ``key`` (or ``build()`` and plan one), ``swap`` the new
+    operands into it, return ``use(plan)``, and give the plan back to the cache."""
+    plan = _CACHE.take(key)
+    if plan is None:
+        plan = build()
+        plan.plan()
+    else:
+        swap(plan)
+    try:
+        return use(plan)
+    finally:
+        plan._release()
+        _CACHE.give(key, plan)
+
+
+# -- solve / inv ------------------------------------------------------------------------------
+
+
+def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
+    """Solve ``a @ x = b`` (NumPy 2 rules: ``b`` is a vector only when 1-D; batches broadcast).
+
+    Parameters
+    ----------
+    a
+        ``(..., n, n)`` matrices.
+    b
+        ``(n,)`` or ``(..., n, k)``.
+    execution
+        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU`.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If a matrix is singular (the message names the batch element).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import solve
+    >>> solve(np.array([[3.0, 1.0], [1.0, 2.0]]), np.array([9.0, 8.0]))
+    array([2., 3.])
+    """
+    if (execution is None and type(a) is _ndarray and type(b) is _ndarray and a.ndim == 2
+            and a.dtype.char in _LAPACK_CHARS and b.dtype == a.dtype and 0 < b.ndim <= 2):
+        key = ("solve2", a.shape, b.shape, a.dtype.char, a.flags.c_contiguous)
+        plan = _CACHE.take(key)
+        if plan is None and a.shape[0] == a.shape[1] == b.shape[0] > 0:
+            plan = Solve(a, b).plan()
+        if plan is not None:
+            plan._a, plan._b = a, b
+            try:
+                return plan._run()
+            finally:
+                plan._a = plan._b = None  # do not keep the caller's arrays alive in the cache
+                _CACHE.give(key, plan)
+    return _solve_general(a, b, execution)
+
+
+def _solve_general(a: Any, b: Any, execution: Any) -> Any:
+    arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
+    a1, b1 = arrays["a"], arrays["b"]
+    a1 = as_stack(a1, "a")
+    try:
+        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
+    except TypeError as exc:
+        raise InvalidOperandError(f"b: {exc}") from None
+    a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
+    n = a1.shape[-1]
+    vector = b1.ndim == 1
+    b2 = b1[:, None] if vector else b1
+    if b2.ndim < 2 or b2.shape[-2] != n:
+        raise InvalidOperandError(
+            f"b: shape {b1.shape} does not match a's {a1.shape}; expected (n,) or (..., n, k) with n={n}"
+        )
+    try:
+        batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise InvalidOperandError(f"a {a1.shape} and b {b1.shape} have batch shapes that do not broadcast") from None
+    a1 = np.broadcast_to(a1, batch + a1.shape[-2:])
+    b2 = np.broadcast_to(b2, batch + b2.shape[-2:])
+    if a1.size == 0 or b2.size == 0:
+        x = np.empty(b2.shape, dtype)
+    else:
+        key = cache_key("solve", a1, b2.shape, execution is None)
+        x = run_cached(key, lambda: Solve(a1, b2, execution=execution), lambda p: p._set(a1, b2), lambda p: p._run())
+    return to_caller(x[..., 0] if vector else x)
+
+
+def inv(a: Any, /, *, execution: Any = None) -> Any:
+    """The inverse of each matrix of ``(..., n, n)`` ``a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import inv
+    >>> inv(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[-2. ,  1. ],
+           [ 1.5, -0.5]])
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    if a1.size == 0:
+        return to_caller(np.empty(a1.shape, a1.dtype))
+    key = cache_key("inv", a1)
+    out = run_cached(key, lambda: Solve(a1, execution=execution), lambda p: p._set(a1, None), lambda p: p._run())
+    return to_caller(out)
+
+
+# -- determinants -------------------------------------------------------------------------------
+
+
+def _lu_plan(a: Any, execution: Any) -> tuple[Any, Callable[[Any], Any], tuple]:
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    return a1, to_caller, cache_key("lu", a1)
+
+
+def det(a: Any, /, *, execution: Any = None) -> Any:
+    """Determinant(s) of ``(..., n, n)`` ``a`` (from an LU factorization).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import det
+    >>> round(float(det(np.array([[1.0, 2.0], [3.0, 4.0]]))), 12)
+    -2.0
+    """
+    a1, to_caller, key = _lu_plan(a, execution)
+    if a1.shape[-1] == 0:
+        return to_caller(np.ones(a1.shape[:-2], a1.dtype)[()])
+    return to_caller(run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().det()))
+
+
+def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
+    """``(sign, logabsdet)`` of the determinant(s) of ``a``; robust to overflow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import slogdet
+    >>> sign, logdet = slogdet(np.diag([1e200, -1e200]))
+    >>> float(sign), round(float(logdet), 6)
+    (-1.0, 921.034037)
+    """
+    a1, to_caller, key = _lu_plan(a, execution)
+    if a1.shape[-1] == 0:
+        ones = np.ones(a1.shape[:-2], a1.dtype)[()]
+        return SlogdetResult(to_caller(ones), to_caller(np.zeros(a1.shape[:-2], np.finfo(a1.dtype).dtype)[()]))
+    sign, logabs = run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().slogdet())
+    return SlogdetResult(to_caller(sign), to_caller(logabs))
+
+
+# -- factorizations -------------------------------------------------------------------------------
+
+
+def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
+    """Cholesky factor of Hermitian positive definite ``a``: lower ``L`` with ``a = L L^H``
+    (``upper=True``: ``U`` with ``a = U^H U``). Only that triangle of ``a`` is read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import cholesky
+    >>> cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    if a1.shape[-1] == 0:
+        return to_caller(np.empty(a1.shape, a1.dtype))
+    key = cache_key("cholesky", a1, bool(upper))
+    return to_caller(run_cached(key, lambda: Cholesky(a1, lower=not upper), lambda p: p.reset_operands(a1),
+                                lambda p: p.execute().factor))
+
+
+def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
+    """QR decomposition (``mode`` ``"reduced"``, ``"complete"`` or ``"r"``) of ``(..., m, n)`` ``a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import qr
+    >>> q, r = qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> bool(np.allclose(q @ r, [[3, 1], [4, 2]]))
+    True
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a", square=False)
+    key = cache_key("qr", a1, mode)
+    return to_caller(run_cached(key, lambda: QR(a1, mode=mode), lambda p: p.reset_operands(a1), lambda p: p._run()))
+
+
+def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
+    if uplo not in ("L", "U"):
+        raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    key = cache_key("eigh", a1, uplo, vectors)
+    out = run_cached(key, lambda: Eigh(a1, eigvals_only=not vectors, lower=uplo == "L"),
+                     lambda p: p.reset_operands(a1), lambda p: p._run())
+    return to_caller(EighResult(*out) if vectors else out)
+
+
+def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of Hermitian ``a`` (``(..., n, n)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import eigh
+    >>> w, v = eigh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> w
+    array([1., 3.])
+    """
+    return _eigh(a, UPLO, True, execution)
+
+
+def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
+    """Eigenvalues (ascending) of Hermitian ``a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import eigvalsh
+    >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1., 3.])
+    """
+    return _eigh(a, UPLO, False, execution)
+
+
+def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, *,
+        execution: Any = None) -> Any:
+    """Singular value decomposition ``a = U diag(S) Vh`` of ``(..., m, n)`` ``a``
+    (``hermitian`` is accepted for NumPy compatibility; the general algorithm is used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import svd
+    >>> svd(np.array([[0.0, 2.0], [1.0, 0.0]])).S
+    array([2., 1.])
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a", square=False)
+    key = cache_key("svd", a1, bool(full_matrices), bool(compute_uv))
+    return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv),
+                                lambda p: p.reset_operands(a1), lambda p: p._run()))
+
+
+def svdvals(a: Any, /, *, execution: Any = None) -> Any:
+    """Singular values (descending) of ``(..., m, n)`` ``a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import svdvals
+    >>> svdvals(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    array([2., 1.])
+    """
+    return svd(a, compute_uv=False, execution=execution)
+
+
+def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = None) -> tuple:
+    """Least-squares solution: ``(x, residuals, rank, s)`` with NumPy's conventions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import lstsq
+    >>> x, res, rank, s = lstsq(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), np.array([1.0, 3.0, 5.0]))
+    >>> np.round(x, 12), int(rank)
+    (array([1., 2.]), 2)
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a", square=False)
+    key = cache_key("lstsq", a1, rcond)
+    return run_cached(key, lambda: Lstsq(a1, rcond=rcond, execution=execution),
+                      lambda p: p.reset_operands(a1), lambda p: to_caller(p.solve(_rehome(b, arrays))))
+
+
+def _rehome(b: Any, arrays: dict) -> Any:
+    """``b`` as a host array (the plan re-wraps it; conversion happens once at the end)."""
+    return host_arrays(None, b=b)[0]["b"]
+
+
+def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, unit_diagonal: bool = False,
+                     execution: Any = None) -> Any:
+    """Solve ``op(a) x = b`` for triangular ``a`` (``trans`` 0/'N', 1/'T', 2/'C').
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import solve_triangular
+    >>> solve_triangular(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]), lower=True)
+    array([1., 2.])
+    """
+    trans = check_trans(trans)
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    key = cache_key("trsv", a1, bool(lower), bool(unit_diagonal))
+    out = run_cached(key, lambda: TriangularSolve(a1, lower=lower, unit_diagonal=unit_diagonal),
+                     lambda p: p.reset_operands(a1), lambda p: p.solve(_rehome(b, arrays), trans))
+    return to_caller(out)
+
+
+def _per_matrix_fortran(a: np.ndarray) -> np.ndarray:
+    """A copy (when needed) whose every matrix is Fortran-contiguous."""
+    if a.ndim == 2:
+        return np.asfortranarray(a)
+    return np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
+    """LU factors ``(lu, piv)`` of ``(..., n, n)`` ``a`` in LAPACK's form (as
+    ``scipy.linalg.lu_factor``: ``piv`` 0-based int32; ``P A = L U``). Exactly singular
+    matrices are factored too (their ``U`` has a zero pivot; solving with them raises).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import lu_factor, lu_solve
+    >>> lu, piv = lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> piv
+    array([1, 1], dtype=int32)
+    >>> lu_solve((lu, piv), np.array([5.0, 6.0]))
+    array([-4. ,  4.5])
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    given = as_stack(arrays["a"], "a")
+    a1 = _per_matrix_fortran(given)
+    private = not np.may_share_memory(a1, arrays["a"])  # a copy of ours: factor it in place
+    key = cache_key("lu_factor", a1, private)
+    return to_caller(run_cached(key, lambda: LU(a1, overwrite_a=private), lambda p: p.reset_operands(a1),
+                                lambda p: p.execute().factors))
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
+    """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
+    lu, piv = lu_and_piv
+    arrays, to_caller, _ = host_arrays(execution, lu=lu)
+    lu1 = as_stack(arrays["lu"], "lu")
+    return run_cached(cache_key("lu_solve", lu1), lambda: LU.from_factors(lu1, piv, execution=execution),
+                      lambda p: p.use_factors(lu1, piv), lambda p: p.solve(b, trans))
+
+
+def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
+    """Cholesky factor ``(c, lower)`` for :func:`cho_solve` (``lower=False``: ``U``, like SciPy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg import cho_factor, cho_solve
+    >>> c = cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    >>> cho_solve(c, np.array([6.0, 7.0]))
+    array([1., 1.])
+    """
+    arrays, to_caller, _ = host_arrays(execution, a=a)
+    a1 = as_stack(arrays["a"], "a")
+    key = cache_key("cho_factor", a1, bool(lower))
+    c = run_cached(key, lambda: Cholesky(a1, lower=lower), lambda p: p.reset_operands(a1),
+                   lambda p: p.execute().factor)
+    return to_caller(c), bool(lower)
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
+    """Solve ``A x = b`` with a factor from :func:`cho_factor`."""
+    c, lower = c_and_lower
+    arrays, to_caller, _ = host_arrays(execution, c=c)
+    c1 = as_stack(arrays["c"], "c")
+    return run_cached(cache_key("cho_solve", c1, bool(lower)),
+                      lambda: Cholesky.from_factor(c1, lower, execution=execution),
+                      lambda p: p.use_factor(c1), lambda p: p.solve(b))

@@ -1,0 +1,21 @@
+"""A drop-in for :mod:`scipy.linalg`'s dense solvers: same names, signatures, defaults and
+return conventions as SciPy 1.17, faster (LAPACK called directly, C-ordered inputs read
+through transposed views, workspace sizes cached, drivers chosen by measurement).
+
+``from nvmathpy.scipy import linalg as sla`` and call ``sla.solve``, ``sla.lu_factor``, ...
+
+Keywords SciPy has that nvmathpy accepts but does not honour: ``overwrite_a`` /
+``overwrite_b`` (inputs are never overwritten; C-ordered inputs need no copy anyway),
+``qr(lwork=...)`` (the optimal workspace is always used), ``solve(assume_a='tridiagonal'
+| 'banded')`` (solved by the general LU), and ``inv(assume_a='sym' | 'her')`` (general LU).
+Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the
+failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
+"""
+
+from ._decomp import cho_factor, cho_solve, cholesky, eigh, eigvalsh, lu, lu_factor, lu_solve, qr, svd, svdvals
+from ._solve import det, inv, lstsq, solve, solve_triangular
+
+__all__ = [
+    "solve", "inv", "det", "lstsq", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve",
+    "qr", "eigh", "eigvalsh", "svd", "svdvals", "solve_triangular",
+]

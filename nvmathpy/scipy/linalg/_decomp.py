@@ -1,0 +1,472 @@
+"""Decompositions with SciPy's signatures and return conventions: ``lu``, ``lu_factor``,
+``lu_solve``, ``cholesky``, ``cho_factor``, ``cho_solve``, ``qr``, ``eigh``, ``eigvalsh``,
+``svd``, ``svdvals``. Factorizations call LAPACK directly (C-ordered inputs through their
+transposed views where the result allows it); ``eigh`` and ``svd`` run nvmathpy plans, so
+``eigh(driver=None)`` uses the driver that wisdom/autotune measured fastest.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ...linalg.solvers import SVD, Eigh
+from ...linalg.solvers.functions import cache_key, run_cached
+from ._validate import LinAlgError, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of
+
+__all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
+           "svd", "svdvals"]
+
+
+@functools.lru_cache(maxsize=None)
+def _funcs(char: str) -> dict[str, Any]:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    names = ("getrf", "getrs", "potrf", "potrs", "geqrf", "geqp3", "orgqr")
+    return dict(zip(names, get_lapack_funcs(names, dtype=np.dtype(char))))
+
+
+def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
+    if a1.ndim < 2 or a1.shape[-1] != a1.shape[-2]:
+        raise ValueError(what)
+
+
+# -- LU ---------------------------------------------------------------------------------------
+
+
+def _getrf_fortran(a2: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``)."""
+    dtype = lapack_one(a2.dtype)
+    return _funcs(dtype.char)["getrf"](np.asarray(a2, dtype))
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    """Pivoted LU factors ``(lu, piv)`` as :func:`scipy.linalg.lu_factor` (``piv`` 0-based
+    int32); an exactly singular matrix warns with ``LinAlgWarning``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import lu_factor
+    >>> lu, piv = lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> piv
+    array([1, 1], dtype=int32)
+    """
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+
+    def core(a2: np.ndarray) -> tuple:
+        if a2.size == 0:
+            return np.empty_like(a2), np.arange(0, dtype=np.int32)
+        lu, piv, info = _getrf_fortran(a2)
+        if info > 0:
+            warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(), stacklevel=3)
+        return lu, piv
+
+    return convert(over_batch(core, [a1], [2]) if a1.ndim > 2 else core(a1))
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Any:
+    """Solve with factors from :func:`lu_factor`, as :func:`scipy.linalg.lu_solve`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import lu_factor, lu_solve
+    >>> lu_solve(lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]])), np.array([5.0, 6.0]))
+    array([-4. ,  4.5])
+    """
+    lu, piv = lu_and_piv
+    if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
+            and lu.dtype.char in "fdFD" and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
+        if check_finite:
+            as_array(b, True, "b")
+        x, info = _funcs(lu.dtype.char)["getrs"](lu, piv, b, trans)
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
+        return x
+    lu1 = as_array(lu, False, "lu")
+    piv1 = np.asarray(piv)
+    b1 = as_array(b, check_finite, "b")
+    convert = to_caller_of(b)
+
+    def core(lu2: np.ndarray, piv2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        if lu2.shape[0] != b2.shape[0]:
+            raise ValueError(f"Shapes of lu {lu2.shape} and b {b2.shape} are incompatible")
+        dtype = lapack_pair(lu2.dtype, b2.dtype)
+        if b2.size == 0:
+            return np.empty(b2.shape, dtype)
+        x, info = _funcs(dtype.char)["getrs"](np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
+        return x
+
+    return convert(over_batch(core, [lu1, piv1, b1], [2, 1, 2 if b1.ndim >= 2 else 1]))
+
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: bool = False) -> tuple:
+    """LU decomposition ``A = P L U`` as :func:`scipy.linalg.lu`: ``(p, l, u)``, or
+    ``(pl, u)`` with ``permute_l``; ``p_indices`` gives ``p`` as row indices
+    (``A = L[p] @ U``). Rectangular and batched inputs are accepted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import lu
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> p, l, u = lu(a)
+    >>> bool(np.allclose(p @ l @ u, a))
+    True
+    """
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    if a1.ndim < 2:
+        raise ValueError("The input array must be at least two-dimensional.")
+    dtype = lapack_one(a1.dtype)
+    m, n = a1.shape[-2:]
+    k = min(m, n)
+
+    def core(a2: np.ndarray) -> tuple:
+        if a2.size == 0:
+            lu_, perm = np.zeros((m, n), dtype), np.arange(m)
+        else:
+            lu_, piv, _ = _getrf_fortran(a2)
+            perm = np.arange(m)
+            for i, j in enumerate(piv):
+                perm[i], perm[j] = perm[j], perm[i]
+        low = np.tril(lu_[:, :k], -1)
+        low[np.arange(k), np.arange(k)] = 1
+        up = np.triu(lu_[:k])
+        inv_perm = np.argsort(perm)  # A = L[inv_perm] @ U
+        if permute_l:
+            return low[inv_perm], up
+        if p_indices:
+            return inv_perm.astype(np.int32), low, up
+        p = np.zeros((m, m), np.finfo(dtype).dtype)
+        p[perm, np.arange(m)] = 1
+        return p, low, up
+
+    return convert(tuple(over_batch(core, [a1], [2])) if a1.ndim > 2 else core(a1))
+
+
+# -- Cholesky ------------------------------------------------------------------------------------
+
+
+def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
+    """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order)."""
+    dtype = lapack_one(a2.dtype)
+    a2 = np.asarray(a2, dtype)
+    potrf = _funcs(dtype.char)["potrf"]
+    if a2.flags.c_contiguous and not a2.flags.f_contiguous:
+        c, info = potrf(a2.T, lower=int(not lower), clean=int(clean))
+        c = c.T
+    else:
+        c, info = potrf(a2, lower=int(lower), clean=int(clean))
+    if info > 0:
+        raise LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    if info < 0:
+        raise ValueError(f"LAPACK reported an illegal value in {-info}-th argument on entry to \"POTRF\".")
+    return c
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """Cholesky factor as :func:`scipy.linalg.cholesky` (upper ``U`` by default, zeros in
+    the other triangle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import cholesky
+    >>> cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    array([[2., 1.],
+           [0., 2.]])
+    """
+    return _cholesky_factor(a, lower, check_finite, clean=True)
+
+
+def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool) -> Any:
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    _square2(a1)
+
+    def core(a2: np.ndarray) -> np.ndarray:
+        if a2.size == 0:
+            return np.empty(a2.shape, lapack_one(a2.dtype))
+        return _potrf(a2, lower, clean)
+
+    return convert(over_batch(core, [a1], [2]) if a1.ndim > 2 else core(a1))
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
+    """``(c, lower)`` for :func:`cho_solve`, as :func:`scipy.linalg.cho_factor` (the other
+    triangle of ``c`` holds arbitrary data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import cho_factor, cho_solve
+    >>> c = cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    >>> cho_solve(c, np.array([6.0, 7.0]))
+    array([1., 1.])
+    """
+    return _cholesky_factor(a, lower, check_finite, clean=False), lower
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """Solve ``A x = b`` with :func:`cho_factor`'s result, as :func:`scipy.linalg.cho_solve`."""
+    c, lower = c_and_lower
+    if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
+            and c.dtype.char in "fdFD" and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
+        if check_finite:
+            as_array(c, True, "c")
+            as_array(b, True, "b")
+        x, info = _funcs(c.dtype.char)["potrs"](c, b, int(lower))
+        if info != 0:
+            raise ValueError(f"illegal value in {-info}th argument of internal potrs")
+        return x
+    c1 = as_array(c, check_finite, "c")
+    b1 = as_array(b, check_finite, "b")
+    convert = to_caller_of(b)
+
+    def core(c2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        if c2.ndim != 2 or c2.shape[0] != c2.shape[1]:
+            raise ValueError("The factored matrix c is not square.")
+        if c2.shape[1] != b2.shape[0]:
+            raise ValueError(f"incompatible dimensions ({c2.shape} and {b2.shape})")
+        dtype = lapack_pair(c2.dtype, b2.dtype)
+        if b2.size == 0:
+            return np.empty(b2.shape, dtype)
+        c2, b2 = np.asarray(c2, dtype), np.asarray(b2, dtype)
+        potrs = _funcs(dtype.char)["potrs"]
+        if c2.flags.c_contiguous and not c2.flags.f_contiguous:
+            if dtype.kind == "c":  # c.T is the factor of conj(A)
+                return potrs(c2.T, b2.conj(), int(not lower))[0].conj()
+            return potrs(c2.T, b2, int(not lower))[0]
+        return potrs(c2, b2, int(lower))[0]
+
+    return convert(over_batch(core, [c1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+
+
+# -- QR ------------------------------------------------------------------------------------------
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True) -> tuple:
+    """QR decomposition as :func:`scipy.linalg.qr`: modes ``'full'`` ``(Q, R)``, ``'economic'``
+    ``(Q, R)`` reduced, ``'r'`` ``(R,)``, ``'raw'`` ``((qr, tau), R)``; ``P`` appended when
+    ``pivoting``. ``lwork`` is accepted and ignored (the optimal workspace is queried once).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import qr
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> q, r = qr(a)
+    >>> q.shape, r.shape, bool(np.allclose(q @ r, a))
+    ((3, 3), (3, 2), True)
+    >>> len(qr(a, mode="r"))
+    1
+    """
+    if mode not in ("full", "r", "economic", "raw"):
+        raise ValueError(f"Mode argument should be one of ['full', 'r', 'economic', 'raw'], not {mode!r}")
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    if a1.ndim < 2:
+        raise ValueError("expected a 2-D array")
+    dtype = lapack_one(a1.dtype)
+    m, n = a1.shape[-2:]
+    k = min(m, n)
+    funcs = _funcs(dtype.char)
+
+    def core(a2: np.ndarray) -> tuple:
+        if a2.size == 0:
+            if mode not in ("economic", "raw"):
+                q, r = np.eye(m, dtype=dtype), np.empty((m, n), dtype)
+            else:
+                q, r = np.empty((m, k), dtype), np.empty((k, n), dtype)
+            rj = (r, np.arange(n, dtype=np.int32)) if pivoting else (r,)
+            if mode == "r":
+                return rj
+            if mode == "raw":
+                return ((np.empty((m, n), dtype), np.zeros(k, dtype)),) + rj
+            return (q,) + rj
+        a2 = np.asarray(a2, dtype)
+        if pivoting:
+            qr_, jpvt, tau, _, info = funcs["geqp3"](a2, lwork=_qr_lwork("geqp3", dtype.char, m, n))
+            jpvt -= 1
+        else:
+            qr_, tau, _, info = funcs["geqrf"](a2, lwork=_qr_lwork("geqrf", dtype.char, m, n))
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}th argument of internal geqrf")
+        r = np.triu(qr_) if mode not in ("economic", "raw") or m < n else np.triu(qr_[:n, :])
+        rj = (r, jpvt) if pivoting else (r,)
+        if mode == "r":
+            return rj
+        if mode == "raw":
+            return ((qr_, tau),) + rj
+        orgqr = funcs["orgqr"]
+        if m < n:
+            q = orgqr(qr_[:, :m], tau, overwrite_a=0)[0]
+        elif mode == "economic":
+            q = orgqr(qr_, tau, overwrite_a=1)[0]
+        else:
+            square = np.empty((m, m), dtype, order="F")
+            square[:, :n] = qr_
+            q = orgqr(square, tau, overwrite_a=1)[0]
+        return (q,) + rj
+
+    if a1.ndim == 2:
+        return convert(core(a1))
+    return convert(over_batch(core, [a1], [2]))
+
+
+@functools.lru_cache(maxsize=256)
+def _qr_lwork(name: str, char: str, m: int, n: int) -> int:
+    out = _funcs(char)[name](np.empty((m, n), np.dtype(char), order="F"), lwork=-1)
+    return max(1, int(np.real(out[-2][0])))
+
+
+# -- eigh / svd through plans ---------------------------------------------------------------------
+
+_EIGH_DRIVERS = (None, "ev", "evd", "evr", "evx", "gv", "gvd", "gvx")
+
+
+def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, type: int = 1, check_finite: bool = True, subset_by_index: Any = None,
+         subset_by_value: Any = None, driver: str | None = None) -> Any:
+    """Hermitian eigenproblems as :func:`scipy.linalg.eigh` (standard or generalized, subsets).
+
+    ``driver=None`` uses the driver wisdom/autotune measured fastest (heuristic: ``evd`` for
+    n > 32, ``ev`` below; ``evr`` for subsets; ``gvd``/``gvx`` for generalized problems)
+    instead of SciPy's fixed ``evr``; every driver returns the same eigenpairs to rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import eigh
+    >>> w, v = eigh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> w
+    array([1., 3.])
+    """
+    if driver not in _EIGH_DRIVERS:
+        known = '", "'.join(_EIGH_DRIVERS[1:])
+        raise ValueError(f'"{driver}" is unknown. Possible values are "None", "{known}".')
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    if a1.ndim < 2 or a1.shape[-1] != a1.shape[-2]:
+        raise ValueError('expected square "a" matrix')
+    b1 = None
+    if b is not None:
+        b1 = as_array(b, check_finite, "b")
+        if b1.ndim < 2 or b1.shape[-1] != b1.shape[-2]:
+            raise ValueError('expected square "b" matrix')
+        if b1.shape[-2:] != a1.shape[-2:]:
+            raise ValueError(f"wrong b dimensions {b1.shape}, should be {a1.shape}")
+        if type not in (1, 2, 3):
+            raise ValueError('"type" keyword only accepts 1, 2, and 3.')
+    n = a1.shape[-1]
+    subset = subset_by_index is not None or subset_by_value is not None
+    if subset_by_index is not None and subset_by_value is not None:
+        raise ValueError("Either index or value subset can be requested.")
+    if subset_by_index is not None:
+        lo, hi = (int(x) for x in subset_by_index)
+        if not 0 <= lo <= hi < n:
+            raise ValueError("Requested eigenvalue indices are not valid. "
+                             f"Valid range is [0, {n - 1}] and start <= end, but start={lo}, end={hi} is given")
+    if subset_by_value is not None:
+        lo, hi = subset_by_value
+        if not -np.inf <= lo < hi <= np.inf:
+            raise ValueError("Requested eigenvalue bounds are not valid. Valid range is (-inf, inf) and low < high, "
+                             f"but low={lo}, high={hi} is given")
+    if driver:
+        if b is None and driver in ("gv", "gvd", "gvx"):
+            raise ValueError(f"{driver} requires input b array to be supplied for generalized eigenvalue problems.")
+        if b is not None and driver in ("ev", "evd", "evr", "evx"):
+            raise ValueError(f'"{driver}" does not accept input b array for standard eigenvalue problems.')
+        if subset and driver in ("ev", "evd", "gv", "gvd"):
+            raise ValueError(f'"{driver}" cannot compute subsets of eigenvalues')
+    dtype = lapack_one(a1.dtype if b1 is None else np.result_type(a1.dtype, b1.dtype))
+    a1 = a1.astype(dtype, copy=False)
+    if b1 is not None:
+        b1 = b1.astype(dtype, copy=False)
+        batch = np.broadcast_shapes(a1.shape[:-2], b1.shape[:-2])
+        a1, b1 = np.broadcast_to(a1, batch + a1.shape[-2:]), np.broadcast_to(b1, batch + b1.shape[-2:])
+    if n == 0:
+        w = np.empty(a1.shape[:-1], np.finfo(dtype).dtype)
+        return convert(w if eigvals_only else (w, np.empty(a1.shape, dtype)))
+    sbi = None if subset_by_index is None else tuple(int(x) for x in subset_by_index)
+    sbv = None if subset_by_value is None else tuple(float(x) for x in subset_by_value)
+    key = cache_key("sp-eigh", a1, None if b1 is None else b1.shape, lower, eigvals_only, type, sbi, sbv, driver)
+
+    def build() -> Eigh:
+        return Eigh(a1, b1, eigvals_only=eigvals_only, subset_by_index=sbi, subset_by_value=sbv, lower=lower,
+                    itype=type, driver=driver)
+
+    try:
+        out = run_cached(key, build, lambda p: p.reset_operands(a1, b1), lambda p: p._run())
+    except LinAlgError as exc:
+        raise LinAlgError(str(exc)) from None
+    return convert(out)
+
+
+def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,
+             type: int = 1, check_finite: bool = True, subset_by_index: Any = None, subset_by_value: Any = None,
+             driver: str | None = None) -> Any:
+    """Eigenvalues only, as :func:`scipy.linalg.eigvalsh`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import eigvalsh
+    >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1., 3.])
+    """
+    return eigh(a, b, lower=lower, eigvals_only=True, overwrite_a=overwrite_a, overwrite_b=overwrite_b, type=type,
+                check_finite=check_finite, subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                driver=driver)
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> Any:
+    """Singular value decomposition as :func:`scipy.linalg.svd`: ``(U, s, Vh)`` or ``s``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import svd
+    >>> u, s, vh = svd(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> s
+    array([2., 1.])
+    """
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f'lapack_driver must be "gesdd" or "gesvd", not "{lapack_driver}"')
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    if a1.ndim < 2:
+        raise ValueError("expected matrix")
+    a1 = a1.astype(lapack_one(a1.dtype), copy=False)
+    key = cache_key("sp-svd", a1, full_matrices, compute_uv, lapack_driver)
+
+    def build() -> SVD:
+        return SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
+
+    out = run_cached(key, build, lambda p: p.reset_operands(a1), lambda p: p._run())
+    return convert(tuple(out) if compute_uv else out)
+
+
+def svdvals(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """Singular values (descending), as :func:`scipy.linalg.svdvals`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import svdvals
+    >>> svdvals(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    array([2., 1.])
+    """
+    return svd(a, compute_uv=False, overwrite_a=overwrite_a, check_finite=check_finite)

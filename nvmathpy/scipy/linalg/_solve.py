@@ -1,0 +1,360 @@
+"""``solve``, ``inv``, ``det``, ``solve_triangular`` and ``lstsq`` with SciPy's signatures,
+defaults, return conventions, errors and warnings, calling LAPACK directly."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ...linalg.solvers._operands import stack_of
+from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_slice
+from ._validate import (
+    EPS, LinAlgError, as_array, lapack_one, lapack_pair, over_batch, raise_singular, to_caller_of, warn_ill_conditioned,
+)
+
+__all__ = ["solve", "inv", "det", "solve_triangular", "lstsq"]
+
+
+def _finite(x: np.ndarray) -> bool:
+    """True when ``x`` is free of NaN/Inf."""
+    return np.count_nonzero(np.isfinite(x)) == x.size
+
+
+def _square(a1: np.ndarray) -> None:
+    if a1.ndim < 2:
+        raise ValueError(f"Expected at least ndim=2, got {a1.ndim=}")
+    if a1.shape[-1] != a1.shape[-2]:
+        raise ValueError(f"Expected square matrix, got {a1.shape=}")
+
+
+def _structure(assume_a: Any) -> str | None:
+    try:
+        return STRUCTURES[assume_a]
+    except (KeyError, TypeError):
+        raise ValueError(f"{assume_a} is not a recognized matrix structure") from None
+
+
+def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Any:
+    """Solve ``a @ x = b`` (``a`` square, batched over leading dimensions), as
+    :func:`scipy.linalg.solve`.
+
+    ``assume_a``: ``None`` (detect diagonal / triangular / symmetric / Hermitian / general),
+    ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``, ``'pos'``,
+    ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` and ``'banded'`` are
+    accepted and solved by the general LU. ``overwrite_a``/``overwrite_b`` are accepted;
+    inputs are never overwritten (C-ordered inputs are read through transposed views instead
+    of copies, so there is little to gain). Singular matrices raise ``LinAlgError`` naming
+    the batch slices; ill-conditioned ones warn with ``LinAlgWarning``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import solve
+    >>> solve(np.array([[3.0, 2.0, 0.0], [1.0, -1.0, 0.0], [0.0, 5.0, 1.0]]), np.array([2.0, 4.0, -1.0]))
+    array([ 2., -2.,  9.])
+    """
+    kind = _structure(assume_a)
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and 0 < b.ndim <= 2 and a.dtype == b.dtype
+            and a.dtype.char in EPS and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
+            and not (transposed and a.dtype.kind == "c")):
+        structure = kind or detect(a)
+        # The general path reads every entry: NaN/Inf in a or b then shows up in the norm LAPACK
+        # computes for the condition estimate, or in x, and only then are the inputs scanned.
+        deferred = check_finite and structure == "gen"
+        if check_finite and not deferred:
+            as_array(a, True, "a")
+            as_array(b, True, "b")
+        try:
+            x, rcond = solve_slice(a, b, structure, lower, transposed)
+        except Singular:
+            if deferred:
+                as_array(a, True, "a")
+                as_array(b, True, "b")
+            raise_singular([0])
+        if deferred and not (rcond > 0 and _finite(x)):
+            as_array(a, True, "a")
+            as_array(b, True, "b")
+        if not rcond >= EPS[a.dtype.char]:
+            warn_ill_conditioned([(0, rcond)])
+        return x
+    a1 = as_array(a, check_finite, "a")
+    b1 = as_array(b, check_finite, "b")
+    convert = to_caller_of(a)
+    dtype = lapack_pair(a1.dtype, b1.dtype)
+    if a1.ndim < 2:
+        a1 = np.atleast_2d(a1)
+    a1 = a1.astype(dtype, copy=False)
+    b1 = b1.astype(dtype, copy=False)
+    _square(a1)
+    if transposed and dtype.kind == "c":
+        raise NotImplementedError("scipy.linalg.solve can currently not solve a^T x = b or a^H x = b "
+                                  "for complex matrices.")
+    b_is_1d = b1.ndim <= 1
+    if b1.ndim == 0:
+        b1 = b1.reshape(1)
+    b2 = b1[:, None] if b_is_1d else b1
+    scalar = a1.size == 1
+    if b2.shape[-2] != a1.shape[-1] and not scalar:
+        raise ValueError(f"incompatible shapes: {a1.shape=} and {b2.shape=}")
+    if a1.ndim == 2 and b2.ndim == 2 and a1.size > 1:
+        structure = kind or detect(a1)
+        try:
+            x, rcond = solve_slice(a1, b2, structure, lower, transposed)
+        except Singular:
+            raise_singular([0])
+        if not rcond >= EPS[dtype.char]:
+            warn_ill_conditioned([(0, rcond)])
+        return convert(x[:, 0] if b_is_1d else x)
+    batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
+    a3 = np.broadcast_to(a1, batch + a1.shape[-2:])
+    b3 = np.broadcast_to(b2, batch + b2.shape[-2:])
+    if a3.size == 0 or b3.size == 0:
+        x = np.empty(b3.shape, dtype)
+        return convert(x[..., 0] if b_is_1d else x)
+    if scalar:
+        if a3.reshape(-1)[0] == 0:
+            raise LinAlgError("A singular matrix detected.")
+        x = b3 / a3
+        return convert(x[..., 0] if b_is_1d else x)
+    flat_a, flat_b = stack_of(a3), stack_of(b3)
+    out = _each_slice(flat_b.shape, dtype,
+                      lambda i: solve_slice(flat_a[i], flat_b[i], kind or detect(flat_a[i]), lower, transposed))
+    x = out.reshape(b3.shape)
+    return convert(x[..., 0] if b_is_1d else x)
+
+
+def _each_slice(shape: tuple, dtype: np.dtype, one: Any) -> np.ndarray:
+    """Fill ``out[i], rcond = one(i)`` over a flat batch; then raise SciPy's error naming
+    every singular slice, or warn naming every ill-conditioned one."""
+    out = np.empty(shape, dtype)
+    singular, ill = [], []
+    for i in range(shape[0]):
+        try:
+            out[i], rcond = one(i)
+        except Singular:
+            singular.append(i)
+            continue
+        if not rcond >= EPS[dtype.char]:
+            ill.append((i, rcond))
+    if singular:
+        raise_singular(singular)
+    if ill:
+        warn_ill_conditioned(ill)
+    return out
+
+
+def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
+        lower: bool = False) -> Any:
+    """Inverse of a (batch of) square matrices, as :func:`scipy.linalg.inv`.
+
+    ``assume_a``: ``None`` (detect), ``'gen'``, ``'diagonal'``, ``'upper triangular'``,
+    ``'lower triangular'``, ``'pos'``; ``'sym'``/``'her'`` use the general LU. Warns with
+    ``LinAlgWarning`` when ill-conditioned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import inv
+    >>> inv(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[-2. ,  1. ],
+           [ 1.5, -0.5]])
+    """
+    kind = _structure(assume_a)
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    _square(a1)
+    dtype = lapack_one(a1.dtype)
+    if a1.size == 0:
+        return convert(np.empty(a1.shape, dtype))
+    a1 = a1.astype(dtype, copy=False)
+    flat = stack_of(a1)
+
+    def one(i: int) -> tuple[np.ndarray, float]:
+        structure = kind or detect(flat[i])
+        return inv_slice(flat[i], "gen" if structure in ("sym", "her") else structure, lower)
+
+    return convert(_each_slice(flat.shape, dtype, one).reshape(a1.shape))
+
+
+@functools.lru_cache(maxsize=None)
+def _getrf(char: str) -> Any:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    return get_lapack_funcs("getrf", dtype=np.dtype(char))
+
+
+def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """Determinant, as :func:`scipy.linalg.det`: a ``numpy.float64``/``complex128`` scalar for
+    one matrix, an array for a batch (single precision is computed in double, as SciPy does).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import det
+    >>> d = det(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> type(d).__name__, round(float(d), 12)
+    ('float64', -2.0)
+    """
+    a1 = as_array(a, check_finite, "a")
+    convert = to_caller_of(a)
+    if a1.ndim < 2:
+        raise ValueError("The input array must be at least two-dimensional.")
+    if a1.shape[-1] != a1.shape[-2]:
+        raise ValueError(f"Last 2 dimensions of the array must be square but received shape {a1.shape}.")
+    out_dtype = np.dtype(np.complex128 if lapack_one(a1.dtype).kind == "c" else np.float64)
+    if min(a1.shape) == 0:
+        return out_dtype.type(1.0) if a1.ndim == 2 else convert(np.ones(a1.shape[:-2], out_dtype))
+    a1 = a1.astype(out_dtype, copy=False)
+    n = a1.shape[-1]
+    getrf = _getrf(out_dtype.char)
+    flat = a1.reshape((-1, n, n))
+    dets = np.empty(flat.shape[0], out_dtype)
+    steps = np.arange(1, n + 1, dtype=np.int32)
+    for i in range(flat.shape[0]):
+        m = flat[i]
+        lu, piv, _ = getrf(m.T if m.flags.c_contiguous else m)
+        sign = -1.0 if np.count_nonzero(piv + 1 != steps) % 2 else 1.0
+        dets[i] = sign * np.prod(np.diagonal(lu))
+    if a1.ndim == 2:
+        return dets[0]
+    return convert(dets.reshape(a1.shape[:-2]))
+
+
+@functools.lru_cache(maxsize=None)
+def _trtrs(char: str) -> Any:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    return get_lapack_funcs("trtrs", dtype=np.dtype(char))
+
+
+def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """Solve ``op(a) x = b`` for triangular ``a``, as :func:`scipy.linalg.solve_triangular`
+    (``trans``: 0/'N', 1/'T', 2/'C'; batched over leading dimensions).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import solve_triangular
+    >>> a = np.array([[3.0, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])
+    >>> solve_triangular(a, np.array([4.0, 2, 4, 2]), lower=True)
+    array([ 1.33333333, -0.66666667,  2.66666667, -1.33333333])
+    """
+    t = {"N": 0, "T": 1, "C": 2}.get(trans, trans)
+    if t not in (0, 1, 2):
+        raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    a1 = as_array(a, check_finite, "a")
+    b1 = as_array(b, check_finite, "b")
+    convert = to_caller_of(a)
+    dtype = lapack_pair(a1.dtype, b1.dtype)
+    a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
+    trtrs = _trtrs(dtype.char)
+    complex_ = dtype.kind == "c"
+
+    def core(a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+        if a2.ndim != 2 or a2.shape[0] != a2.shape[1]:
+            raise ValueError("expected square matrix")
+        if a2.shape[0] != b2.shape[0]:
+            raise ValueError(f"shapes of a {a2.shape} and b {b2.shape} are incompatible")
+        if b2.size == 0:
+            return np.empty(b2.shape, dtype)
+        if a2.flags.f_contiguous or not a2.flags.c_contiguous:
+            x, info = trtrs(a2, b2, lower=int(lower), trans=t, unitdiag=int(unit_diagonal))
+        elif t == 2 and complex_:
+            x, info = trtrs(a2.T, b2.conj(), lower=int(not lower), trans=0, unitdiag=int(unit_diagonal))
+            x = x.conj()
+        else:
+            x, info = trtrs(a2.T, b2, lower=int(not lower), trans=int(not t), unitdiag=int(unit_diagonal))
+        if info > 0:
+            raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
+        return x
+
+    if a1.ndim == 2 and b1.ndim <= 2:
+        return convert(core(a1, b1))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+
+
+@functools.lru_cache(maxsize=None)
+def _lstsq_funcs(driver: str, char: str) -> tuple[Any, Any]:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    return get_lapack_funcs((driver, driver + "_lwork"), dtype=np.dtype(char))
+
+
+@functools.lru_cache(maxsize=256)
+def _lstsq_work(driver: str, char: str, m: int, n: int, nrhs: int, cond: float) -> tuple:
+    _, query = _lstsq_funcs(driver, char)
+    out = query(m, n, nrhs, cond)
+    return tuple(int(np.real(np.asarray(v).ravel()[0])) for v in out[:-1])
+
+
+def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, lapack_driver: str | None = None) -> tuple:
+    """Least squares, as :func:`scipy.linalg.lstsq`: ``(x, residues, rank, s)``.
+
+    ``lapack_driver``: ``'gelsd'`` (default, as SciPy), ``'gelsy'`` (fastest; ``s`` is
+    ``None`` and ``residues`` empty, as SciPy) or ``'gelss'``. Workspace sizes are cached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import lstsq
+    >>> x, res, rank, s = lstsq(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), np.array([1.0, 3.0, 5.0]))
+    >>> np.round(x, 12), rank
+    (array([1., 2.]), 2)
+    """
+    driver = "gelsd" if lapack_driver is None else lapack_driver
+    if driver not in ("gelsd", "gelsy", "gelss"):
+        raise ValueError(f'LAPACK driver "{driver}" is not found')
+    a1 = as_array(a, check_finite, "a")
+    b1 = as_array(b, check_finite, "b")
+    convert = to_caller_of(a)
+
+    def core(a2: np.ndarray, b2: np.ndarray) -> tuple:
+        if a2.ndim != 2:
+            raise ValueError("Input array a should be 2D")
+        m, n = a2.shape
+        nrhs = b2.shape[1] if b2.ndim == 2 else 1
+        if m != b2.shape[0]:
+            raise ValueError(f"Shape mismatch: a and b should have the same number of rows ({m} != {b2.shape[0]}).")
+        if m == 0 or n == 0:
+            x = np.zeros((n,) + b2.shape[1:], dtype=np.common_type(a2, b2))
+            residues = np.linalg.norm(b2, axis=0) ** 2 if n == 0 else np.empty((0,))
+            return x, residues, 0, np.empty((0,))
+        dtype = lapack_pair(a2.dtype, b2.dtype)
+        func, _ = _lstsq_funcs(driver, dtype.char)
+        rhs = np.zeros((max(m, n),) + b2.shape[1:], dtype, order="F")
+        rhs[:m] = b2
+        rcond = float(np.finfo(dtype).eps if cond is None else cond)
+        work = _lstsq_work(driver, dtype.char, m, n, nrhs, rcond)
+        mat = np.asarray(a2, dtype)
+        if driver == "gelsy":
+            _, x, _, rank, info = func(mat, rhs, np.zeros((n, 1), np.int32), rcond, work[0])
+            if info < 0:
+                raise ValueError(f"illegal value in {-info}-th argument of internal gelsy")
+            return x[:n], np.array([], x.dtype), rank, None
+        if driver == "gelss":
+            _, x, s, rank, _, info = func(mat, rhs, cond=rcond, lwork=work[0])
+        elif dtype.kind == "c":
+            x, s, rank, info = func(mat, rhs, work[0], work[1], work[2], rcond, False, False)
+        else:
+            x, s, rank, info = func(mat, rhs, work[0], work[1], rcond, False, False)
+        if info > 0:
+            raise LinAlgError("SVD did not converge in Linear Least Squares")
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}-th argument of internal {driver}")
+        resids = np.asarray([], dtype=x.dtype)
+        if m > n:
+            if rank == n:
+                resids = np.sum(np.abs(x[n:]) ** 2, axis=0)
+            x = x[:n]
+        return x, resids, rank, s
+
+    if a1.ndim == 2 and b1.ndim <= 2:
+        return convert(core(a1, b1))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))

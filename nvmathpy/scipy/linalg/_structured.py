@@ -1,0 +1,180 @@
+"""Per-matrix kernels of the scipy.linalg drop-in's ``solve`` and ``inv``: structure
+detection (as ``scipy.linalg.solve`` does with ``assume_a=None``) and one LAPACK path per
+structure, each returning the reciprocal condition number SciPy warns about.
+
+Every path reads a C-ordered matrix through its free Fortran view (the transpose) and
+adjusts triangle and operation instead of copying. A singular matrix raises
+:class:`Singular`, which the callers collect per batch slice.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Singular", "STRUCTURES", "detect", "solve_slice", "inv_slice"]
+
+#: ``assume_a`` spellings -> the kernel used (``tridiagonal``/``banded`` run the general LU).
+STRUCTURES = {
+    None: None, "general": "gen", "gen": "gen", "tridiagonal": "gen", "banded": "gen", "diagonal": "diagonal",
+    "upper triangular": "upper", "lower triangular": "lower", "pos": "pos", "positive definite": "pos",
+    "sym": "sym", "symmetric": "sym", "her": "her", "hermitian": "her",
+}
+
+
+class Singular(Exception):
+    """The matrix is singular (or, for ``pos``, not positive definite)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _lapack(dtype_char: str) -> dict[str, Any]:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    dtype = np.dtype(dtype_char)
+    names = ("getrf", "getrs", "gecon", "lange", "getri", "potrf", "potrs", "pocon", "potri",
+             "trtrs", "trcon", "trtri", "sysv", "sycon")
+    funcs = dict(zip(names, get_lapack_funcs(names, dtype=dtype)))
+    if dtype.kind == "c":
+        funcs["hesv"], funcs["hecon"] = get_lapack_funcs(("hesv", "hecon"), dtype=dtype)
+    return funcs
+
+
+def _view(a: np.ndarray) -> tuple[np.ndarray, bool]:
+    if a.flags.f_contiguous:
+        return a, False
+    if a.flags.c_contiguous:
+        return a.T, True
+    return np.asfortranarray(a), False
+
+
+def detect(a: np.ndarray) -> str:
+    """SciPy's structure detection: diagonal, triangular, Hermitian, symmetric or general."""
+    n = a.shape[0]
+    if n > 1:  # the usual general matrix is recognised from two entries
+        x10, x01 = a.item(1, 0), a.item(0, 1)
+        if x10 != 0 and x01 != 0 and x10 != x01 and (a.dtype.kind != "c" or x10 != x01.conjugate()):
+            return "gen"
+    if n <= 12:
+        rows = a.tolist()
+        below_zero = all(rows[i][j] == 0 for i in range(1, n) for j in range(i))
+        above_zero = all(rows[i][j] == 0 for i in range(n - 1) for j in range(i + 1, n))
+        if below_zero and above_zero:
+            return "diagonal"
+        if above_zero:
+            return "lower"
+        if below_zero:
+            return "upper"
+        if a.dtype.kind == "c" and all(rows[i][j] == rows[j][i].conjugate() for i in range(n) for j in range(i + 1)):
+            return "her"
+        if all(rows[i][j] == rows[j][i] for i in range(1, n) for j in range(i)):
+            return "sym"
+        return "gen"
+    from scipy.linalg import bandwidth, ishermitian, issymmetric
+
+    below, above = bandwidth(a)
+    if below == above == 0:
+        return "diagonal"
+    if above == 0:
+        return "lower"
+    if below == 0:
+        return "upper"
+    if a.dtype.kind == "c" and ishermitian(a):
+        return "her"
+    if issymmetric(a):
+        return "sym"
+    return "gen"
+
+
+def _hermitian_norm1(a: np.ndarray, lower: bool) -> float:
+    """1-norm of the Hermitian/symmetric matrix stored in one triangle of ``a``."""
+    tri = np.tril(a) if lower else np.triu(a)
+    full = tri + tri.conj().T - np.diag(np.diag(tri))
+    return float(np.abs(full).sum(axis=0).max())
+
+
+def _symmetric_norm1(a: np.ndarray, lower: bool) -> float:
+    tri = np.tril(a) if lower else np.triu(a)
+    full = tri + tri.T - np.diag(np.diag(tri))
+    return float(np.abs(full).sum(axis=0).max())
+
+
+def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool) -> tuple[np.ndarray, float]:
+    """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``."""
+    r = _lapack(a.dtype.char)
+    view, t = _view(a)
+    if kind == "gen":
+        lu, piv, info = r["getrf"](view)
+        if info > 0:
+            raise Singular
+        norm = "I" if t else "1"
+        rcond = r["gecon"](lu, r["lange"](norm, view), norm)[0]
+        return r["getrs"](lu, piv, b, int(t != transposed))[0], rcond
+    if kind == "diagonal":
+        d = np.diagonal(a)
+        if not d.all():
+            raise Singular
+        ad = np.abs(d)
+        return (b / d if b.ndim == 1 else b / d[:, None]), float(ad.min() / ad.max())
+    if kind in ("upper", "lower"):
+        low = (kind == "lower") != t
+        x, info = r["trtrs"](view, b, lower=int(low), trans=int(t != transposed))
+        if info > 0:
+            raise Singular
+        rcond = r["trcon"](view, norm="I" if t else "1", uplo="L" if low else "U", diag="N")[0]
+        return x, rcond
+    flag = lower != t
+    conj = t and a.dtype.kind == "c" and kind in ("pos", "her")
+    rhs = b.conj() if conj else b
+    if kind == "pos":
+        c, info = r["potrf"](view, lower=int(flag), clean=0)
+        if info > 0:
+            raise Singular
+        rcond = r["pocon"](c, _hermitian_norm1(a, lower), uplo="L" if flag else "U")[0]
+        x = r["potrs"](c, rhs, lower=int(flag))[0]
+    else:
+        solver, con = (r["hesv"], r["hecon"]) if kind == "her" and a.dtype.kind == "c" else (r["sysv"], r["sycon"])
+        ldu, ipiv, x, info = solver(view, rhs, lower=int(flag))
+        if info > 0:
+            raise Singular
+        norm = _hermitian_norm1(a, lower) if kind == "her" else _symmetric_norm1(a, lower)
+        rcond = con(ldu, ipiv, norm, lower=int(flag))[0]
+    return (x.conj() if conj else x), rcond
+
+
+def inv_slice(a: np.ndarray, kind: str, lower: bool) -> tuple[np.ndarray, float]:
+    """Invert one ``(n, n)`` matrix; returns ``(inverse, rcond)``."""
+    r = _lapack(a.dtype.char)
+    view, t = _view(a)
+    if kind == "diagonal":
+        d = np.diagonal(a)
+        if not d.all():
+            raise Singular
+        ad = np.abs(d)
+        return np.diag(1 / d), float(ad.min() / ad.max())
+    if kind in ("upper", "lower"):
+        low = (kind == "lower") != t
+        inv, info = r["trtri"](view, lower=int(low))
+        if info > 0:
+            raise Singular
+        rcond = r["trcon"](view, norm="I" if t else "1", uplo="L" if low else "U", diag="N")[0]
+        inv = np.tril(inv) if low else np.triu(inv)
+        return (inv.T if t else inv), rcond
+    if kind == "pos":
+        flag = lower != t
+        c, info = r["potrf"](view, lower=int(flag), clean=0)
+        if info > 0:
+            raise Singular
+        rcond = r["pocon"](c, _hermitian_norm1(a, lower), uplo="L" if flag else "U")[0]
+        tri, _ = r["potri"](c, lower=int(flag))
+        tri = np.tril(tri) if flag else np.triu(tri)
+        full = tri + tri.conj().T - np.diag(np.diag(tri).real)
+        return (full.T if t else full), rcond
+    lu, piv, info = r["getrf"](view)
+    if info > 0:
+        raise Singular
+    norm = "I" if t else "1"
+    rcond = r["gecon"](lu, r["lange"](norm, view), norm)[0]
+    inv = r["getri"](lu, piv)[0]
+    return (inv.T if t else inv), rcond

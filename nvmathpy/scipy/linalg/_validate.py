@@ -1,0 +1,139 @@
+"""Input handling shared by the scipy.linalg drop-in: array conversion with SciPy's
+``check_finite`` semantics, SciPy's dtype rules, batching like SciPy's batched functions,
+and SciPy's error and warning messages (with the index of the failing batch slice).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...errors import LinAlgError
+from ...operands import wrap
+
+__all__ = [
+    "EPS", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "over_batch", "raise_singular",
+    "warn_ill_conditioned",
+    "LinAlgError", "linalg_warning",
+]
+
+
+_isfinite = np.isfinite
+_count_nonzero = np.count_nonzero
+
+
+def linalg_warning() -> type:
+    """``scipy.linalg.LinAlgWarning`` (SciPy is imported on first use)."""
+    from scipy.linalg import LinAlgWarning
+
+    return LinAlgWarning
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """True when ``x`` holds no NaN or infinity (no floating-point warnings on the way)."""
+    if x.dtype.kind not in "fc":
+        return True
+    return _count_nonzero(_isfinite(x)) == x.size  # cheaper than .all() on small arrays
+
+
+def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
+    """A NumPy array view of ``x`` (NumPy, torch CPU, array-likes); with ``check_finite``
+    raise SciPy's ``ValueError`` on NaN or infinity."""
+    if type(x) is np.ndarray:
+        arr = x
+    elif hasattr(x, "__dlpack__") or type(x).__module__.startswith("torch"):
+        arr = wrap(x, name).array
+    else:
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise ValueError(f"{name}: object arrays are not supported")
+    if check_finite and not _all_finite(arr):
+        raise ValueError("array must not contain infs or NaNs")
+    return arr
+
+
+def to_caller_of(x: Any) -> Callable[[Any], Any]:
+    """A converter of results back into ``x``'s package (identity for NumPy/array-likes)."""
+    if type(x) is np.ndarray or not type(x).__module__.startswith("torch"):
+        return lambda r: r
+    import torch
+
+    def convert(r: Any) -> Any:
+        if isinstance(r, (tuple, list)):
+            return type(r)(convert(v) for v in r)
+        if isinstance(r, np.ndarray):
+            return torch.from_numpy(r if r.flags.c_contiguous or r.flags.f_contiguous else r.copy())
+        return r
+
+    return convert
+
+
+def lapack_one(dtype: np.dtype) -> np.dtype:
+    """SciPy's LAPACK dtype for one array: single/double real/complex (others in float64)."""
+    dtype = np.dtype(dtype)
+    if dtype.char in "fdFD":
+        return dtype
+    if dtype.kind == "c":
+        return np.dtype(np.complex64 if dtype.itemsize <= 8 else np.complex128)
+    if dtype.kind == "f" and dtype.itemsize <= 4:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+#: Machine epsilon of each LAPACK dtype (by type character).
+EPS = {c: float(np.finfo(c).eps) for c in "fdFD"}
+
+
+def lapack_pair(*dtypes: np.dtype) -> np.dtype:
+    """SciPy's rule for a common LAPACK dtype of several arrays (``solve``'s ``cdsz``)."""
+    first = dtypes[0]
+    if first.char in EPS and all(d == first for d in dtypes):
+        return first
+    dtype = np.result_type(*dtypes)
+    if not np.issubdtype(dtype, np.inexact):
+        return np.dtype(np.float64)
+    complex_ = dtype.kind == "c"
+    if np.finfo(dtype).bits <= 32:
+        return np.dtype(np.complex64 if complex_ else np.float32)
+    return np.dtype(np.complex128 if complex_ else np.float64)
+
+
+def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], core_ndims: Sequence[int]) -> Any:
+    """Apply ``core`` to each batch slice of ``arrays`` (core dims given per array; ``None``
+    entries pass through) and stack each output, as SciPy's batched functions do (one output:
+    an array; several: a list). A ``LinAlgError`` raised for a slice is re-raised naming it."""
+    batches = [a.shape[: a.ndim - d] for a, d in zip(arrays, core_ndims) if a is not None]
+    batch = np.broadcast_shapes(*batches)
+    if not batch:
+        return core(*arrays)
+    if math.prod(batch) == 0:
+        raise ValueError(f"`{getattr(core, '__name__', 'function')}` does not support zero-size batches.")
+    full = [None if a is None else np.broadcast_to(a, batch + a.shape[a.ndim - d:]) for a, d in zip(arrays, core_ndims)]
+    results = []
+    for index in np.ndindex(batch):
+        try:
+            out = core(*(None if a is None else a[index] for a in full))
+        except LinAlgError as exc:
+            flat = int(np.ravel_multi_index(index, batch))
+            raise LinAlgError(f"{exc} (batch slice {flat}, index {index})") from None
+        results.append(out if isinstance(out, tuple) else (out,))
+    stacked = []
+    for parts in zip(*results):
+        arr = np.stack(parts)
+        stacked.append(arr.reshape(batch + arr.shape[1:]))
+    return stacked[0] if len(stacked) == 1 else stacked
+
+
+def raise_singular(slices: list[int]) -> None:
+    """SciPy's error for singular matrices, naming the (flat) batch slices."""
+    raise LinAlgError(f"A singular matrix detected: slice(s) {slices} are singular.")
+
+
+def warn_ill_conditioned(ill: list[tuple[int, float]]) -> None:
+    """SciPy's ``LinAlgWarning`` for ill-conditioned slices ``[(slice, rcond), ...]``."""
+    import warnings
+
+    text = ",".join(f"slice {i} has rcond = {r:.6g}" for i, r in ill)
+    warnings.warn(f"An ill-conditioned matrix detected: {text}.", linalg_warning(), stacklevel=3)

@@ -1,0 +1,315 @@
+"""The one-call solver functions of nvmathpy.linalg (NumPy / Array-API semantics), the
+small-matrix batched fast paths, the plan cache, and hypothesis tests of the identities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_solvers_helpers import DTYPES, LAYOUTS, herm, in_layout, rand, relerr, spd, tol, well, wide
+
+import nvmathpy.linalg as nl
+from nvmathpy.errors import InvalidOperandError
+from nvmathpy.linalg.solvers import functions
+from nvmathpy.linalg.solvers._small import closed_form, eliminate
+from nvmathpy.linalg.solvers.solve_plan import Solve
+from nvmathpy.plan import Candidate
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 16, 31, 67])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_solve_and_inv_match_numpy(dtype, n, layout):
+    rng = np.random.default_rng(n)
+    a = in_layout(well(rng, n, dtype), layout)
+    b, bm = rand(rng, (n,), dtype), rand(rng, (n, 3), dtype)
+    keep = a.copy(), b.copy()
+    x = nl.solve(a, b)
+    assert x.dtype == a.dtype and x.shape == (n,)
+    assert relerr(x, np.linalg.solve(wide(a), wide(b))) < tol(dtype, n)
+    assert relerr(nl.solve(a, bm), np.linalg.solve(wide(a), wide(bm))) < tol(dtype, n)
+    assert relerr(nl.inv(a), np.linalg.inv(wide(a))) < tol(dtype, n)
+    np.testing.assert_array_equal(a, keep[0])
+    np.testing.assert_array_equal(b, keep[1])
+
+
+@pytest.mark.parametrize("a_batch,b_shape", [((4,), (5,)), ((4,), (4, 5, 2)), ((), (3, 5, 2)), ((2, 1), (3, 5, 1))])
+def test_solve_broadcasting_like_numpy(a_batch, b_shape):
+    rng = np.random.default_rng(1)
+    a = well(rng, 5, np.float64, a_batch)
+    b = rand(rng, b_shape, np.float64)
+    ref = np.linalg.solve(a, b)
+    x = nl.solve(a, b)
+    assert x.shape == ref.shape and relerr(x, ref) < 1e-12
+
+
+def test_solve_mixed_and_integer_dtypes():
+    a = np.array([[3, 1], [1, 2]])
+    assert nl.solve(a, np.array([9, 8])).dtype == np.float64
+    assert nl.solve(a.astype(np.float32), np.array([9, 8], np.float32)).dtype == np.float32
+    assert nl.solve(a.astype(np.float32), np.array([9, 8], np.complex64)).dtype == np.complex64
+
+
+def test_solve_singular_and_bad_shapes():
+    with pytest.raises(np.linalg.LinAlgError, match="Singular"):
+        nl.solve(np.ones((3, 3)), np.ones(3))
+    with pytest.raises(InvalidOperandError, match="square"):
+        nl.solve(np.ones((3, 4)), np.ones(3))
+    with pytest.raises(InvalidOperandError, match="rows|n=3"):
+        nl.solve(np.eye(3), np.ones(4))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_every_batched_candidate_agrees_and_reports_singular_index(n, dtype, inverse):
+    rng = np.random.default_rng(n)
+    count = 40
+    a = well(rng, n, dtype, (count,))
+    a[17] = rand(rng, (n, n), dtype)
+    tiny = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-9
+    a[23] = tiny * a[23] + np.outer(np.arange(1, n + 1), np.ones(n))  # badly conditioned: falls back to LU
+    b = None if inverse else rand(rng, (count, n, 2), dtype)
+    ref = np.linalg.inv(wide(a)) if inverse else np.linalg.solve(wide(a), wide(b))
+    plan = Solve(a, b)
+    labels = []
+    for cand in plan._engine.candidates(plan.problem):
+        plan._install(plan._engine.prepare(plan.problem, cand), "test")
+        labels.append(cand.label)
+        out = plan.execute()
+        good = np.ones(count, bool)
+        good[23] = False
+        assert relerr(out[good], ref[good]) < tol(dtype, n) * 10, cand
+        cond = np.linalg.cond(wide(a[23]))
+        assert relerr(out[23], ref[23]) < max(tol(dtype, n) * cond, 1e-6) * 10, cand
+    assert "numpy" in labels and ("closed-form" in labels) == (n <= 4)
+    singular = a.copy()
+    singular[29] = 0
+    for cand in plan._engine.candidates(plan.problem):
+        plan._install(plan._engine.prepare(plan.problem, cand), "test")
+        plan.reset_operands(a=singular)
+        with pytest.raises(np.linalg.LinAlgError, match="batch element 29"):
+            plan.execute()
+
+
+def test_small_kernels_directly():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 4):
+        m = well(rng, n, np.complex128, (10,))
+        x, flagged = closed_form(m, None)
+        assert not flagged.any() and relerr(x, np.linalg.inv(m)) < 1e-13
+    a = well(rng, 3, np.float64, (10,))
+    b = rand(rng, (10, 3, 1), np.float64)
+    x, flagged = closed_form(a, b)
+    assert not flagged.any() and relerr(x, np.linalg.solve(a, b)) < 1e-13
+    x, flagged = eliminate(a, b)
+    assert not flagged.any() and relerr(x, np.linalg.solve(a, b)) < 1e-13
+    a[4] = 0
+    assert closed_form(a, b)[1][4] and eliminate(a, b)[1][4]
+    a[5, 0, 0] = np.nan
+    assert closed_form(a, b)[1][5] and eliminate(a, b)[1][5]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_det_slogdet(dtype):
+    rng = np.random.default_rng(2)
+    a = well(rng, 6, dtype, (3,))
+    assert relerr(nl.det(a), np.linalg.det(wide(a))) < tol(dtype, 6) * 10
+    sign, logabs = nl.slogdet(a)
+    rs, rl = np.linalg.slogdet(wide(a))
+    assert relerr(sign, rs) < tol(dtype, 6) * 10 and relerr(logabs, rl) < tol(dtype, 6) * 10
+    assert nl.det(np.zeros((3, 3), dtype)) == 0
+    assert nl.slogdet(np.zeros((3, 3), dtype)).logabsdet == -np.inf
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_function(dtype, upper):
+    a = spd(np.random.default_rng(3), 11, dtype, (2,))
+    ref = np.linalg.cholesky(wide(a), upper=upper)
+    assert relerr(nl.cholesky(a, upper=upper), ref) < tol(dtype, 11)
+    with pytest.raises(np.linalg.LinAlgError, match="batch element 1"):
+        nl.cholesky(np.stack([np.eye(3), -np.eye(3)]))
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_function(mode):
+    a = rand(np.random.default_rng(4), (2, 7, 5), np.float64)
+    out = nl.qr(a, mode=mode)
+    ref = np.linalg.qr(a, mode=mode)
+    if mode == "r":
+        assert out.shape == ref.shape and relerr(np.abs(out), np.abs(ref)) < 1e-12
+    else:
+        q, r = out
+        assert q.shape == ref.Q.shape and r.shape == ref.R.shape and relerr(q @ r, a) < 1e-12
+        assert out.Q is q
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_eigvalsh(dtype, uplo):
+    a = herm(np.random.default_rng(5), 9, dtype, (2,))
+    ref = np.linalg.eigvalsh(wide(a), UPLO=uplo)
+    w, v = nl.eigh(a, UPLO=uplo)
+    assert relerr(w, ref) < tol(dtype, 9) * 10
+    assert relerr(wide(a) @ v, v * w[..., None, :]) < tol(dtype, 9) * 10
+    assert relerr(nl.eigvalsh(a, UPLO=uplo), ref) < tol(dtype, 9) * 10
+    assert nl.eigh(a).eigenvalues.shape == (2, 9)
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_svd_svdvals(full):
+    a = rand(np.random.default_rng(6), (3, 8, 5), np.complex128)
+    ref = np.linalg.svd(a, full_matrices=full)
+    u, s, vh = nl.svd(a, full_matrices=full)
+    assert u.shape == ref.U.shape and vh.shape == ref.Vh.shape and relerr(s, ref.S) < 1e-12
+    assert relerr(nl.svdvals(a), ref.S) < 1e-12
+    assert relerr(nl.svd(a, compute_uv=False), ref.S) < 1e-12
+
+
+@pytest.mark.parametrize("shape", [(9, 4), (4, 9)])
+def test_lstsq_function(shape):
+    rng = np.random.default_rng(7)
+    a, b = rand(rng, shape, np.float64), rand(rng, (shape[0],), np.float64)
+    x, res, rank, s = nl.lstsq(a, b)
+    rx, rres, rrank, rs = np.linalg.lstsq(a, b, rcond=None)
+    assert relerr(x, rx) < 1e-12 and rank == rrank and relerr(s, rs) < 1e-12 and res.shape == rres.shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1, 2, "N", "T", "C"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_solve_triangular(dtype, lower, trans, layout):
+    rng = np.random.default_rng(8)
+    t = well(rng, 6, dtype)
+    t = np.tril(t) if lower else np.triu(t)
+    a = in_layout(t, layout)
+    b = rand(rng, (6, 2), dtype)
+    op = {0: t, 1: t.T, 2: t.conj().T}[{"N": 0, "T": 1, "C": 2}.get(trans, trans)]
+    x = nl.solve_triangular(a, b, lower=lower, trans=trans)
+    assert relerr(x, np.linalg.solve(wide(op), wide(b))) < tol(dtype, 6)
+    unit = t.copy()
+    np.fill_diagonal(unit, 1)
+    x = nl.solve_triangular(in_layout(t, layout), b, lower=lower, unit_diagonal=True)
+    assert relerr(x, np.linalg.solve(wide(unit), wide(b))) < tol(dtype, 6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_lu_factor_solve_and_cho(dtype, layout):
+    rng = np.random.default_rng(9)
+    a = in_layout(well(rng, 7, dtype, (2,)), layout)
+    lu, piv = nl.lu_factor(a)
+    for i in range(2):
+        rlu, rpiv = sla.lu_factor(a[i])
+        np.testing.assert_array_equal(piv[i], rpiv)
+        assert relerr(lu[i], rlu) < tol(dtype, 7)
+    b = rand(rng, (2, 7, 3), dtype)
+    for trans, op in ((0, a), (1, np.swapaxes(a, -1, -2)), (2, np.conj(np.swapaxes(a, -1, -2)))):
+        assert relerr(nl.lu_solve((lu, piv), b, trans=trans), np.linalg.solve(wide(op), wide(b))) < tol(dtype, 7)
+    s = in_layout(spd(rng, 7, dtype, (2,)), layout)
+    for lower in (False, True):
+        c = nl.cho_factor(s, lower=lower)
+        assert c[1] is lower
+        assert relerr(nl.cho_solve(c, b), np.linalg.solve(wide(s), wide(b))) < tol(dtype, 7) * 10
+
+
+def test_empty_and_one_by_one():
+    assert nl.solve(np.empty((0, 0)), np.empty(0)).shape == (0,)
+    assert nl.inv(np.empty((2, 0, 0))).shape == (2, 0, 0)
+    assert nl.det(np.empty((0, 0))) == 1.0
+    assert nl.solve(np.array([[4.0]]), np.array([2.0]))[0] == 0.5
+    assert nl.inv(np.full((5, 1, 1), 2.0)).ravel().tolist() == [0.5] * 5
+    assert nl.svd(np.empty((0, 3))).S.shape == (0,)
+    assert nl.eigh(np.array([[3.0]])).eigenvalues.tolist() == [3.0]
+    assert nl.LU(np.empty((0, 0))).solve(np.empty(0)).shape == (0,)
+    assert nl.Cholesky(np.empty((2, 0, 0))).solve(np.empty((2, 0, 1))).shape == (2, 0, 1)
+    assert nl.solve_triangular(np.empty((0, 0)), np.empty(0)).shape == (0,)
+    assert nl.lu_factor(np.empty((0, 0)))[1].shape == (0,)
+
+
+def test_plan_cache_hits_and_resize():
+    cache = functions.plan_cache()
+    cache.clear()
+    a = well(np.random.default_rng(0), 5, np.float64, (3,))
+    for _ in range(4):
+        nl.det(a)
+    assert cache.hits >= 3
+    cache.resize(0)
+    nl.det(a)
+    assert len(cache) == 0
+    cache.resize(64)
+
+
+def test_torch_one_calls():
+    torch = pytest.importorskip("torch")
+    a = torch.from_numpy(spd(np.random.default_rng(0), 4, np.float64))
+    b = torch.ones(4, dtype=torch.float64)
+    for out in (nl.solve(a, b), nl.inv(a), nl.cholesky(a), nl.eigh(a).eigenvectors, nl.svd(a).U):
+        assert isinstance(out, torch.Tensor)
+    assert torch.allclose(a @ nl.solve(a, b), b)
+
+
+# -- hypothesis: the identities -------------------------------------------------------------------
+
+_sizes = st.integers(min_value=1, max_value=12)
+_seeds = st.integers(min_value=0, max_value=2**32 - 1)
+_dtypes = st.sampled_from(DTYPES)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=_sizes, seed=_seeds, dtype=_dtypes, batch=st.sampled_from([(), (3,)]))
+def test_property_solve(n, seed, dtype, batch):
+    rng = np.random.default_rng(seed)
+    a, b = well(rng, n, dtype, batch), rand(rng, batch + (n, 2), dtype)
+    x = nl.solve(a, b)
+    assert relerr(wide(a) @ x, b) < tol(dtype, n) * 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=_sizes, seed=_seeds, dtype=_dtypes)
+def test_property_eigh(n, seed, dtype):
+    a = herm(np.random.default_rng(seed), n, dtype)
+    w, v = nl.eigh(a)
+    scale = max(1.0, float(np.abs(w).max()))
+    assert np.linalg.norm(wide(a) @ v - v * w) / scale < tol(dtype, n) * 10 * np.sqrt(n)
+    assert np.all(np.diff(w) >= 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=_sizes, n=_sizes, seed=_seeds, dtype=_dtypes)
+def test_property_svd(m, n, seed, dtype):
+    a = rand(np.random.default_rng(seed), (m, n), dtype)
+    u, s, vh = nl.svd(a, full_matrices=False)
+    assert relerr((u * s) @ vh, a) < tol(dtype, m * n) * 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=_sizes, n=_sizes, seed=_seeds, dtype=_dtypes)
+def test_property_lstsq_normal_equations(m, n, seed, dtype):
+    rng = np.random.default_rng(seed)
+    a, b = rand(rng, (m + n, n), dtype), rand(rng, (m + n,), dtype)
+    x = nl.lstsq(a, b)[0]
+    grad = wide(a).conj().T @ (wide(a) @ x - b)
+    assert np.linalg.norm(grad) <= tol(dtype, m * n) * 100 * np.linalg.norm(a) ** 2 * np.linalg.norm(b)
+
+
+def test_vectorised_paths_in_chunks(monkeypatch):
+    from nvmathpy.linalg.solvers import solve_plan
+
+    monkeypatch.setattr(solve_plan, "CHUNK", 7)
+    rng = np.random.default_rng(5)
+    a = well(rng, 3, np.float64, (30,))
+    b = rand(rng, (30, 3, 2), np.float64)
+    a[22] = 0
+    plan = Solve(a, b)
+    for label in ("closed-form", "elimination"):
+        plan._install(plan._engine.prepare(plan.problem, Candidate.of(label)), "test")
+        with pytest.raises(np.linalg.LinAlgError, match="batch element 22"):
+            plan.execute()
+    a[22] = np.eye(3)
+    plan.reset_operands(a=a)
+    assert relerr(plan.execute(), np.linalg.solve(a, b)) < 1e-12
