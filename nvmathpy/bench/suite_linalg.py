@@ -1,0 +1,70 @@
+"""The linalg suite of ``python -m nvmathpy bench``: solver plans and the scipy.linalg drop-in
+beside scipy.linalg and numpy.linalg (factored solves, one-shot solves, large factorizations,
+eigh, batched tiny systems)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .harness import Case
+
+__all__ = ["cases"]
+
+
+def _general(rng: np.random.Generator, n: int, batch: tuple[int, ...] = ()) -> np.ndarray:
+    """A well-conditioned general matrix (diagonally weighted), C-ordered."""
+    return rng.standard_normal(batch + (n, n)) + 2 * np.sqrt(n) * np.eye(n)
+
+
+def _spd(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.standard_normal((n, n))
+    return x @ x.T + n * np.eye(n)
+
+
+def cases(quick: bool) -> list[Case]:
+    import scipy.linalg as sla
+    from scipy.linalg import lapack
+
+    import nvmathpy.linalg as nl
+    import nvmathpy.scipy.linalg as nsl
+    from nvmathpy.linalg.solvers.solve_plan import Solve
+
+    rng = np.random.default_rng(0)
+    out: list[Case] = []
+    for n in (4, 16):
+        a, s, b = _general(rng, n), _spd(rng, n), rng.standard_normal(n)
+        lu, cho = sla.lu_factor(a), sla.cho_factor(s)
+        lu_plan, cho_plan = nl.LU(a), nl.Cholesky(s, lower=False)
+        lu_plan.solve(b)
+        cho_plan.solve(b)
+        out.append(Case("linalg", f"LU solve with factors n={n}", "scipy lu_solve", {
+            "scipy lu_solve": lambda lu=lu, b=b: sla.lu_solve(lu, b),
+            "raw dgetrs": lambda lu=lu, b=b: lapack.dgetrs(lu[0], lu[1], b),
+            "nvmathpy": lambda p=lu_plan, b=b: p.solve(b)}, note="LU(a).solve(b)"))
+        out.append(Case("linalg", f"Cholesky solve with factors n={n}", "scipy cho_solve", {
+            "scipy cho_solve": lambda c=cho, b=b: sla.cho_solve(c, b),
+            "raw dpotrs": lambda c=cho, b=b: lapack.dpotrs(c[0], b, 0),
+            "nvmathpy": lambda p=cho_plan, b=b: p.solve(b)}, note="Cholesky(a).solve(b)"))
+        out.append(Case("linalg", f"one-shot solve n={n}", "scipy solve", {
+            "scipy solve": lambda a=a, b=b: sla.solve(a, b), "numpy solve": lambda a=a, b=b: np.linalg.solve(a, b),
+            "nvmathpy": lambda a=a, b=b: nl.solve(a, b)}, note="nvmathpy.linalg.solve"))
+    n = 512 if quick else 1024
+    big, spd, rhs = _general(rng, n), _spd(rng, n), rng.standard_normal(n)
+    sym = (spd + spd.T) / 2
+    out.append(Case("linalg", f"LU factor+solve n={n}, C-ordered", "scipy lu_factor+lu_solve", {
+        "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(big), rhs),
+        "nvmathpy": lambda: nl.LU(big).solve(rhs)}))
+    out.append(Case("linalg", f"Cholesky factor+solve n={n}, C-ordered", "scipy cho_factor+cho_solve", {
+        "scipy cho_factor+cho_solve": lambda: sla.cho_solve(sla.cho_factor(spd), rhs),
+        "nvmathpy": lambda: nl.Cholesky(spd).solve(rhs)}))
+    out.append(Case("linalg", f"eigh n={n}", "scipy eigh", {
+        "scipy eigh": lambda: sla.eigh(sym), "numpy eigh": lambda: np.linalg.eigh(sym),
+        "nvmathpy": lambda: nsl.eigh(sym)}, note="nvmathpy.scipy.linalg.eigh"))
+    count = 2000 if quick else 10_000
+    for n in (3, 4, 8):
+        a, b = _general(rng, n, (count,)), rng.standard_normal((count, n, 1))
+        Solve(a, b).autotune(effort="exhaustive", repeats=3)  # the winner goes to wisdom; solve() uses it
+        out.append(Case("linalg", f"batched solve B={count} n={n}", "numpy solve", {
+            "numpy solve": lambda a=a, b=b: np.linalg.solve(a, b),
+            "nvmathpy": lambda a=a, b=b: nl.solve(a, b)}))
+    return out
