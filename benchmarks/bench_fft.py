@@ -1,0 +1,258 @@
+"""FFT benchmark: nvmathpy's tuned plans beside numpy.fft, scipy.fft, ducc0, pyFFTW and mkl_fft.
+
+For each case and thread budget, nvmathpy autotunes once (effort "measure", wisdom in a
+temporary NVMATHPY_CACHE_DIR), then *new* plans are made from wisdom - the process's FFTW
+wisdom forgotten before each, so FFTW plans must come from the wisdom entry; the median of
+three is the "hit plan" time, beside what FFTW_ESTIMATE planning costs a pyfftw.builders
+user - and the last is timed. Each
+library is also called directly the way a user would: ``numpy.fft``, ``scipy.fft`` with
+``workers``, ``ducc0.fft.c2c/r2c`` with ``nthreads``, a ``pyfftw.builders`` object planned
+with FFTW_MEASURE and ``threads``, and ``mkl_fft`` with MKL's thread count set (threadpoolctl)
+and ``KMP_BLOCKTIME=0`` (else idle MKL threads spin and slow whatever runs next). Timings are
+interleaved in rounds (the machine is noisy); medians are reported as a markdown table.
+
+Run (CPU benchmarks only, with these two variables unset)::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_fft.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+
+CASES = [  # (label, kind, shape, axes)
+    ("1-D 1000", "c2c", (1000,), None),
+    ("1-D 1024", "c2c", (1024,), None),
+    ("1-D 4096", "c2c", (4096,), None),
+    ("1-D 65536", "c2c", (65536,), None),
+    ("1-D 2^20", "c2c", (1 << 20,), None),
+    ("1-D 10007 (prime)", "c2c", (10007,), None),
+    ("batch 1024x4096", "c2c", (1024, 4096), (-1,)),
+    ("2-D 512^2", "c2c", (512, 512), None),
+    ("2-D 2048^2", "c2c", (2048, 2048), None),
+    ("3-D 128^3", "c2c", (128, 128, 128), None),
+    ("r2c 2^20", "r2c", (1 << 20,), None),
+    ("r2c 2048^2", "r2c", (2048, 2048), None),
+]
+#: Seconds FFTW may plan one candidate while tuning (keeps a full run near 10 minutes).
+FFTW_TIME_LIMIT = 3.0
+QUICK = {"1-D 1024", "1-D 65536", "1-D 10007 (prime)", "2-D 512^2", "r2c 2^20"}
+
+
+def median_seconds(fn: Callable[[], Any], sample: float) -> Callable[[], float]:
+    """A sampler: each call times enough back-to-back calls of ``fn`` to last ``sample`` seconds."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    one = time.perf_counter() - start
+    calls = max(1, min(2000, int(sample / max(one, 1e-7))))
+
+    def measure() -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t0) / calls
+
+    return measure
+
+
+def interleaved(runners: dict[str, Callable[[], Any]], repeats: int, sample: float) -> dict[str, float]:
+    samplers = {name: median_seconds(fn, sample) for name, fn in runners.items()}
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(repeats):
+        for name, sampler in samplers.items():
+            times[name].append(sampler())
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def make_input(kind: str, shape: tuple[int, ...], precision: str, rng: np.random.Generator) -> np.ndarray:
+    real = np.float32 if precision == "single" else np.float64
+    x = rng.standard_normal(shape).astype(real)
+    if kind == "c2c":
+        x = (x + 1j * rng.standard_normal(shape).astype(real)).astype(np.result_type(real, np.complex64))
+    return x
+
+
+def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int) -> dict[str, Callable[[], Any]]:
+    """Each library called the way its users call it, at ``threads``."""
+    import scipy.fft as sfft
+
+    ax = tuple(range(x.ndim)) if axes is None else tuple(a % x.ndim for a in axes)
+    runners: dict[str, Callable[[], Any]] = {}
+    if kind == "c2c":
+        runners["numpy.fft"] = lambda: np.fft.fftn(x, axes=ax)
+        runners["scipy.fft"] = lambda: sfft.fftn(x, axes=ax, workers=threads)
+    else:
+        runners["numpy.fft"] = lambda: np.fft.rfftn(x, axes=ax)
+        runners["scipy.fft"] = lambda: sfft.rfftn(x, axes=ax, workers=threads)
+    try:
+        import ducc0
+
+        ducc = ducc0.fft.c2c if kind == "c2c" else ducc0.fft.r2c
+        runners["ducc0"] = lambda: ducc(x, axes=list(ax), nthreads=threads)
+    except ImportError:
+        pass
+    try:
+        import pyfftw.builders
+
+        build = pyfftw.builders.fftn if kind == "c2c" else pyfftw.builders.rfftn
+        fftw = build(x, axes=ax, threads=threads, planner_effort="FFTW_MEASURE")
+        runners["pyfftw"] = lambda: fftw(x)
+    except ImportError:
+        pass
+    try:
+        import mkl_fft
+        from threadpoolctl import ThreadpoolController
+
+        ThreadpoolController().select(internal_api="mkl").limit(limits=threads)  # as mkl.set_num_threads
+        mkl_fn = mkl_fft.fftn if kind == "c2c" else mkl_fft.rfftn
+        runners["mkl_fft"] = lambda: mkl_fn(x, axes=ax)
+    except ImportError:
+        pass
+    return runners
+
+
+def estimate_planning_seconds(x: np.ndarray, kind: str, axes: Any, threads: int) -> float | None:
+    """What FFTW_ESTIMATE planning costs a pyfftw.builders user (median of 5)."""
+    try:
+        import pyfftw.builders
+    except ImportError:
+        return None
+    build = pyfftw.builders.fftn if kind == "c2c" else pyfftw.builders.rfftn
+    ax = tuple(range(x.ndim)) if axes is None else axes
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        build(x, axes=ax, threads=threads, planner_effort="FFTW_ESTIMATE")
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def forget_fftw_wisdom() -> None:
+    try:
+        import pyfftw
+    except ImportError:
+        return
+    from nvmathpy.fft import _libraries
+
+    pyfftw.forget_wisdom()
+    _libraries._IMPORTED_FFTW_WISDOM.clear()
+
+
+def nvmathpy_case(x: np.ndarray, kind: str, axes: Any, threads: int) -> tuple[dict[str, Callable[[], Any]], str, float, float]:
+    """Tune once, set up the direct callers, then plan again from wisdom (FFTW's in-process
+    wisdom forgotten first). Returns (runners incl. "nvmathpy", choice, tune s, wisdom-hit plan s)."""
+    from nvmathpy.execution import ExecutionCPU
+    from nvmathpy.fft import FFT
+
+    forget_fftw_wisdom()
+    t0 = time.perf_counter()
+    with FFT(x, axes=axes, execution=ExecutionCPU(threads), options={"fftw_time_limit": FFTW_TIME_LIMIT}) as tuned:
+        tuned.autotune(effort="measure", repeats=3)
+    tune = time.perf_counter() - t0
+    runners = direct_runners(x, kind, axes, threads)  # pyfftw's MEASURE plan reuses the tuning's wisdom
+    FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan().free()  # reads the updated wisdom file once
+    hits = []
+    for _ in range(3):  # as a new process would: FFTW knows nothing until the entry's wisdom is imported
+        forget_fftw_wisdom()
+        t0 = time.perf_counter()
+        plan = FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan()
+        hits.append(time.perf_counter() - t0)
+        assert plan.chosen_by == "wisdom", plan.chosen_by
+    hit = statistics.median(hits)
+    runners["nvmathpy"] = plan.execute
+    return runners, str(plan.candidate), tune, hit
+
+
+def check(result: Any, x: np.ndarray, kind: str, axes: Any) -> float:
+    ax = tuple(range(x.ndim)) if axes is None else axes
+    wide = x.astype(np.complex128 if kind == "c2c" else np.float64)
+    ref = np.fft.fftn(wide, axes=ax) if kind == "c2c" else np.fft.rfftn(wide, axes=ax)
+    return float(np.linalg.norm(result - ref) / np.linalg.norm(ref))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 cases, 2 threads, fewer repeats")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread budgets")
+    parser.add_argument("--repeats", type=int, default=None)
+    args = parser.parse_args()
+    budgets = [2] if args.quick else [int(t) for t in args.threads.split(",")]
+    repeats = args.repeats or (3 if args.quick else 5)
+    sample = 0.005 if args.quick else 0.015
+    os.environ["NVMATHPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="nvmathpy-bench-")
+    os.environ.setdefault("KMP_BLOCKTIME", "0")  # MKL's OpenMP threads must not spin between calls
+
+    from threadpoolctl import threadpool_info
+
+    from nvmathpy.execution import cpu_description
+    from nvmathpy.fft._libraries import LIBRARIES, installed_libraries
+
+    blas = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '')} threads={i.get('num_threads')}"
+            for i in threadpool_info() if i.get("user_api") == "blas"]  # fmt: skip
+    print(f"# FFT benchmark ({'quick' if args.quick else 'full'})\n")
+    print(f"CPU: {cpu_description()['cpu']}, {os.cpu_count()} cores; BLAS: {'; '.join(blas) or 'none'}")
+    print("libraries: " + ", ".join(f"{n} {LIBRARIES[n].version()}" for n in installed_libraries()) + f", numpy {np.__version__}")
+    print(f"medians of {repeats} interleaved samples; times in microseconds; lower is better\n")
+
+    rng = np.random.default_rng(0)
+    libs = ["numpy.fft", "scipy.fft", "ducc0", "pyfftw", "mkl_fft"]
+    header = ["case", "dtype", "thr", *libs, "nvmathpy", "choice", "vs best lib", "vs scipy", "hit plan ms", "EST plan ms"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    ratios_scipy: dict[int, list[float]] = {t: [] for t in budgets}
+    misses, plan_misses = [], []
+    for label, kind, shape, axes in CASES:
+        if args.quick and label not in QUICK:
+            continue
+        for precision in ("single", "double"):
+            x = make_input(kind, shape, precision, rng)
+            for threads in budgets:
+                runners, choice, tune, hit = nvmathpy_case(x, kind, axes, threads)
+                err = check(runners["nvmathpy"](), x, kind, axes)
+                assert err < (1e-4 if precision == "single" else 1e-10), (label, err)
+                times = interleaved(runners, repeats, sample)
+                est = estimate_planning_seconds(x, kind, axes, threads)
+                best_name = min((n for n in times if n not in ("nvmathpy", "numpy.fft")), key=times.__getitem__)
+                vs_best = times["nvmathpy"] / times[best_name]
+                vs_scipy = times["scipy.fft"] / times["nvmathpy"]
+                ratios_scipy[threads].append(vs_scipy)
+                case = f"{label} {kind}"
+                if vs_best > 1.05:
+                    misses.append(f"{case} {x.dtype} t={threads}: {vs_best:.2f}x the best ({best_name})")
+                if est is not None and hit > 2 * est:
+                    plan_misses.append(f"{case} {x.dtype} t={threads}: hit {hit * 1e3:.2f} ms vs ESTIMATE {est * 1e3:.2f} ms")
+                cells = [f"{times[n] * 1e6:.0f}" if n in times else "-" for n in libs]
+                print(
+                    f"| {label} | {x.dtype} | {threads} | " + " | ".join(cells) + f" | {times['nvmathpy'] * 1e6:.0f} | "
+                    f"{choice} | {vs_best:.2f}x ({best_name}) | {vs_scipy:.2f}x | {hit * 1e3:.2f} | "
+                    + (f"{est * 1e3:.2f}" if est is not None else "-") + " |",
+                    flush=True,
+                )
+                print(f"  ({label} {x.dtype} t={threads}: tuning took {tune:.1f} s)", file=sys.stderr)
+    print()
+    for threads, ratios in ratios_scipy.items():
+        gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"geometric mean speed-up over scipy.fft (workers={threads}): {gmean:.2f}x over {len(ratios)} cases")
+    print(f"cases slower than 1.05x the best library: {len(misses)}")
+    for line in misses:
+        print(f"  - {line}")
+    print(f"wisdom-hit plans slower than 2x FFTW_ESTIMATE planning: {len(plan_misses)}")
+    for line in plan_misses:
+        print(f"  - {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

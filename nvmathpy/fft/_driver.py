@@ -1,0 +1,145 @@
+"""The one-call path shared by :mod:`nvmathpy.fft` and :mod:`nvmathpy.scipy.fft`: plan cache and calls.
+
+:func:`transform` runs one transform through a cached :class:`~nvmathpy.fft.fft_plan.FFT`:
+the key is cheap (package, shape, strides, dtype, the raw axes/s/norm/kind and the thread
+budget), a hit swaps the operand into the ready plan (no re-planning), and the plan goes back
+to the cache - without references to the caller's arrays - when the call ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InvalidOperandError, InvalidOptionError
+from ..execution import ExecutionCPU
+from ..operands import Operand, wrap
+from ..plan import PlanCache
+from ._layout import check_norm, describe, normalize_axes
+from .fft_plan import FFT
+
+__all__ = ["plan_cache", "transform", "wrap_input", "c2r_lengths"]
+
+_CACHE = PlanCache(maxsize=64)
+
+
+def plan_cache() -> PlanCache:
+    """The plan cache of the one-call FFT functions (``resize``/``clear``/``hits``/``misses``).
+
+    Examples
+    --------
+    >>> plan_cache().maxsize
+    64
+    """
+    return _CACHE
+
+
+def wrap_input(a: Any, name: str = "a") -> Operand:
+    """Wrap an array argument; other array-likes (lists, scalars) go through ``numpy.asarray``."""
+    try:
+        return wrap(a, name)
+    except InvalidOperandError:
+        return wrap(np.asarray(a), name)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for an ``axes``/``s`` argument (the FFT constructor validates it)."""
+    if value is None or isinstance(value, (int, np.integer)):
+        return value
+    try:
+        return tuple(value)
+    except TypeError:
+        return repr(value)
+
+
+def c2r_lengths(shape: tuple[int, ...], s: Sequence[Any] | None, axes: Any) -> tuple[list[int], tuple[int, ...]]:
+    """NumPy's output lengths for c2r/hfft: ``s`` where given (``-1``: the input's length), else
+    the input's lengths with ``2*(m-1)`` on the last axis."""
+    if s is not None and isinstance(s, (int, np.integer)):
+        s = [s]
+    ax = normalize_axes(len(shape), axes, s)
+    requested = [None] * len(ax) if s is None else list(s)
+    if len(requested) != len(ax):
+        raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(requested)}, axes={ax}")
+    lengths = []
+    for i, (value, axis) in enumerate(zip(requested, ax)):
+        if value is None:
+            value = 2 * (shape[axis] - 1) if i == len(ax) - 1 else shape[axis]
+        elif isinstance(value, (int, np.integer)) and value == -1:
+            value = shape[axis]
+        lengths.append(value)
+    return lengths, ax
+
+
+def transform(
+    a: Any,
+    *,
+    kind: str,
+    direction: str,
+    s: Any = None,
+    axes: Any = None,
+    norm: Any = None,
+    threads: int | None = None,
+    out: Any = None,
+    plan: Any = None,
+) -> Any:
+    """Run one transform through the plan cache (or through ``plan`` when one is given)."""
+    op = wrap_input(a)
+    norm = check_norm(norm)
+    if kind == "c2r":
+        lengths, ax = c2r_lengths(op.shape, s, axes)
+        s, axes = lengths, ax
+    if plan is not None:
+        return _with_plan(plan, op, a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, out=out)
+    key = (kind, op.package, op.shape, op.strides, op.dtype.str, _frozen(axes), _frozen(s), norm, threads)
+    fft = _CACHE.take(key)
+    try:
+        if fft is None:
+            fft = FFT(
+                a if op.package == "torch" else op.array,
+                axes=axes,
+                s=s,
+                kind=kind,
+                norm=norm,
+                execution=ExecutionCPU(threads),
+            )
+            fft.plan()
+        else:
+            fft._swap_operand(op, a)
+        result = fft.execute(direction)
+    except BaseException:
+        if fft is not None:
+            fft.free()
+        raise
+    fft._detach()
+    _CACHE.give(key, fft)
+    return _deliver(result, out)
+
+
+def _deliver(result: Any, out: Any) -> Any:
+    if out is None:
+        return result
+    target = wrap(out, "out").array
+    if target.shape != np.shape(result):
+        raise InvalidOperandError(f"out has shape {target.shape}, the result has shape {np.shape(result)}")
+    np.copyto(target, np.asarray(result), casting="same_kind")
+    return out
+
+
+def _with_plan(plan: Any, op: Operand, a: Any, *, kind, direction, s, axes, norm, out) -> Any:
+    if not isinstance(plan, FFT):
+        raise NotImplementedError(
+            f"plan must be an nvmathpy.fft.FFT plan (or None), got {type(plan).__name__}"
+        )
+    layout = describe(op.shape, op.dtype, axes=axes, s=s, kind=kind, norm=norm)
+    if plan._layout != layout:
+        raise InvalidOptionError(
+            f"plan computes {plan._layout.kind} over axes {plan._layout.axes} with lengths {plan._layout.lengths} "
+            f"and norm {plan._layout.norm!r}; this call needs {layout.kind} over axes {layout.axes} with lengths "
+            f"{layout.lengths} and norm {layout.norm!r}"
+        )
+    plan.reset_operand(a if op.package == "torch" else op.array)
+    if not plan.is_planned:
+        plan.plan()
+    return _deliver(plan.execute(direction), out)

@@ -1,0 +1,123 @@
+"""The CPU FFT engine: candidates across the installed libraries, thread counts and FFTW efforts.
+
+A candidate is ``Candidate.of(library, threads=t)`` (plus ``effort=`` for pyFFTW). The
+engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`), so
+``plan()`` without wisdom takes a cheap-to-plan guess and ``autotune()`` times the top few
+(or all of them with effort ``"exhaustive"``, which adds FFTW_PATIENT).
+
+Engines are chosen by execution space (:func:`engine_for`): a CUDA engine slots in beside
+this one under ``"cuda"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Mapping
+
+from ..execution import ExecutionCPU, cpu_description
+from ..plan import Candidate, Engine, Problem
+from ..errors import MissingDependencyError
+from ._heuristic import rank
+from ._layout import Layout
+from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
+
+__all__ = ["CPUFFTEngine", "engine_for", "layout_of", "thread_options"]
+
+
+def thread_options(budget: int) -> list[int]:
+    """Thread counts worth trying under ``budget``: 1, powers of two below it, and the budget."""
+    counts, t = {1, budget}, 2
+    while t < budget:
+        counts.add(t)
+        t *= 2
+    return sorted(counts)
+
+
+@functools.lru_cache(maxsize=256)
+def layout_of(problem: Problem) -> Layout:
+    """Rebuild the :class:`Layout` stored in an FFT problem key (memoised: plans re-ask)."""
+    import numpy as np
+
+    return Layout(
+        problem.get("kind"),
+        tuple(problem.get("axes")),
+        tuple(problem.get("lengths")),
+        tuple(problem.get("in_shape")),
+        np.dtype(problem.get("in_dtype")),
+        tuple(problem.get("out_shape")),
+        np.dtype(problem.get("out_dtype")),
+        problem.get("norm"),
+    )
+
+
+class CPUFFTEngine(Engine):
+    """FFTs on the host through scipy.fft, ducc0, pyFFTW and mkl_fft.
+
+    Parameters
+    ----------
+    budget
+        The most threads a candidate may use.
+    libraries
+        Restrict candidates to these library names (``None``: every installed one).
+    fftw_time_limit
+        Seconds FFTW may spend planning one candidate (``None``: no limit).
+    """
+
+    name = "cpu-fft"
+
+    def __init__(self, budget: int, libraries: tuple[str, ...] | None = None, fftw_time_limit: float | None = None):
+        self.budget = budget
+        self.fftw_time_limit = fftw_time_limit
+        installed = installed_libraries()
+        if libraries is None:
+            self.libraries = installed
+        else:
+            missing = [name for name in libraries if name not in installed]
+            if missing:
+                raise MissingDependencyError(
+                    f"FFT engine(s) {missing} are not installed here (installed: {list(installed)}); "
+                    "pip install 'nvmathpy[cpu]' brings pyfftw, ducc0 and mkl_fft"
+                )
+            self.libraries = tuple(libraries)
+
+    def candidates(self, problem: Problem) -> list[Candidate]:
+        return list(_ranked(problem, self.libraries, self.budget))
+
+    def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
+        library, layout = LIBRARIES[candidate.label], layout_of(problem)
+        if candidate.label == "pyfftw":
+            return library.build(layout, candidate, extra, time_limit=self.fftw_time_limit)
+        return library.build(layout, candidate, extra)
+
+    def device(self) -> dict[str, Any]:
+        return _device(self.libraries)
+
+
+@functools.lru_cache(maxsize=256)
+def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
+    """The candidates of a problem in heuristic order (memoised: a wisdom hit must plan fast)."""
+    layout = layout_of(problem)
+    usable = [name for name in libraries if LIBRARIES[name].supports(layout)]
+    return tuple(rank(layout, usable, thread_options(budget)))
+
+
+@functools.lru_cache(maxsize=16)
+def _device(libraries: tuple[str, ...]) -> dict[str, Any]:
+    """This host plus the versions of the FFT libraries in play (they change the ranking)."""
+    description = dict(cpu_description())
+    description["fft_libraries"] = {name: LIBRARIES[name].version() for name in libraries}
+    return description
+
+
+def engine_for(space: Any, libraries: tuple[str, ...] | None, fftw_time_limit: float | None = None) -> Engine:
+    """The FFT engine of an execution space (only the CPU one exists so far).
+
+    ``resolve_execution`` has already refused CUDA on machines without it; where CUDA is
+    usable, the cuFFT engine will be returned here.
+    """
+    if isinstance(space, ExecutionCPU):
+        return CPUFFTEngine(space.num_threads or os.cpu_count() or 1, libraries, fftw_time_limit)
+    from ..errors import ExecutionSpaceUnavailableError
+
+    raise ExecutionSpaceUnavailableError(f"no FFT engine for execution space {space!r} in this build")

@@ -1,0 +1,124 @@
+"""The FFT heuristic: which library, thread count and FFTW effort to try first, without timing.
+
+``plan()`` with no wisdom takes the first candidate (always cheap to plan: never FFTW_MEASURE);
+``autotune(effort="measure")`` times the first :data:`~nvmathpy.plan.autotune.MEASURE_TOP`
+(the two best-guess libraries at the best-guess thread count, pyFFTW at FFTW_MEASURE, and the
+best guess at another thread count); ``"exhaustive"`` times them all, FFTW_PATIENT included.
+
+The table was derived from measurements on the development machine (2-core AMD EPYC,
+AVX-512, NumPy 2.4, SciPy 1.17, ducc0 0.42, pyFFTW 0.15.1 / FFTW 3.3, mkl_fft 2.3.2 / MKL
+2026.2), forward transforms, microseconds per call, best thread count of {1, 2}:
+
+===================  ==========  ==========  ===========  ========  ==========
+case                 precision   ducc0       mkl_fft      FFTW est  scipy.fft
+===================  ==========  ==========  ===========  ========  ==========
+c2c 1000             single      4           6            6         15
+c2c 1024             single      5           5            8         18
+c2c 4096             single      12          9            10        57
+c2c 65536            single      288         170          180       744
+c2c 2^20             single      7632        7588         7803      17156
+c2c 10007 (prime)    single      153         239          175       479
+c2c 1024x4096 ax -1  single      9905        19960        14538     18131
+c2c 512^2            single      1396        667          713       1054
+c2c 2048^2           single      24250       24028        25379     31671
+c2c 128^3            single      11532       8308         9784      16049
+r2c 2^20             single      3804        3782         3386      9697
+r2c 2048^2           single      10409       9230         13135     13796
+c2c 1000             double      7           8            13        19
+c2c 1024             double      6           7            12        17
+c2c 4096             double      19          21           26        52
+c2c 65536            double      340         322          346       907
+c2c 2^20             double      9099        14755        16718     32663
+c2c 10007 (prime)    double      169         394          366       426
+c2c 1024x4096 ax -1  double      14174       59237        48320     19555
+c2c 512^2            double      1968        3252         7282      5338
+c2c 2048^2           double      72640       67417        95138     97333
+c2c 128^3            double      31831       38940        33431     52322
+r2c 2^20             double      9385        7639         7319      10799
+r2c 2048^2           double      24804       32667        30897     32221
+===================  ==========  ==========  ===========  ========  ==========
+
+What follows from it (the rules in :func:`library_order`): ducc0 leads for double
+precision, for sizes with a prime factor above 7, for batches of 1-D transforms and for small
+transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
+large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
+transforms. scipy.fft is never first when another library is installed. Threads: problems of
+fewer than 2^15 elements run on one thread (threading cost more than it saved at 4096
+points), larger ones on the whole budget.
+"""
+
+from __future__ import annotations
+
+from ..plan import Candidate
+from ._layout import Layout
+
+__all__ = ["rank", "library_order", "threads_guess"]
+
+#: Below this many elements per call, one thread is the guess.
+THREADED_FROM = 1 << 15
+#: Transforms of at most this many points count as small.
+SMALL = 1024
+
+
+def largest_prime_factor(n: int) -> int:
+    """The largest prime factor of ``n`` (``1`` for ``n == 1``)."""
+    largest, p = 1, 2
+    while p * p <= n:
+        while n % p == 0:
+            largest, n = p, n // p
+        p += 1
+    return max(largest, n) if n > 1 else largest
+
+
+def library_order(layout: Layout) -> list[str]:
+    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE)."""
+    awkward = any(largest_prime_factor(n) > 7 for n in layout.lengths)
+    batched_1d = len(layout.axes) == 1 and layout.batch > 1
+    if awkward or batched_1d or layout.size <= SMALL:
+        return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+    if layout.kind != "c2c" and len(layout.axes) == 1:
+        return ["pyfftw", "mkl_fft", "ducc0", "scipy"]
+    if layout.precision == "single" or (len(layout.axes) > 1 and layout.size >= 1 << 22):
+        return ["mkl_fft", "ducc0", "pyfftw", "scipy"]
+    return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+
+
+def threads_guess(layout: Layout, options: list[int]) -> int:
+    """One thread for small problems, the whole budget (the largest option) otherwise."""
+    elements = layout.batch * layout.size
+    return options[0] if elements < THREADED_FROM else options[-1]
+
+
+def _candidate(library: str, threads: int, effort: str = "estimate") -> Candidate:
+    if library == "pyfftw":
+        return Candidate.of(library, threads=threads, effort=effort)
+    return Candidate.of(library, threads=threads)
+
+
+def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candidate]:
+    """Every candidate for ``layout`` over ``libraries`` and ``threads``, best guess first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.fft._layout import describe
+    >>> lay = describe((10007,), np.dtype("complex128"))
+    >>> [str(c) for c in rank(lay, ["scipy", "ducc0"], [1, 2])][:2]
+    ['ducc0(threads=1)', 'scipy(threads=1)']
+    """
+    order = [name for name in library_order(layout) if name in libraries]
+    best_t = threads_guess(layout, threads)
+    other_t = [t for t in reversed(threads) if t != best_t]
+    head = [_candidate(name, best_t) for name in order[:2]]
+    if "pyfftw" in order:
+        head.append(_candidate("pyfftw", best_t, "measure"))
+    if other_t:
+        head.append(_candidate(order[0], other_t[0]))
+    rest = [_candidate(name, t) for t in [best_t, *other_t] for name in order]
+    rest += [_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
+    rest += [_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
+    ranked: list[Candidate] = []
+    for cand in head + rest:
+        if cand not in ranked:
+            ranked.append(cand)
+    return ranked

@@ -1,0 +1,367 @@
+"""The CPU FFT libraries nvmathpy can run on: scipy.fft (always), ducc0, pyFFTW and mkl_fft.
+
+Each library is a :class:`Library` that says whether it is installed, what version it is,
+whether it can compute a :class:`~nvmathpy.fft._layout.Layout`, and how to :meth:`build` a
+:class:`FFTPrepared` for it with a thread count: two callables ``forward(a, out=None)`` and
+``inverse(a, out=None)`` that transform the staged input ``a`` (writing into ``out`` when
+given) with the layout's normalisation already applied.
+
+Hermitian transforms ride on the real kinds: an r2c run in the inverse direction is ``ihfft``
+(positive exponent) and a c2r run in the forward direction is ``hfft``. Libraries without a
+sign argument get them by conjugating (ihfft = conj(rfft), hfft = irfft(conj)).
+
+Optional libraries are imported only when a candidate of theirs is built.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import functools
+import importlib.metadata
+import importlib.util
+import os
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..plan import Candidate, Prepared
+from ._layout import Layout, scale_factor
+
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "installed_libraries"]
+
+Call = Callable[..., np.ndarray]
+
+
+class FFTPrepared(Prepared):
+    """A candidate ready to run: ``forward``/``inverse`` callables over the staged input.
+
+    ``writes_out`` says whether the library writes straight into a given ``out`` (rather
+    than computing elsewhere and copying), i.e. whether handing it a spare output pays.
+    """
+
+    def __init__(self, candidate: Candidate, forward: Call, inverse: Call, *, writes_out: bool = True, **state: Any):
+        super().__init__(candidate, **state)
+        self.forward = forward
+        self.inverse = inverse
+        self.writes_out = writes_out
+
+    def free(self) -> None:
+        super().free()
+        self.forward = self.inverse = _freed
+
+
+def _freed(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("this prepared FFT candidate has been freed")
+
+
+def _into(out: np.ndarray | None, result: np.ndarray) -> np.ndarray:
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out
+
+
+class Library:
+    """One CPU FFT library (base class)."""
+
+    name = "library"
+    module = ""
+
+    def available(self) -> bool:
+        return importlib.util.find_spec(self.module) is not None
+
+    def version(self) -> str:
+        """The installed distribution's version (read from metadata: nothing is imported)."""
+        try:
+            return importlib.metadata.version(self.module)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    def supports(self, layout: Layout) -> bool:
+        return layout.precision != "long"
+
+    def build(self, layout: Layout, candidate: Candidate, extra: Mapping[str, Any] | None) -> FFTPrepared:
+        raise NotImplementedError
+
+
+class ScipyLibrary(Library):
+    """scipy.fft (pocketfft), threaded through ``workers``."""
+
+    name = "scipy"
+    module = "scipy"
+
+    def supports(self, layout: Layout) -> bool:
+        return True
+
+    def build(self, layout, candidate, extra=None):
+        import scipy.fft as sfft
+
+        axes, norm, workers = layout.axes, layout.norm, candidate.params["threads"]
+        common = {"axes": axes, "norm": norm, "workers": workers}
+        if layout.kind == "c2c":
+            fwd, inv = functools.partial(sfft.fftn, **common), functools.partial(sfft.ifftn, **common)
+        elif layout.kind == "r2c":
+            fwd, inv = functools.partial(sfft.rfftn, **common), functools.partial(sfft.ihfftn, **common)
+        else:
+            fwd = functools.partial(sfft.hfftn, s=layout.lengths, **common)
+            inv = functools.partial(sfft.irfftn, s=layout.lengths, **common)
+        return FFTPrepared(
+            candidate, lambda a, out=None: _into(out, fwd(a)), lambda a, out=None: _into(out, inv(a)), writes_out=False
+        )
+
+
+class Ducc0Library(Library):
+    """ducc0.fft: c2c/r2c/c2r with a sign argument, normalisation and ``nthreads``."""
+
+    name = "ducc0"
+    module = "ducc0"
+
+    def build(self, layout, candidate, extra=None):
+        import ducc0
+
+        axes, nthreads = list(layout.axes), candidate.params["threads"]
+        inorm = {
+            d: {1.0: 0, 1.0 / layout.size: 2}.get(scale_factor(layout, d), 1) for d in ("forward", "inverse")
+        }
+        transform = {
+            "c2c": ducc0.fft.c2c,
+            "r2c": ducc0.fft.r2c,
+            "c2r": functools.partial(ducc0.fft.c2r, lastsize=layout.lengths[-1]),
+        }[layout.kind]
+
+        def runner(direction: str) -> Call:
+            kwargs = {"axes": axes, "forward": direction == "forward", "inorm": inorm[direction], "nthreads": nthreads}
+
+            def run(a, out=None):
+                return transform(a, out=out, **kwargs)
+
+            return run
+
+        fwd, inv = runner("forward"), runner("inverse")
+        return FFTPrepared(candidate, fwd, inv)
+
+
+def _import_mkl_fft() -> Any:
+    """Import mkl_fft with OpenMP's idle spin off (``KMP_BLOCKTIME=0`` unless the user set it).
+
+    Intel OpenMP threads otherwise busy-wait 200 ms after each MKL call, which takes the cores
+    away from whatever runs next - another FFT library being timed by autotune included.
+    """
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
+    import mkl_fft
+
+    return mkl_fft
+
+
+@functools.lru_cache(maxsize=1)
+def _mkl_set_local_threads() -> Callable[[int], int] | None:
+    """``MKL_Set_Num_Threads_Local`` of the MKL that mkl_fft loaded (found through threadpoolctl)."""
+    from threadpoolctl import threadpool_info
+
+    _import_mkl_fft()
+
+    for info in threadpool_info():
+        if info.get("internal_api") == "mkl":
+            fn = ctypes.CDLL(info["filepath"]).MKL_Set_Num_Threads_Local
+            fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+            return fn
+    return None
+
+
+class MklLibrary(Library):
+    """mkl_fft (Intel MKL DFTI); threads set per call with ``MKL_Set_Num_Threads_Local``.
+
+    mkl_fft 2.3 scales ``norm="ortho"``/``"forward"`` wrongly when not every axis is
+    transformed (it counts the batch axes too), so it is always called unnormalised
+    (``"backward"``, which it gets right) and the difference is applied afterwards.
+    """
+
+    name = "mkl_fft"
+    module = "mkl_fft"
+
+    def build(self, layout, candidate, extra=None):
+        mkl_fft = _import_mkl_fft()
+        axes, threads = layout.axes, candidate.params["threads"]
+        set_threads = _mkl_set_local_threads()
+        if layout.kind == "c2c":
+            if len(axes) == 1:
+                raw = {"forward": functools.partial(mkl_fft.fft, axis=axes[0]),
+                       "inverse": functools.partial(mkl_fft.ifft, axis=axes[0])}  # fmt: skip
+            else:
+                raw = {"forward": functools.partial(mkl_fft.fftn, axes=axes),
+                       "inverse": functools.partial(mkl_fft.ifftn, axes=axes)}  # fmt: skip
+            raw_scale = {"forward": 1.0, "inverse": 1.0 / layout.size}
+        elif layout.kind == "r2c":
+            rfftn = functools.partial(mkl_fft.rfftn, axes=axes)
+            raw = {"forward": rfftn, "inverse": lambda a, out=None: np.conjugate(rfftn(a), out=out)}
+            raw_scale = {"forward": 1.0, "inverse": 1.0}
+        else:
+            irfftn = functools.partial(mkl_fft.irfftn, s=layout.lengths, axes=axes)
+            raw = {"forward": lambda a, out=None: irfftn(np.conjugate(a), out=out), "inverse": irfftn}
+            raw_scale = {"forward": 1.0 / layout.size, "inverse": 1.0 / layout.size}
+
+        def wrapped(direction: str) -> Call:
+            fn = raw[direction]
+            fix = scale_factor(layout, direction) / raw_scale[direction]
+
+            def call(a, out=None):
+                previous = set_threads(threads) if set_threads is not None else 0
+                try:
+                    result = fn(a, out=out)
+                finally:
+                    if set_threads is not None:
+                        set_threads(previous)
+                if fix != 1.0:
+                    np.multiply(result, fix, out=result)
+                return result
+
+            return call
+
+        return FFTPrepared(candidate, wrapped("forward"), wrapped("inverse"))
+
+
+#: FFTW wisdom texts this process has imported already, so a hit imports each once.
+_IMPORTED_FFTW_WISDOM: set[tuple] = set()
+#: Up to this many bytes per array, FFTW runs on the plan's own buffers (see PyfftwLibrary).
+_FFTW_SMALL_BYTES = 1 << 20
+_FFTW_FLAGS = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
+
+
+#: The order of pyfftw.export_wisdom()'s tuple.
+_FFTW_PRECISIONS = ("double", "single", "long")
+
+
+def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
+    """Import the FFTW wisdom stored in a wisdom entry's ``extra`` (once per process).
+
+    Only the precision the problem runs in is stored and imported: FFTW's import costs about
+    0.3 ms per precision, which a wisdom hit pays once.
+    """
+    stored = (extra or {}).get("fftw_wisdom")
+    if not stored:
+        return
+    key = tuple(sorted(stored.items()))
+    if key in _IMPORTED_FFTW_WISDOM:
+        return
+    import pyfftw
+
+    pyfftw.import_wisdom(tuple(base64.b64decode(stored.get(p, "")) for p in _FFTW_PRECISIONS))
+    _IMPORTED_FFTW_WISDOM.add(key)
+
+
+class _FFTWPrepared(FFTPrepared):
+    def wisdom_extra(self) -> dict[str, Any]:
+        # Even an FFTW_ESTIMATE candidate is stored with the process's wisdom: FFTW plans an
+        # ESTIMATE request from MEASURE wisdom when it has some (as after autotune timed the
+        # MEASURE candidate), and without it the same candidate can be 10x slower (512^2 c64).
+        import pyfftw
+
+        precision = self.state["precision"]
+        text = pyfftw.export_wisdom()[_FFTW_PRECISIONS.index(precision)]
+        # FFTW does not reuse wisdom of a time-limited search when planning without the limit.
+        return {"fftw_wisdom": {precision: base64.b64encode(text).decode("ascii")}, "fftw_time_limit": self.state["time_limit"]}
+
+
+class PyfftwLibrary(Library):
+    """pyFFTW (FFTW 3): plans made at a planner effort, on SIMD-aligned buffers.
+
+    FFTW plans are bound to arrays of one alignment and strides: an input that is not
+    C-contiguous and aligned is copied into the plan's aligned buffer first (as
+    ``pyfftw.builders`` objects do), and so are c2r inputs (FFTW destroys them) and the inputs
+    of small problems. ``inplace`` results are copied into the operand.
+    The backward c2c plan is built on first use of the inverse direction. ``time_limit``
+    bounds FFTW's planning (seconds; FFTW keeps the best plan found by then).
+    """
+
+    name = "pyfftw"
+    module = "pyfftw"
+
+    def build(self, layout, candidate, extra=None, time_limit: float | None = None):
+        import pyfftw
+
+        import_fftw_wisdom(extra)
+        if extra and extra.get("fftw_time_limit") is not None:
+            time_limit = extra["fftw_time_limit"]  # plan as the wisdom was made, so it applies
+        params = candidate.params
+        flags = (_FFTW_FLAGS[params["effort"]],)
+        threads, axes = params["threads"], layout.axes
+        align = pyfftw.simd_alignment
+        in_buf = pyfftw.empty_aligned(layout.in_shape, layout.in_dtype, n=align)
+        out_buf = pyfftw.empty_aligned(layout.out_shape, layout.out_dtype, n=align)
+
+        def make(direction: str) -> Any:
+            return pyfftw.FFTW(
+                in_buf, out_buf, axes=axes, direction=direction, flags=flags, threads=threads,
+                planning_timelimit=time_limit,
+            )  # fmt: skip
+
+        sign = {"c2c": ("FFTW_FORWARD", "FFTW_BACKWARD"), "r2c": ("FFTW_FORWARD",) * 2, "c2r": ("FFTW_BACKWARD",) * 2}
+        plans: dict[str, Any] = {"forward": make(sign[layout.kind][0])}
+        if layout.kind != "c2c":
+            plans["inverse"] = plans["forward"]
+        # Small problems always go through the plan's own buffers (a copy in, a copy out costs
+        # less than checking alignment and allocating aligned memory); large ones run on the
+        # caller's input when it is aligned and contiguous, into a fresh aligned output.
+        small = max(in_buf.nbytes, out_buf.nbytes) <= _FFTW_SMALL_BYTES
+        copy_always = small or layout.kind == "c2r"
+        strides = in_buf.strides
+        empty, out_shape, out_dtype = pyfftw.empty_aligned, layout.out_shape, layout.out_dtype
+
+        def runner(direction: str, conj_in: bool, conj_out: bool) -> Call:
+            scale = scale_factor(layout, direction)
+            if small and not conj_in and not conj_out and scale == 1.0 and direction in plans:
+                execute, copyto = plans[direction].execute, np.copyto
+
+                def run_plain(a, out=None):  # the common small case, with nothing to check
+                    copyto(in_buf, a)
+                    execute()
+                    return out_buf.copy() if out is None else _into(out, out_buf)
+
+                return run_plain
+
+            def run(a, out=None):
+                fftw = plans.get(direction)
+                if fftw is None:
+                    fftw = plans[direction] = make(sign[layout.kind][1])
+                if conj_in:
+                    np.conjugate(a, out=in_buf)
+                    a = in_buf
+                elif copy_always or a is out or a.strides != strides or a.ctypes.data % align:
+                    np.copyto(in_buf, a)
+                    a = in_buf
+                if small:
+                    fftw.execute()
+                    result = out_buf.copy() if out is None else _into(out, out_buf)
+                else:
+                    fits = out is not None and out.strides == out_buf.strides and not out.ctypes.data % align
+                    result = out if fits else empty(out_shape, out_dtype, n=align)
+                    fftw.update_arrays(a, result)
+                    fftw.execute()
+                    fftw.update_arrays(in_buf, out_buf)  # keep no reference to the caller's arrays
+                    if out is not None and not fits:
+                        result = _into(out, result)
+                if conj_out:
+                    np.conjugate(result, out=result)
+                if scale != 1.0:
+                    np.multiply(result, scale, out=result)
+                return result
+
+            return run
+
+        hermitian_in = layout.kind == "c2r"
+        fwd = runner("forward", conj_in=hermitian_in, conj_out=False)
+        inv = runner("inverse", conj_in=False, conj_out=layout.kind == "r2c")
+        return _FFTWPrepared(candidate, fwd, inv, plans=plans, buffers=(in_buf, out_buf), precision=layout.precision, time_limit=time_limit)
+
+
+#: Every library nvmathpy knows, in a fixed order (the heuristic ranks them per problem).
+LIBRARIES: dict[str, Library] = {
+    lib.name: lib for lib in (ScipyLibrary(), Ducc0Library(), PyfftwLibrary(), MklLibrary())
+}
+
+
+@functools.lru_cache(maxsize=1)
+def installed_libraries() -> tuple[str, ...]:
+    """Names of the libraries importable here (scipy always)."""
+    return tuple(name for name, lib in LIBRARIES.items() if lib.available())

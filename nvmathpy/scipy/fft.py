@@ -1,0 +1,150 @@
+"""scipy.fft-compatible functions backed by nvmathpy FFT plans, and a uarray backend.
+
+The functions take SciPy's signatures (``overwrite_x``, ``workers``, keyword-only ``plan``)
+and give SciPy's results. ``workers`` is the thread budget, resolved as SciPy does (``None``:
+:func:`scipy.fft.get_workers`, negative values count back from the CPU count). ``plan`` may
+be an :class:`nvmathpy.fft.FFT` made for the same transform; it is then run on ``x``.
+``overwrite_x`` is a permission SciPy's own functions also may ignore; inputs are never
+modified.
+
+This module is also a uarray backend for :mod:`scipy.fft`::
+
+    with scipy.fft.set_backend(nvmathpy.scipy.fft):
+        y = scipy.fft.fft(x)
+
+It declines (returns ``NotImplemented``, so SciPy falls back to its own backend) any function
+it does not implement (DCT/DST, FHT), any operand that is not a NumPy array or a plain
+array-like of numbers (CuPy, torch, dask, object arrays...), and any ``plan`` that is not an
+nvmathpy FFT plan.
+
+Examples
+--------
+>>> import numpy as np, scipy.fft
+>>> x = np.random.default_rng(0).standard_normal(16)
+>>> bool(np.allclose(fft(x, workers=2), scipy.fft.fft(x)))
+True
+>>> import nvmathpy.scipy.fft as backend
+>>> with scipy.fft.set_backend(backend):
+...     y = scipy.fft.rfft(x)
+>>> bool(np.allclose(y, np.fft.rfft(x)))
+True
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any, Callable
+
+import numpy as np
+from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, prev_fast_len, rfftfreq, set_workers
+
+from ..fft._driver import plan_cache, transform
+from ..fft.fft_plan import FFT
+
+__all__ = [
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "next_fast_len", "prev_fast_len", "get_workers", "set_workers", "plan_cache",
+]  # fmt: skip
+
+
+
+def _threads(workers: Any) -> int:
+    """SciPy's ``workers`` rule: None -> the context's default, negatives wrap around the CPU count."""
+    if workers is None:
+        return get_workers()
+    w = operator.index(workers)
+    if w == 0:
+        raise ValueError("workers must not be zero")
+    if w < 0:
+        w += (os.cpu_count() or 1) + 1
+        if w <= 0:
+            raise ValueError(f"workers value out of range; got {workers}, must not be less than {-(os.cpu_count() or 1)}")
+    return w
+
+
+def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any]:
+    def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+        s = None if n is None else (n,)
+        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
+                         threads=_threads(workers), plan=plan)  # fmt: skip
+
+    return _named(function, name, what)
+
+
+def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
+    def function(x, s=None, axes=axes_default, norm=None, overwrite_x=False, workers=None, *, plan=None):
+        return transform(x, kind=kind, direction=direction, s=s, axes=axes, norm=norm,
+                         threads=_threads(workers), plan=plan)  # fmt: skip
+
+    return _named(function, name, what)
+
+
+def _named(function: Callable[..., Any], name: str, what: str) -> Callable[..., Any]:
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
+    function.__doc__ = (
+        f"{what} (as :func:`scipy.fft.{name}`, same signature and results).\n\n"
+        "``workers`` is the thread budget; ``plan`` may be an :class:`nvmathpy.fft.FFT` for this transform;\n"
+        "``overwrite_x`` is accepted and the input is never modified.\n"
+    )
+    return function
+
+
+fft = _one_d("fft", "c2c", "forward", "1-D discrete Fourier transform")
+ifft = _one_d("ifft", "c2c", "inverse", "1-D inverse discrete Fourier transform")
+rfft = _one_d("rfft", "r2c", "forward", "1-D transform of real input")
+irfft = _one_d("irfft", "c2r", "inverse", "Inverse of rfft")
+hfft = _one_d("hfft", "c2r", "forward", "Transform of a Hermitian-symmetric signal")
+ihfft = _one_d("ihfft", "r2c", "inverse", "Inverse of hfft for real input")
+fft2 = _multi_d("fft2", "c2c", "forward", (-2, -1), "2-D discrete Fourier transform")
+ifft2 = _multi_d("ifft2", "c2c", "inverse", (-2, -1), "2-D inverse discrete Fourier transform")
+fftn = _multi_d("fftn", "c2c", "forward", None, "N-D discrete Fourier transform")
+ifftn = _multi_d("ifftn", "c2c", "inverse", None, "N-D inverse discrete Fourier transform")
+rfft2 = _multi_d("rfft2", "r2c", "forward", (-2, -1), "2-D transform of real input")
+irfft2 = _multi_d("irfft2", "c2r", "inverse", (-2, -1), "Inverse of rfft2")
+rfftn = _multi_d("rfftn", "r2c", "forward", None, "N-D transform of real input")
+irfftn = _multi_d("irfftn", "c2r", "inverse", None, "Inverse of rfftn")
+hfft2 = _multi_d("hfft2", "c2r", "forward", (-2, -1), "2-D transform of a Hermitian-symmetric signal")
+ihfft2 = _multi_d("ihfft2", "r2c", "inverse", (-2, -1), "Inverse of hfft2 for real input")
+hfftn = _multi_d("hfftn", "c2r", "forward", None, "N-D transform of a Hermitian-symmetric signal")
+ihfftn = _multi_d("ihfftn", "r2c", "inverse", None, "Inverse of hfftn for real input")
+
+# -- the uarray backend ------------------------------------------------------------------------
+
+__ua_domain__ = "numpy.scipy.fft"
+
+_TRANSFORMS = {
+    f.__name__: f
+    for f in (fft, ifft, rfft, irfft, hfft, ihfft, fft2, ifft2, fftn, ifftn, rfft2, irfft2, rfftn, irfftn,
+              hfft2, ihfft2, hfftn, ihfftn)
+}  # fmt: skip
+_PLAIN = (list, tuple, int, float, complex, np.generic)
+
+
+def _handled(x: Any) -> bool:
+    """NumPy arrays and plain array-likes of numbers; anything else is left to other backends."""
+    if type(x) is np.ndarray:
+        return x.dtype.kind in "biufc"
+    if isinstance(x, _PLAIN):
+        try:
+            return np.asarray(x).dtype.kind in "biufc"
+        except (ValueError, TypeError):
+            return False
+    return False
+
+
+def __ua_function__(method: Any, args: tuple, kwargs: dict) -> Any:
+    """Run ``method`` (a scipy.fft multimethod) here, or return ``NotImplemented`` to decline."""
+    function = _TRANSFORMS.get(getattr(method, "__name__", ""))
+    if function is None:
+        return NotImplemented
+    x = args[0] if args else kwargs.get("x")
+    if not _handled(x):
+        return NotImplemented
+    plan = kwargs.get("plan")
+    if plan is not None and not isinstance(plan, FFT):
+        return NotImplemented
+    return function(*args, **kwargs)
+

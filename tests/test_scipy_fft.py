@@ -1,0 +1,145 @@
+"""nvmathpy.scipy.fft: scipy.fft signatures and results, workers/plan/overwrite_x, the uarray backend."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import scipy.fft
+
+import nvmathpy.scipy.fft as nsf
+from nvmathpy.fft import FFT
+
+TRANSFORMS = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+              "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]  # fmt: skip
+REAL_INPUT = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.all(np.isfinite(got))
+    return float(np.linalg.norm((got - want).ravel()) / np.linalg.norm(want.ravel()))
+
+
+def operand(rng, name, shape, single=False):
+    x = rng.standard_normal(shape) if name in REAL_INPUT else rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return x.astype({"f": np.float32, "c": np.complex64}[x.dtype.kind]) if single else x
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_signatures_match_scipy(name):
+    assert inspect.signature(getattr(nsf, name)) == inspect.signature(getattr(scipy.fft, name))
+
+
+@pytest.mark.parametrize("workers", [None, 1, 2, -1])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_results_match_scipy(rng, name, norm, workers):
+    x = operand(rng, name, (6, 10, 7))
+    before = x.copy()
+    got = getattr(nsf, name)(x, norm=norm, workers=workers, overwrite_x=True)
+    want = getattr(scipy.fft, name)(x.copy(), norm=norm)
+    assert got.dtype == want.dtype
+    assert rel_err(got, want) < 1e-12
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_single_precision_and_lengths(rng, name):
+    x = operand(rng, name, (9, 12), single=True)
+    kwargs = {"n": 17, "axis": 0} if name[-1] not in "2n" else {"s": (5, 16), "axes": (1, 0)}
+    got = getattr(nsf, name)(x, **kwargs)
+    want = getattr(scipy.fft, name)(x, **kwargs)
+    assert got.dtype == want.dtype
+    assert rel_err(got, getattr(scipy.fft, name)(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64), **kwargs)) < 3e-6
+
+
+def test_helpers_reexported():
+    assert nsf.next_fast_len(1021) == scipy.fft.next_fast_len(1021)
+    np.testing.assert_array_equal(nsf.fftfreq(7), scipy.fft.fftfreq(7))
+    with nsf.set_workers(2):
+        assert nsf.get_workers() == 2
+
+
+def test_workers_errors(rng):
+    with pytest.raises(ValueError, match="zero"):
+        nsf.fft(rng.standard_normal(8), workers=0)
+    with pytest.raises(ValueError, match="out of range"):
+        nsf.fft(rng.standard_normal(8), workers=-1000)
+
+
+def test_plan_argument_accepts_an_nvmathpy_plan(rng):
+    x = rng.standard_normal((4, 32)) + 0j
+    plan = FFT(x, axes=[-1])
+    y = rng.standard_normal((4, 32)) + 0j
+    assert rel_err(nsf.fft(y, plan=plan), scipy.fft.fft(y)) < 1e-12
+    assert rel_err(nsf.ifft(x, plan=plan), scipy.fft.ifft(x)) < 1e-12
+    with pytest.raises(ValueError, match="plan computes"):
+        nsf.fft(y, n=16, plan=plan)
+    with pytest.raises(NotImplementedError, match="plan"):
+        nsf.fft(y, plan="not a plan")
+
+
+def test_cached_plans_are_reused(rng):
+    nsf.plan_cache().clear()
+    x = rng.standard_normal((3, 40))
+    nsf.rfft(x, workers=2)
+    nsf.rfft(x + 1, workers=2)
+    assert nsf.plan_cache().hits == 1 and nsf.plan_cache().misses == 1
+
+
+def test_bad_input_errors(rng):
+    with pytest.raises(ValueError, match="Invalid number"):
+        nsf.fft(rng.standard_normal(8), n=0)
+    with pytest.raises(TypeError, match="real"):
+        nsf.rfft(rng.standard_normal(8) + 1j)
+    with pytest.raises(ValueError, match="unique"):
+        nsf.fftn(rng.standard_normal((3, 3)), axes=(1, 1))
+
+
+class TestBackend:
+    def test_set_backend_routes_to_nvmathpy(self, rng, monkeypatch):
+        calls = []
+        original = nsf.__ua_function__
+        monkeypatch.setattr(nsf, "__ua_function__", lambda m, a, k: calls.append(m.__name__) or original(m, a, k))
+        x = rng.standard_normal((5, 16))
+        with scipy.fft.set_backend(nsf, only=True):
+            got = scipy.fft.rfftn(x)
+            inv = scipy.fft.ifft(x, workers=2)
+        assert calls == ["rfftn", "ifft"]
+        assert rel_err(got, np.fft.rfftn(x)) < 1e-12 and rel_err(inv, np.fft.ifft(x)) < 1e-12
+
+    def test_declines_what_it_does_not_handle(self):
+        method = scipy.fft.fft
+        assert nsf.__ua_function__(scipy.fft.dct, (np.ones(4),), {}) is NotImplemented
+        assert nsf.__ua_function__(method, (np.ones(4, dtype=object),), {}) is NotImplemented
+        assert nsf.__ua_function__(method, (np.ones(4),), {"plan": object()}) is NotImplemented
+        subclass = type("Sub", (np.ndarray,), {})
+        assert nsf.__ua_function__(method, (np.ones(4).view(subclass),), {}) is NotImplemented
+        assert nsf.__ua_function__(method, ([1.0, 2.0, 3.0],), {}) is not NotImplemented
+
+    def test_foreign_arrays_fall_through_registered_backend(self):
+        torch = pytest.importorskip("torch")
+        t = torch.arange(8, dtype=torch.float64)
+        assert nsf.__ua_function__(scipy.fft.fft, (t,), {}) is NotImplemented
+        with scipy.fft.set_backend(nsf):  # not only=True: SciPy's own backend takes what we decline
+            out = scipy.fft.dct(np.arange(6.0))
+            assert np.allclose(out, scipy.fft.dct(np.arange(6.0)))
+
+    def test_register_backend_keeps_other_code_working(self, rng):
+        scipy.fft.register_backend(nsf)
+        try:
+            x = rng.standard_normal(12)
+            with scipy.fft.set_backend("scipy", only=True):
+                ref = scipy.fft.fft(x)
+            assert rel_err(scipy.fft.fft(x), ref) < 1e-12
+            assert np.allclose(scipy.fft.dst(x), scipy.fft.dst(x.copy()))
+        finally:
+            scipy.fft.set_global_backend("scipy")
