@@ -38,10 +38,12 @@ def time_candidates(
 ) -> dict[str, float]:
     """Median seconds per call of each runner.
 
-    Each runner is called once to warm up (and to size a sample: enough back-to-back calls
-    to last ``sample_seconds``), then timed ``repeats`` times; the median is reported.
-    Candidates are timed in the order given; once ``budget_seconds`` is spent the remaining
-    ones are skipped (the first is always timed).
+    Each runner is called once to warm up and to size its sample (enough back-to-back calls
+    to last ``sample_seconds``). Then the runners are timed in interleaved rounds - one
+    sample of each per round, ``repeats`` rounds - so that load from elsewhere on a shared
+    machine hits every candidate alike, and the median per runner is reported. Runners are
+    warmed in the order given; once ``budget_seconds`` is spent the remaining ones are
+    skipped (the first is always timed).
 
     Examples
     --------
@@ -52,11 +54,14 @@ def time_candidates(
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     start = time.perf_counter()
-    results: dict[str, float] = {}
+    calls: dict[str, tuple[Callable[[], object], int]] = {}
     for label, fn in runners:
-        if results and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
+        if calls and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
             break
         first = timer(fn, 1)
-        calls = max(1, min(10_000, int(sample_seconds / max(first, 1e-9))))
-        results[label] = statistics.median(timer(fn, calls) for _ in range(repeats))
-    return results
+        calls[label] = (fn, max(1, min(10_000, int(sample_seconds / max(first, 1e-9)))))
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(repeats):
+        for label, (fn, count) in calls.items():
+            samples[label].append(timer(fn, count))
+    return {label: statistics.median(values) for label, values in samples.items()}
