@@ -31,24 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
-CASES = [  # (label, kind, shape, axes)
-    ("1-D 1000", "c2c", (1000,), None),
-    ("1-D 1024", "c2c", (1024,), None),
-    ("1-D 4096", "c2c", (4096,), None),
-    ("1-D 65536", "c2c", (65536,), None),
-    ("1-D 2^20", "c2c", (1 << 20,), None),
-    ("1-D 10007 (prime)", "c2c", (10007,), None),
-    ("batch 1024x4096", "c2c", (1024, 4096), (-1,)),
-    ("2-D 512^2", "c2c", (512, 512), None),
-    ("2-D 2048^2", "c2c", (2048, 2048), None),
-    ("3-D 128^3", "c2c", (128, 128, 128), None),
-    ("r2c 2^20", "r2c", (1 << 20,), None),
-    ("r2c 2048^2", "r2c", (2048, 2048), None),
-]
-#: Seconds FFTW may plan one candidate while tuning (keeps a full run near 10 minutes).
-FFTW_TIME_LIMIT = 3.0
-QUICK = {"1-D 1024", "1-D 65536", "1-D 10007 (prime)", "2-D 512^2", "r2c 2^20"}
-
+from nvmathpy.bench.suite_fft import CASES, FFTW_TIME_LIMIT, QUICK, direct_runners, make_input  # noqa: E402
 
 def median_seconds(fn: Callable[[], Any], sample: float) -> Callable[[], float]:
     """A sampler: each call times enough back-to-back calls of ``fn`` to last ``sample`` seconds."""
@@ -74,53 +57,6 @@ def interleaved(runners: dict[str, Callable[[], Any]], repeats: int, sample: flo
         for name, sampler in samplers.items():
             times[name].append(sampler())
     return {name: statistics.median(ts) for name, ts in times.items()}
-
-
-def make_input(kind: str, shape: tuple[int, ...], precision: str, rng: np.random.Generator) -> np.ndarray:
-    real = np.float32 if precision == "single" else np.float64
-    x = rng.standard_normal(shape).astype(real)
-    if kind == "c2c":
-        x = (x + 1j * rng.standard_normal(shape).astype(real)).astype(np.result_type(real, np.complex64))
-    return x
-
-
-def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int) -> dict[str, Callable[[], Any]]:
-    """Each library called the way its users call it, at ``threads``."""
-    import scipy.fft as sfft
-
-    ax = tuple(range(x.ndim)) if axes is None else tuple(a % x.ndim for a in axes)
-    runners: dict[str, Callable[[], Any]] = {}
-    if kind == "c2c":
-        runners["numpy.fft"] = lambda: np.fft.fftn(x, axes=ax)
-        runners["scipy.fft"] = lambda: sfft.fftn(x, axes=ax, workers=threads)
-    else:
-        runners["numpy.fft"] = lambda: np.fft.rfftn(x, axes=ax)
-        runners["scipy.fft"] = lambda: sfft.rfftn(x, axes=ax, workers=threads)
-    try:
-        import ducc0
-
-        ducc = ducc0.fft.c2c if kind == "c2c" else ducc0.fft.r2c
-        runners["ducc0"] = lambda: ducc(x, axes=list(ax), nthreads=threads)
-    except ImportError:
-        pass
-    try:
-        import pyfftw.builders
-
-        build = pyfftw.builders.fftn if kind == "c2c" else pyfftw.builders.rfftn
-        fftw = build(x, axes=ax, threads=threads, planner_effort="FFTW_MEASURE")
-        runners["pyfftw"] = lambda: fftw(x)
-    except ImportError:
-        pass
-    try:
-        import mkl_fft
-        from threadpoolctl import ThreadpoolController
-
-        ThreadpoolController().select(internal_api="mkl").limit(limits=threads)  # as mkl.set_num_threads
-        mkl_fn = mkl_fft.fftn if kind == "c2c" else mkl_fft.rfftn
-        runners["mkl_fft"] = lambda: mkl_fn(x, axes=ax)
-    except ImportError:
-        pass
-    return runners
 
 
 def estimate_planning_seconds(x: np.ndarray, kind: str, axes: Any, threads: int) -> float | None:
