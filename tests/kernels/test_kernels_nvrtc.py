@@ -122,9 +122,13 @@ def sass(cubin: bytes, tmp_path) -> str:
     tool = cuobjdump()
     if tool is None:
         pytest.skip("no cuobjdump: install the nvidia-cuda-cuobjdump wheel or a CUDA toolkit")
+    bin_dir = str(Path(tool).parent)
+    if shutil.which("nvdisasm", path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}") is None:
+        pytest.skip("cuobjdump -sass needs nvdisasm: install the nvidia-cuda-nvdisasm wheel or a CUDA toolkit")
     path = tmp_path / "kernel.cubin"
     path.write_bytes(cubin)
-    return subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}  # the wheels' nvdisasm
+    return subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True, env=env).stdout
 
 
 @pytest.mark.parametrize("arch", ARCHS)
