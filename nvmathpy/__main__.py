@@ -100,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("only", nargs="*", help="run only these demos")
     demo.set_defaults(func=_cmd_demo)
     bench = sub.add_parser("bench", help="nvmathpy beside NumPy/SciPy and other installed peers: medians, ratios")
-    bench.add_argument("suites", nargs="*", default=["all"], choices=["matmul", "fft", "linalg", "all"],
+    bench.add_argument("suites", nargs="*", default="all", choices=["matmul", "fft", "linalg", "all"],
                        help="which suites (default: all)")
     bench.add_argument("--quick", action="store_true", help="fewer, smaller cases")
     bench.add_argument("--repeats", type=int, default=7, help="timed rounds per case (median reported)")

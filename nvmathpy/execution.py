@@ -13,7 +13,7 @@ import platform
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, Union
 
-from .errors import InvalidOptionError
+from .errors import InvalidOperandError, InvalidOptionError
 
 __all__ = [
     "ExecutionCPU",
@@ -109,14 +109,26 @@ def resolve_execution(value: Any, device: str, device_id: int | None) -> Executi
     ------
     ExecutionSpaceUnavailableError
         If CUDA is asked for (explicitly or by CUDA operands) and cannot be used here.
+    InvalidOperandError
+        If the space and the operands' device disagree (CPU execution of CUDA operands, or
+        CUDA execution of host operands, which is not supported yet).
     """
     space = as_execution(value)
     if space is None:
         space = ExecutionCUDA(device_id or 0) if device == "cuda" else ExecutionCPU()
+    if isinstance(space, ExecutionCPU) and device == "cuda":
+        raise InvalidOperandError(
+            f"execution='cpu' was asked for but the operands live on cuda:{device_id}; "
+            "move them to the host first (e.g. cupy.asnumpy / tensor.cpu()) or drop execution="
+        )
     if isinstance(space, ExecutionCUDA):
         from .cuda.driver import require_cuda
 
         require_cuda(space.device_id)
+        if device != "cuda":
+            raise InvalidOperandError(
+                "execution='cuda' with host operands is not supported yet: pass CuPy arrays or torch CUDA tensors"
+            )
     return space
 
 

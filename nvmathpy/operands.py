@@ -93,6 +93,8 @@ def _torch_to_numpy(tensor: Any) -> np.ndarray:
     torch = sys.modules["torch"]
     if tensor.requires_grad:
         tensor = tensor.detach()
+    if tensor.is_conj() or tensor.is_neg():  # lazy conj/neg views: numpy() refuses them
+        tensor = tensor.resolve_conj().resolve_neg()
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(_bfloat16())
     return tensor.numpy()

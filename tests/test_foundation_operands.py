@@ -105,3 +105,18 @@ def test_cpu_description_is_json_and_stable():
     desc = cpu_description()
     assert json.loads(json.dumps(desc)) == desc
     assert desc["space"] == "cpu" and desc["cores"] >= 1 and desc["blas"]
+
+
+def test_execution_and_operand_device_must_agree():
+    with pytest.raises(InvalidOperandError, match="execution='cpu' was asked for but the operands live on cuda:0"):
+        resolve_execution("cpu", "cuda", 0)
+
+
+def test_torch_lazy_conj_and_neg_views():
+    torch = pytest.importorskip("torch")
+    z = torch.randn(3, 2, dtype=torch.complex128)
+    op = wrap(z.conj(), "z")
+    np.testing.assert_array_equal(op.array, z.numpy().conj())
+    n = torch.randn(3, dtype=torch.complex128)
+    neg = torch._neg_view(n)
+    np.testing.assert_array_equal(wrap(neg, "n").array, -n.numpy())

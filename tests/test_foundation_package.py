@@ -60,3 +60,22 @@ def test_wisdom_cli_round_trip(tmp_path, capsys):
 def test_demo_rejects_unknown(capsys):
     assert main(["demo", "nope"]) == 2
     assert "unknown demo" in capsys.readouterr().err
+
+
+def test_bench_arguments():
+    from nvmathpy.__main__ import _parser
+
+    assert _parser().parse_args(["bench"]).suites == "all"
+    assert _parser().parse_args(["bench", "fft", "linalg", "--quick"]).suites == ["fft", "linalg"]
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["bench", "blas"])
+
+
+def test_bench_suites_build_and_time_one_case(capsys):
+    from nvmathpy.bench import harness, suite_matmul
+
+    cases = [c for c in suite_matmul.cases(quick=True) if c.name.startswith("tiny fp64 2x2")]
+    results = harness.run_cases(cases, repeats=2, min_seconds=1e-3)
+    table = harness.format_table(results)
+    assert "tiny fp64 2x2 planned execute" in table and "nvmathpy vs numpy.matmul" in table
+    assert all(r.seconds["nvmathpy"] > 0 for r in results)

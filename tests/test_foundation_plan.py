@@ -135,9 +135,16 @@ def test_autotune_estimate_does_not_time(wisdom):
     assert wisdom.entries() == []
 
 
-def test_autotune_bad_effort(wisdom):
+def test_autotune_bad_arguments(wisdom):
+    engine = ScaleEngine()
+    plan = Scale([1.0], 2.0, engine=engine, wisdom=wisdom)
     with pytest.raises(InvalidOptionError, match="effort='fastest'.*estimate"):
-        Scale([1.0], 2.0, wisdom=wisdom).autotune(effort="fastest")
+        plan.autotune(effort="fastest")
+    with pytest.raises(InvalidOptionError, match="repeats must be a positive int, got 0"):
+        plan.autotune(repeats=0)
+    with pytest.raises(InvalidOptionError, match="budget_seconds must be None or a number >= 0, got -1"):
+        plan.autotune(budget_seconds=-1)
+    assert engine.prepared == []  # nothing was prepared before the arguments were checked
 
 
 def test_failure_in_autotune_leaves_plan_usable(wisdom):
@@ -167,10 +174,12 @@ def test_stale_wisdom_choice_falls_back_to_heuristic(wisdom):
     assert plan.plan().chosen_by == "heuristic"
 
 
-def test_budget_limits_timing(wisdom):
-    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+def test_budget_limits_preparing_and_timing(wisdom):
+    engine = ScaleEngine()
+    plan = Scale(np.arange(3.0), 2.0, engine=engine, wisdom=wisdom)
     timings = plan.autotune(effort="exhaustive", budget_seconds=0.0, repeats=1)
     assert list(timings) == ["slow(loops=2000)"]
+    assert len(engine.prepared) == 1  # the other candidates were never prepared
 
 
 def test_candidate_round_trip():

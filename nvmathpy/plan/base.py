@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -211,6 +212,11 @@ class Plan(abc.ABC):
         self._check_alive("autotune")
         if effort not in EFFORTS:
             raise InvalidOptionError(f"autotune: effort={effort!r} is not allowed; allowed: {list(EFFORTS)}")
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise InvalidOptionError(f"autotune: repeats must be a positive int, got {repeats!r}")
+        if budget_seconds is not None and (isinstance(budget_seconds, bool) or not isinstance(
+                budget_seconds, (int, float)) or budget_seconds < 0):
+            raise InvalidOptionError(f"autotune: budget_seconds must be None or a number >= 0, got {budget_seconds!r}")
         if self._prepared is None:
             self.plan()
         if effort == "estimate" or (self.chosen_by == "wisdom" and not force):
@@ -221,15 +227,19 @@ class Plan(abc.ABC):
         if len(candidates) < 2 and not force:
             return {}
         prepared: dict[str, Prepared] = {}
+        start = time.perf_counter()
         try:
-            for cand in candidates:
+            for cand in candidates:  # preparing (e.g. FFTW planning) counts against the budget too
+                if prepared and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
+                    break
                 prepared[str(cand)] = (
                     self._prepared if cand == self._prepared.candidate else self._engine.prepare(self._problem, cand)
                 )
+            remaining = None if budget_seconds is None else max(0.0, budget_seconds - (time.perf_counter() - start))
             timings = time_candidates(
                 [(label, self._timing_call(p)) for label, p in prepared.items()],
                 repeats=repeats,
-                budget_seconds=budget_seconds,
+                budget_seconds=remaining,
                 timer=self._engine.timer,
             )
         except BaseException:
@@ -243,9 +253,7 @@ class Plan(abc.ABC):
             if p is not winner and p is not self._prepared:
                 p.free()
         if winner is not self._prepared:
-            old = self._prepared
-            self._install(winner, "autotune")
-            old.free()
+            self._install(winner, "autotune")  # frees the candidate it replaces
         else:
             self.chosen_by = "autotune"
         self._wisdom.record(

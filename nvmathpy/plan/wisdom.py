@@ -181,9 +181,10 @@ class Wisdom:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        """Replace the file atomically (temp file in the same directory, then ``os.replace``)."""
-        path = self.path
+    def _write(self, entries: dict[str, dict[str, Any]], destination: Path | None = None) -> None:
+        """Replace ``destination`` (default: the store's file) atomically: a temp file in the
+        same directory, then ``os.replace``."""
+        path = self.path if destination is None else destination
         payload = json.dumps({"format": FORMAT, "schema": SCHEMA, "entries": entries}, indent=1, sort_keys=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
@@ -196,8 +197,9 @@ class Wisdom:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        with self._lock:
-            self._loaded_from = None  # re-stat on next read
+        if destination is None:
+            with self._lock:
+                self._loaded_from = None  # re-stat on next read
 
     def _update(self, change) -> None:
         with self._file_lock():
@@ -242,8 +244,7 @@ class Wisdom:
     def export(self, destination: Path | str) -> int:
         """Write all entries to ``destination`` (same format); return how many."""
         entries = dict(self._current_entries()) if self.enabled else {}
-        target = Path(destination)
-        target.write_text(json.dumps({"format": FORMAT, "schema": SCHEMA, "entries": entries}, indent=1, sort_keys=True))
+        self._write(entries, Path(destination).resolve())
         return len(entries)
 
     def import_(self, source: Path | str) -> int:
