@@ -115,6 +115,17 @@ def test_inplace_each_engine(rng, engine):
     assert rel_err(x, want) < 1e-12
 
 
+def test_inplace_autotune_leaves_x_alone_until_execute(rng):
+    x = cplx(rng, (4, 50))
+    before = x.copy()
+    with FFT(x, axes=[1], inplace=True, execution=ExecutionCPU(2)) as plan:
+        timings = plan.autotune(effort="exhaustive", repeats=2)
+        assert len(timings) >= 2
+        assert np.array_equal(x, before)
+        assert plan.execute() is x
+    assert rel_err(x, np.fft.fft(before, axis=1)) < 1e-12
+
+
 def test_inplace_refuses_what_it_cannot_do(rng):
     with pytest.raises(InvalidOptionError, match="inplace"):
         FFT(rng.standard_normal(8), inplace=True)

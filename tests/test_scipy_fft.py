@@ -116,6 +116,49 @@ class TestBackend:
         assert calls == ["rfftn", "ifft"]
         assert rel_err(got, np.fft.rfftn(x)) < 1e-12 and rel_err(inv, np.fft.ifft(x)) < 1e-12
 
+    @pytest.fixture
+    def scipy_only(self, monkeypatch):
+        """scipy.fft the only FFT library installed (the core install), with no cached plans."""
+        from nvmathpy.fft import _engines_cpu
+
+        monkeypatch.setattr(_engines_cpu, "installed_libraries", lambda: ("scipy",))
+        nsf.plan_cache().clear()  # plans cached by other tests may run on other libraries
+        yield
+        nsf.plan_cache().clear()
+
+    @pytest.mark.parametrize("name", TRANSFORMS)
+    def test_set_backend_with_scipy_the_only_library(self, rng, monkeypatch, scipy_only, name):
+        calls = []
+        original = nsf.__ua_function__
+        monkeypatch.setattr(nsf, "__ua_function__", lambda m, a, k: calls.append(m.__name__) or original(m, a, k))
+        x = operand(rng, name, (5, 7))
+        before, want = x.copy(), getattr(scipy.fft, name)(x)
+        with scipy.fft.set_backend(nsf):
+            got = getattr(scipy.fft, name)(x, workers=2)
+        assert calls == [name]
+        assert rel_err(got, want) < 1e-12
+        assert np.array_equal(x, before)
+
+    @pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "rfft2"])
+    def test_set_backend_runs_longdouble(self, rng, name):
+        x = operand(rng, name, (6, 11))
+        want = getattr(scipy.fft, name)(x)
+        x = x.astype(np.longdouble if x.dtype.kind == "f" else np.clongdouble)
+        with scipy.fft.set_backend(nsf, only=True):
+            got = getattr(scipy.fft, name)(x)
+        assert got.dtype == (np.longdouble if want.dtype.kind == "f" else np.clongdouble)
+        assert rel_err(got.astype(want.dtype), want) < 1e-12
+
+    def test_scipy_library_without_private_pocketfft(self, rng, monkeypatch, scipy_only):
+        import sys
+
+        monkeypatch.setitem(sys.modules, "scipy.fft._pocketfft", None)  # as if SciPy moved it
+        x = rng.standard_normal((3, 20)) + 1j * rng.standard_normal((3, 20))
+        with scipy.fft.set_backend(nsf, only=True):
+            plan = FFT(x, options={"engines": ["scipy"]}).plan()
+            got, back = plan.execute(), plan.execute(direction="inverse")
+        assert rel_err(got, np.fft.fftn(x)) < 1e-12 and rel_err(back, np.fft.ifftn(x)) < 1e-12
+
     def test_declines_what_it_does_not_handle(self):
         method = scipy.fft.fft
         assert nsf.__ua_function__(scipy.fft.dct, (np.ones(4),), {}) is NotImplemented

@@ -21,6 +21,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import types
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -85,6 +86,38 @@ class Library:
         raise NotImplementedError
 
 
+_SCIPY_FUNCTIONS = ("fftn", "ifftn", "rfftn", "ihfftn", "hfftn", "irfftn")
+
+
+def _scipy_fft_functions() -> Any:
+    """scipy.fft's own pocketfft functions, which do not dispatch through uarray.
+
+    The public ``scipy.fft.fftn`` & co. dispatch to the active backend; inside
+    ``scipy.fft.set_backend(nvmathpy.scipy.fft)`` that is nvmathpy itself, so calling them
+    from here would recurse. ``scipy.fft._pocketfft`` (checked in SciPy 1.17) is called
+    directly - which also skips the dispatch cost; should that private module move, the
+    public functions are called with SciPy's own backend pinned for the call.
+    """
+    import scipy.fft as sfft
+
+    try:
+        impl = importlib.import_module("scipy.fft._pocketfft")
+        return types.SimpleNamespace(**{name: getattr(impl, name) for name in _SCIPY_FUNCTIONS})
+    except (ImportError, AttributeError):
+        return types.SimpleNamespace(**{name: _scipy_pinned(sfft, getattr(sfft, name)) for name in _SCIPY_FUNCTIONS})
+
+
+def _scipy_pinned(sfft: Any, function: Call) -> Call:
+    """``function`` run with SciPy's own backend only (no other backend is consulted)."""
+
+    @functools.wraps(function)
+    def pinned(*args: Any, **kwargs: Any) -> np.ndarray:
+        with sfft.set_backend("scipy", only=True):
+            return function(*args, **kwargs)
+
+    return pinned
+
+
 class ScipyLibrary(Library):
     """scipy.fft (pocketfft), threaded through ``workers``."""
 
@@ -95,8 +128,7 @@ class ScipyLibrary(Library):
         return True
 
     def build(self, layout, candidate, extra=None):
-        import scipy.fft as sfft
-
+        sfft = _scipy_fft_functions()
         axes, norm, workers = layout.axes, layout.norm, candidate.params["threads"]
         common = {"axes": axes, "norm": norm, "workers": workers}
         if layout.kind == "c2c":

@@ -176,6 +176,8 @@ class FFT(Plan):
         # _SPARE_RESULTS); two are kept so that ``y = plan.execute()`` in a loop finds one.
         keep = _SPARE_RESULTS and not self._inplace and math.prod(layout.out_shape) * layout.out_dtype.itemsize >= 1 << 20
         self._spares: list[Any] = [None, None] if keep else []
+        #: autotune's private copy of an ``inplace`` operand (exists only during autotune).
+        self._scratch: np.ndarray | None = None
 
     @staticmethod
     def _check_inplace(operand: Operand, layout: Any) -> None:
@@ -203,11 +205,33 @@ class FFT(Plan):
         return self._layout.out_shape
 
     def _bind(self, prepared: Any) -> Callable[..., Any]:
-        x, stage, unwrap = self._operand.array, self._stage, self._unwrap
+        return self._closure(prepared, self._operand.array, self._user)
+
+    def _timing_call(self, prepared: Any) -> Callable[[], Any]:
+        """What autotune times: with ``inplace``, the in-place run on a private copy of ``x``
+        (made once per :meth:`autotune`), so that timing never writes into the caller's array."""
+        if not self._inplace:
+            return self._bind(prepared)
+        if self._scratch is None:
+            self._scratch = np.copy(self._operand.array, order="K")
+        return self._closure(prepared, self._scratch, self._scratch)
+
+    def autotune(
+        self, *, effort: str = "measure", repeats: int = 5, budget_seconds: float | None = None, force: bool = False
+    ) -> dict[str, float]:
+        """As :meth:`nvmathpy.plan.Plan.autotune`; with ``inplace`` the timed runs transform a
+        private copy of ``x``, which is left untouched."""
+        try:
+            return super().autotune(effort=effort, repeats=repeats, budget_seconds=budget_seconds, force=force)
+        finally:
+            self._scratch = None
+
+    def _closure(self, prepared: Any, x: np.ndarray, user: Any) -> Callable[..., Any]:
+        """The run closure over ``prepared`` transforming ``x`` (returned as ``user`` when inplace)."""
+        stage, unwrap = self._stage, self._unwrap
         calls = {"forward": prepared.forward, "inverse": prepared.inverse}
         calls[None] = calls[self._layout.natural_direction]
         out = x if self._inplace else None
-        user = self._user
         spares = self._spares if prepared.writes_out else []
         getrefcount = sys.getrefcount
 
