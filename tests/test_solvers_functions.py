@@ -3,6 +3,8 @@ small-matrix batched fast paths, the plan cache, and hypothesis tests of the ide
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -11,7 +13,8 @@ from hypothesis import strategies as st
 from test_solvers_helpers import DTYPES, LAYOUTS, herm, in_layout, rand, relerr, spd, tol, well, wide
 
 import nvmathpy.linalg as nl
-from nvmathpy.errors import InvalidOperandError
+from nvmathpy.errors import InvalidOperandError, OperandMismatchError, PlanStateError
+from nvmathpy.execution import ExecutionCPU
 from nvmathpy.linalg.solvers import functions
 from nvmathpy.linalg.solvers._small import closed_form, eliminate
 from nvmathpy.linalg.solvers.solve_plan import Solve
@@ -110,6 +113,49 @@ def test_small_kernels_directly():
     assert closed_form(a, b)[1][4] and eliminate(a, b)[1][4]
     a[5, 0, 0] = np.nan
     assert closed_form(a, b)[1][5] and eliminate(a, b)[1][5]
+
+
+_EXTREME_SCALES = [(np.float64, 1e-150), (np.float64, 1e150), (np.float32, 1e-20), (np.float32, 1e20)]
+
+
+def _scaled_relerr(x, ref) -> float:
+    """``relerr`` after dividing both by ``max|ref|`` (the norms of 1e150-sized results overflow)."""
+    top = np.abs(ref).max()
+    return relerr(np.asarray(x) / top, ref / top)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype,scale", _EXTREME_SCALES)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_small_kernel_and_solve_at_extreme_scales(n, dtype, scale, inverse):
+    """Well-conditioned matrices with tiny or huge entries: the adjugate path must neither
+    underflow nor overflow (no flag, no warning) and agree with NumPy in double precision."""
+    rng = np.random.default_rng(n)
+    a = (well(rng, n, np.float64, (40,)) * scale).astype(dtype)
+    b = None if inverse else rand(rng, (40, n, 2), dtype)
+    ref = np.linalg.inv(wide(a)) if inverse else np.linalg.solve(wide(a), wide(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, flagged = closed_form(a, b)
+        assert not flagged.any()
+        assert _scaled_relerr(x, ref) < tol(dtype, n) * 10
+        out = nl.inv(a) if inverse else nl.solve(a, b)
+    assert _scaled_relerr(out, ref) < tol(dtype, n) * 10
+    singular = a.copy()
+    singular[7, -1] = 0  # a zero row: exactly singular at any scale
+    with pytest.raises(np.linalg.LinAlgError, match="batch element 7"):
+        nl.inv(singular) if inverse else nl.solve(singular, b)
+
+
+def test_small_kernel_flags_non_finite_results():
+    a = well(np.random.default_rng(5), 3, np.float64, (6,))
+    b = rand(np.random.default_rng(6), (6, 3, 1), np.float64)
+    b[2, 0, 0] = np.inf
+    a[4] *= 1e-320  # subnormal entries: the scale factor itself overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flagged = closed_form(a, b)[1]
+    assert flagged.tolist() == [False, False, True, False, True, False]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -242,6 +288,74 @@ def test_plan_cache_hits_and_resize():
     nl.det(a)
     assert len(cache) == 0
     cache.resize(64)
+
+
+def test_run_cached_frees_a_plan_whose_swap_fails():
+    cache = functions.plan_cache()
+    cache.clear()
+    a = well(np.random.default_rng(0), 3, np.float64)
+    plans = []
+
+    def build():
+        plans.append(nl.LU(a))
+        return plans[-1]
+
+    def failing_swap(plan):
+        raise OperandMismatchError("swap failed")
+
+    key = ("test-run-cached",)
+    functions.run_cached(key, build, lambda p: None, lambda p: p.execute())
+    assert len(cache) == 1
+    with pytest.raises(OperandMismatchError, match="swap failed"):
+        functions.run_cached(key, build, failing_swap, lambda p: p.execute())
+    assert len(cache) == 0 and len(plans) == 1
+    with pytest.raises(PlanStateError):
+        plans[0].execute()
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_num_threads_limits_blas_in_plans_and_one_calls():
+    default = _blas_threads()
+    threads = 1 if max(default) > 1 else 2
+    space = ExecutionCPU(num_threads=threads)
+    rng = np.random.default_rng(1)
+    a = well(rng, 5, np.float64, (3,))
+    b = rand(rng, (3, 5, 2), np.float64)
+    seen = []
+
+    class ProbeLU(nl.LU):
+        def _bind(self, prepared):
+            run = super()._bind(prepared)
+
+            def probe():
+                seen.append(_blas_threads())
+                return run()
+
+            return probe
+
+    plan = ProbeLU(a, execution=space).plan()
+    assert plan.problem.get("num_threads") == threads and nl.LU(a).problem.get("num_threads") is None
+    plan.execute()
+    plan.autotune(effort="exhaustive", repeats=1, force=True)
+    assert seen and all(set(t) == {threads} for t in seen)
+    assert relerr(plan.solve(b), np.linalg.solve(a, b)) < 1e-12
+    assert _blas_threads() == default
+    cache = functions.plan_cache()
+    cache.clear()
+    inside = functions.run_cached(("probe",), lambda: nl.LU(a), lambda p: None, lambda p: _blas_threads(),
+                                  execution=space)
+    assert set(inside) == {threads} and _blas_threads() == default
+    assert relerr(nl.solve(a, b, execution=space), np.linalg.solve(a, b)) < 1e-12
+    nl.det(a)
+    nl.det(a, execution=space)
+    assert cache.hits == 0  # the thread limit is part of the one-call cache key
+    assert relerr(nl.det(a, execution={"name": "cpu", "num_threads": threads}), np.linalg.det(a)) < 1e-12
+    assert cache.hits == 1 and _blas_threads() == default
 
 
 def test_torch_one_calls():

@@ -4,11 +4,15 @@ Every solver plan wraps its operands (NumPy, torch CPU, ...), picks the engine o
 execution space, casts to the LAPACK dtype and remembers how to convert results back into
 the caller's package. ``reset_operands`` accepts only operands of the planned shape and
 dtype (anything else raises :class:`~nvmathpy.errors.OperandMismatchError`).
+
+``ExecutionCPU(num_threads=n)`` limits BLAS/LAPACK to ``n`` threads around every run, solve
+and autotune of the plan (:func:`limit_threads`; main thread only, as for matmul).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+import functools
+from typing import Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 
@@ -17,7 +21,38 @@ from ...plan import Plan, Prepared
 from ._engine import CPULapackEngine, engine_for
 from ._operands import host_arrays
 
-__all__ = ["SolverPlan"]
+__all__ = ["SolverPlan", "limit_threads", "with_threads"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def limit_threads(threads: int | None, fn: F) -> F:
+    """``fn`` wrapped to run with BLAS/LAPACK limited to ``threads`` (``fn`` itself when
+    ``threads`` is None). Calls from threads other than the main one run unlimited."""
+    if threads is None:
+        return fn
+    from .._matmul_cpu import BLAS_THREADS
+
+    BLAS_THREADS.prepare()
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        before = BLAS_THREADS.limit(threads)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            BLAS_THREADS.restore(before)
+
+    return limited  # type: ignore[return-value]
+
+
+def with_threads(method: F) -> F:
+    """Decorate a plan method so it runs under the plan's thread limit."""
+
+    @functools.wraps(method)
+    def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
+        return limit_threads(self.num_threads, method)(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class SolverPlan(Plan):
@@ -30,9 +65,26 @@ class SolverPlan(Plan):
         super().__init__()
         self._arrays, self._to_caller, space = host_arrays(execution, **arrays)
         self._engine = engine_for(space, self.cpu_engine)
+        #: BLAS/LAPACK threads of every run (``ExecutionCPU(num_threads=...)``); None: library default.
+        self.num_threads: int | None = getattr(space, "num_threads", None)
         #: How many factorizations (or decompositions) this plan has computed.
         self.factorizations = 0
         self._clear_derived()
+
+    def _threads_field(self) -> dict[str, int]:
+        """The problem-key field recording a thread limit (none when unlimited)."""
+        return {} if self.num_threads is None else {"num_threads": self.num_threads}
+
+    def _install(self, prepared: Prepared, how: str) -> None:
+        super()._install(prepared, how)
+        self._run = limit_threads(self.num_threads, self._run)
+
+    def _rebind(self) -> None:
+        super()._rebind()
+        if self._prepared is not None:
+            self._run = limit_threads(self.num_threads, self._run)
+
+    autotune = with_threads(Plan.autotune)  # candidates are timed under the thread limit
 
     def _swap_in(self, name: str, new: Any, current: np.ndarray) -> np.ndarray:
         """Validate a replacement operand against the planned one and return it cast."""

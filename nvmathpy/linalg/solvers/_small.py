@@ -2,10 +2,11 @@
 matrix costs far more than the arithmetic.
 
 * :func:`closed_form` — adjugate formulas for n = 1..4 (inverse or solve; 4x4 through the
-  2x2 minors of the top and bottom row pairs). Each matrix's
-  determinant is compared with the scale of its entries; matrices whose relative
-  determinant is below ``sqrt(eps)`` (ill-conditioned, singular, or non-finite) are flagged
-  so the caller re-solves them with pivoted LU, which also reports exact singularity.
+  2x2 minors of the top and bottom row pairs). Each matrix is first scaled by a power of
+  two near ``1/max|entry|`` (the result is unscaled after), so tiny or huge entries neither
+  underflow nor overflow. Matrices whose relative determinant is below ``sqrt(eps)``
+  (ill-conditioned, singular, or non-finite), or whose result is not finite, are flagged so
+  the caller re-solves them with pivoted LU, which also reports exact singularity.
 * :func:`eliminate` — Gaussian elimination with partial pivoting, vectorised over the batch
   (any small n), flagging matrices with a zero pivot.
 
@@ -88,12 +89,20 @@ def closed_form(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.nda
     """
     count, n = a.shape[0], a.shape[-1]
     e = np.ascontiguousarray(a.reshape(count, n * n).T)
-    adj, det = _adjugate(e, n)
+    if np.may_share_memory(e, a):  # a single matrix or n == 1: no copy was made
+        e = e.copy()
     scale = np.abs(e).max(axis=0)
-    scale **= n
+    # Scale each matrix by a power of two near 1/max|entry| (exact), so the adjugate and
+    # determinant neither underflow nor overflow; 0, inf and NaN scales keep exponent 0.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv_scale = np.ldexp(np.ones_like(scale), -np.frexp(scale)[1])
+        e *= inv_scale
+        adj, det = _adjugate(e, n)
+        scale *= inv_scale
+        scale **= n
         flagged = ~(np.abs(det) > np.sqrt(np.finfo(a.dtype).eps) * scale)
-        inv_det = 1.0 / np.where(flagged, 1, det)
+        inv_det = inv_scale / np.where(flagged, 1, det)
+        flagged |= ~np.isfinite(inv_det)
         if b is None:
             out = np.empty((n, n, count), a.dtype)
             for i in range(n):
@@ -109,6 +118,7 @@ def closed_form(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.nda
             for j in range(1, n):
                 acc += adj[i][j] * rows[j]
             acc *= inv_det
+        flagged |= ~np.isfinite(out).all(axis=(0, 1))
     return out.transpose(2, 0, 1).copy(), flagged
 
 

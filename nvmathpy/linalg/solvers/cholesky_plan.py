@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import LinAlgError
 from ...plan import Prepared, Problem
-from ._base import SolverPlan
+from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of
@@ -65,6 +65,7 @@ class Cholesky(SolverPlan):
         self._problem = Problem.of(
             "cholesky", n=self._n, batch=list(self._batch), dtype=self._a.dtype.name,
             layout=layout_of(self._a), lower=self._lower,
+            **self._threads_field(),
         )
 
     @classmethod
@@ -123,6 +124,7 @@ class Cholesky(SolverPlan):
         """Factor the current ``a``; returns the plan (for chaining ``.solve``)."""
         return self._run()
 
+    @with_threads
     def solve(self, b: Any) -> Any:
         """Solve ``A x = b`` with the stored factor; ``b`` is ``(n,)`` or ``(..., n, k)``."""
         solve = self._solve

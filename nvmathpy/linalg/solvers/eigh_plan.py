@@ -164,6 +164,7 @@ class Eigh(SolverPlan):
             "eigh", n=self._n, batch=list(self._batch), dtype=self._a.dtype.name, layout=layout_of(self._a),
             generalized=self._b is not None, subset=self._subset, bounds=self._bounds,
             vectors=self._vectors, lower=self._lower, itype=self._itype, driver=driver,
+            **self._threads_field(),
         )
 
     def reset_operands(self, a: Any = None, b: Any = None) -> None:

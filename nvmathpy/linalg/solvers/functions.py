@@ -13,7 +13,9 @@ from typing import Any, Callable, Hashable, NamedTuple
 import numpy as np
 
 from ...errors import InvalidOperandError
+from ...execution import as_execution
 from ...plan import PlanCache
+from ._base import limit_threads
 from ._factored import check_trans
 from ._lapack import lapack_dtype
 from ._operands import as_stack, host_arrays
@@ -63,15 +65,31 @@ def cache_key(name: str, x: Any, *extra: Hashable) -> tuple:
     return (name, type(x), tuple(x.shape), str(x.dtype), layout, *extra)
 
 
-def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
+def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any],
+               execution: Any = None) -> Any:
     """Check out the cached plan of ``key`` (or ``build()`` and plan one), ``swap`` the new
-    operands into it, return ``use(plan)``, and give the plan back to the cache."""
+    operands into it, return ``use(plan)``, and give the plan back to the cache. A plan
+    whose planning or swap fails may be half-updated: it is freed, not given back.
+    ``ExecutionCPU(num_threads=n)`` runs all of it with BLAS/LAPACK limited to ``n``
+    threads (and keys the cache by ``n``)."""
+    threads = None if execution is None else getattr(as_execution(execution), "num_threads", None)
+    if threads is None:
+        return _run_cached(key, build, swap, use)
+    return limit_threads(threads, _run_cached)((*key, threads), build, swap, use)
+
+
+def _run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
     plan = _CACHE.take(key)
-    if plan is None:
-        plan = build()
-        plan.plan()
-    else:
-        swap(plan)
+    try:
+        if plan is None:
+            plan = build()
+            plan.plan()
+        else:
+            swap(plan)
+    except BaseException:
+        if plan is not None:
+            plan.free()
+        raise
     try:
         return use(plan)
     finally:
@@ -148,7 +166,8 @@ def _solve_general(a: Any, b: Any, execution: Any) -> Any:
         x = np.empty(b2.shape, dtype)
     else:
         key = cache_key("solve", a1, b2.shape, execution is None)
-        x = run_cached(key, lambda: Solve(a1, b2, execution=execution), lambda p: p._set(a1, b2), lambda p: p._run())
+        x = run_cached(key, lambda: Solve(a1, b2, execution=execution), lambda p: p._set(a1, b2), lambda p: p._run(),
+                       execution=execution)
     return to_caller(x[..., 0] if vector else x)
 
 
@@ -168,7 +187,8 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
     if a1.size == 0:
         return to_caller(np.empty(a1.shape, a1.dtype))
     key = cache_key("inv", a1)
-    out = run_cached(key, lambda: Solve(a1, execution=execution), lambda p: p._set(a1, None), lambda p: p._run())
+    out = run_cached(key, lambda: Solve(a1, execution=execution), lambda p: p._set(a1, None), lambda p: p._run(),
+                     execution=execution)
     return to_caller(out)
 
 
@@ -194,7 +214,8 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
     a1, to_caller, key = _lu_plan(a, execution)
     if a1.shape[-1] == 0:
         return to_caller(np.ones(a1.shape[:-2], a1.dtype)[()])
-    return to_caller(run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().det()))
+    return to_caller(run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().det(),
+                                execution=execution))
 
 
 def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
@@ -212,7 +233,8 @@ def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
     if a1.shape[-1] == 0:
         ones = np.ones(a1.shape[:-2], a1.dtype)[()]
         return SlogdetResult(to_caller(ones), to_caller(np.zeros(a1.shape[:-2], np.finfo(a1.dtype).dtype)[()]))
-    sign, logabs = run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().slogdet())
+    sign, logabs = run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().slogdet(),
+                              execution=execution)
     return SlogdetResult(to_caller(sign), to_caller(logabs))
 
 
@@ -237,7 +259,7 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
         return to_caller(np.empty(a1.shape, a1.dtype))
     key = cache_key("cholesky", a1, bool(upper))
     return to_caller(run_cached(key, lambda: Cholesky(a1, lower=not upper), lambda p: p.reset_operands(a1),
-                                lambda p: p.execute().factor))
+                                lambda p: p.execute().factor, execution=execution))
 
 
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
@@ -254,7 +276,8 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a", square=False)
     key = cache_key("qr", a1, mode)
-    return to_caller(run_cached(key, lambda: QR(a1, mode=mode), lambda p: p.reset_operands(a1), lambda p: p._run()))
+    return to_caller(run_cached(key, lambda: QR(a1, mode=mode), lambda p: p.reset_operands(a1), lambda p: p._run(),
+                                execution=execution))
 
 
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
@@ -264,7 +287,7 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
     a1 = as_stack(arrays["a"], "a")
     key = cache_key("eigh", a1, uplo, vectors)
     out = run_cached(key, lambda: Eigh(a1, eigvals_only=not vectors, lower=uplo == "L"),
-                     lambda p: p.reset_operands(a1), lambda p: p._run())
+                     lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution)
     return to_caller(EighResult(*out) if vectors else out)
 
 
@@ -311,7 +334,7 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     a1 = as_stack(arrays["a"], "a", square=False)
     key = cache_key("svd", a1, bool(full_matrices), bool(compute_uv))
     return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv),
-                                lambda p: p.reset_operands(a1), lambda p: p._run()))
+                                lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution))
 
 
 def svdvals(a: Any, /, *, execution: Any = None) -> Any:
@@ -342,7 +365,8 @@ def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = Non
     a1 = as_stack(arrays["a"], "a", square=False)
     key = cache_key("lstsq", a1, rcond)
     return run_cached(key, lambda: Lstsq(a1, rcond=rcond, execution=execution),
-                      lambda p: p.reset_operands(a1), lambda p: to_caller(p.solve(_rehome(b, arrays))))
+                      lambda p: p.reset_operands(a1), lambda p: to_caller(p.solve(_rehome(b, arrays))),
+                      execution=execution)
 
 
 def _rehome(b: Any, arrays: dict) -> Any:
@@ -366,7 +390,7 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     a1 = as_stack(arrays["a"], "a")
     key = cache_key("trsv", a1, bool(lower), bool(unit_diagonal))
     out = run_cached(key, lambda: TriangularSolve(a1, lower=lower, unit_diagonal=unit_diagonal),
-                     lambda p: p.reset_operands(a1), lambda p: p.solve(_rehome(b, arrays), trans))
+                     lambda p: p.reset_operands(a1), lambda p: p.solve(_rehome(b, arrays), trans), execution=execution)
     return to_caller(out)
 
 
@@ -398,7 +422,7 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
     private = not np.may_share_memory(a1, arrays["a"])  # a copy of ours: factor it in place
     key = cache_key("lu_factor", a1, private)
     return to_caller(run_cached(key, lambda: LU(a1, overwrite_a=private), lambda p: p.reset_operands(a1),
-                                lambda p: p.execute().factors))
+                                lambda p: p.execute().factors, execution=execution))
 
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
@@ -407,7 +431,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, executio
     arrays, to_caller, _ = host_arrays(execution, lu=lu)
     lu1 = as_stack(arrays["lu"], "lu")
     return run_cached(cache_key("lu_solve", lu1), lambda: LU.from_factors(lu1, piv, execution=execution),
-                      lambda p: p.use_factors(lu1, piv), lambda p: p.solve(b, trans))
+                      lambda p: p.use_factors(lu1, piv), lambda p: p.solve(b, trans), execution=execution)
 
 
 def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
@@ -425,7 +449,7 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
     a1 = as_stack(arrays["a"], "a")
     key = cache_key("cho_factor", a1, bool(lower))
     c = run_cached(key, lambda: Cholesky(a1, lower=lower), lambda p: p.reset_operands(a1),
-                   lambda p: p.execute().factor)
+                   lambda p: p.execute().factor, execution=execution)
     return to_caller(c), bool(lower)
 
 
@@ -436,4 +460,4 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None
     c1 = as_stack(arrays["c"], "c")
     return run_cached(cache_key("cho_solve", c1, bool(lower)),
                       lambda: Cholesky.from_factor(c1, lower, execution=execution),
-                      lambda p: p.use_factor(c1), lambda p: p.solve(b))
+                      lambda p: p.use_factor(c1), lambda p: p.solve(b), execution=execution)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import LinAlgError
 from ...plan import Candidate, Prepared, Problem
-from ._base import SolverPlan
+from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import stack_factors
 from ._lapack import lwork_of, routine
@@ -72,7 +72,8 @@ class Lstsq(SolverPlan):
         eps = np.finfo(self._a.dtype).eps
         self._rcond = float(eps * max(m, n) if rcond is None or rcond < 0 else rcond)
         self._problem = Problem.of(
-            "lstsq", shape=[m, n], batch=list(self._batch), dtype=self._a.dtype.name, rcond=self._rcond
+            "lstsq", shape=[m, n], batch=list(self._batch), dtype=self._a.dtype.name, rcond=self._rcond,
+            **self._threads_field(),
         )
 
     def _bind(self, prepared: Prepared) -> Callable[[], "Lstsq"]:
@@ -147,6 +148,7 @@ class Lstsq(SolverPlan):
 
         return solve_one
 
+    @with_threads
     def solve(self, b: Any) -> tuple[Any, Any, Any, Any]:
         """Solve for ``b`` (``(m,)`` or ``(..., m, k)``); returns ``(x, residuals, rank, s)``
         with NumPy's conventions: ``residuals`` holds the squared 2-norms of ``b - A x`` per

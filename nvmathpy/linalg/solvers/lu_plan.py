@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import InvalidOperandError
 from ...plan import Prepared, Problem
-from ._base import SolverPlan
+from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of
@@ -60,7 +60,8 @@ class LU(SolverPlan):
         self._n = self._a.shape[-1]
         self._batch = self._a.shape[:-2]
         self._problem = Problem.of(
-            "lu", n=self._n, batch=list(self._batch), dtype=self._a.dtype.name, layout=layout_of(self._a)
+            "lu", n=self._n, batch=list(self._batch), dtype=self._a.dtype.name, layout=layout_of(self._a),
+            **self._threads_field(),
         )
 
     @classmethod
@@ -125,6 +126,7 @@ class LU(SolverPlan):
 
     # -- using the factors ---------------------------------------------------------------------
 
+    @with_threads
     def solve(self, b: Any, trans: Any = 0) -> Any:
         """Solve ``A x = b`` (``trans=0``), ``A.T x = b`` (1) or ``A.conj().T x = b`` (2).
 

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import InvalidOperandError, LinAlgError
 from ...plan import Candidate, Prepared, Problem
 from ...plan.options import check_choice
-from ._base import SolverPlan
+from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import solver_closure, stack_factors
 from ._lapack import lwork_of, routine
@@ -88,6 +88,7 @@ class QR(SolverPlan):
         self._problem = Problem.of(
             "qr", shape=list(self._a.shape[-2:]), batch=list(self._batch), dtype=self._a.dtype.name,
             layout=layout_of(self._a), mode=mode, pivoting=self._pivoting,
+            **self._threads_field(),
         )
 
     def _bind(self, prepared: Prepared) -> Callable[[], Any]:
@@ -169,6 +170,7 @@ class QR(SolverPlan):
             return None
         return self._to_caller(self._computed()[-1])
 
+    @with_threads
     def solve(self, b: Any) -> Any:
         """Least-squares solution of ``A x = b`` for full-column-rank ``A`` with ``m >= n``.
 

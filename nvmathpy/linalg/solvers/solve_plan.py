@@ -80,6 +80,7 @@ class Solve(SolverPlan):
             "solve", n=n, count=int(np.prod(batch, dtype=np.int64)),
             k=None if b is None else (b.shape[-1] if b.ndim > 1 else 1),
             dtype=a.dtype.name, inverse=b is None,
+            **self._threads_field(),
         )
 
     def _set(self, a: np.ndarray, b: np.ndarray | None) -> None:

@@ -90,6 +90,7 @@ class SVD(SolverPlan):
         self._problem = Problem.of(
             "svd", shape=list(self._a.shape[-2:]), batch=list(self._batch), dtype=self._a.dtype.name,
             layout=layout_of(self._a), full_matrices=self._full, compute_uv=self._uv, driver=driver,
+            **self._threads_field(),
         )
 
     def _computation(self, prepared: Prepared) -> Callable[[], Any]:

@@ -43,6 +43,7 @@ class TriangularSolve(SolverPlan):
         self._problem = Problem.of(
             "triangular", n=self._n, batch=list(self._batch), dtype=self._a.dtype.name, layout=layout_of(self._a),
             lower=self._lower, unit=self._unit,
+            **self._threads_field(),
         )
 
     def _bind(self, prepared: Prepared) -> Callable[..., Any]:
