@@ -37,6 +37,7 @@ from nvmathpy.cuda import lt_algo, runtime  # noqa: E402
 from nvmathpy.cuda.bindings import cublaslt as lt  # noqa: E402
 from nvmathpy.errors import MissingDependencyError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
+from nvmathpy.linalg.matmul_plan import _encode_scalar  # noqa: E402
 from nvmathpy.linalg._lt_descriptors import LtDescriptors, create_preference  # noqa: E402
 from nvmathpy.linalg._lt_execute import Launch, build_kernel  # noqa: E402
 from nvmathpy.linalg._lt_spec import TYPES, build_spec  # noqa: E402
@@ -99,6 +100,8 @@ def problem_of(a, b, c=None, *, epilogue=None, inputs=None, alpha=1.0, beta=None
     ``strides`` (what the plan records once the CUDA hook is wired)."""
     plan = Matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, epilogue_inputs=inputs)
     fields = plan.problem.as_dict()["fields"]
+    # CUDA-only fields: the host plan's key holds only the scalars' kinds
+    fields["alpha"], fields["beta"] = _encode_scalar(alpha), _encode_scalar(beta)
     if strides:
         fields["a_strides"] = [s // a.itemsize for s in a.strides]
         fields["b_strides"] = [s // b.itemsize for s in b.strides]

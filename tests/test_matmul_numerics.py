@@ -358,3 +358,18 @@ def test_one_numexpr_program_from_many_threads():
         with ThreadPoolExecutor(6) as pool:
             results = list(pool.map(lambda _: kernel(a, b, None, {"bias": bias}, None), range(12)))
         assert all(relerr(r, want) < 1e-5 for r in results)
+
+
+@pytest.mark.parametrize("shapes", [((6, 4), (4, 5)), ((3, 6, 4), (4, 5)), ((6, 4), (3, 4, 5)), ((4,), (4, 5))])
+def test_bias_gradients_are_writeable_arrays_of_their_own(shapes):
+    rng = np.random.default_rng(11)
+    a, b = rand(rng, shapes[0], "float64"), rand(rng, shapes[1], "float64")
+    for name in ("bgrada", "bgradb"):
+        _, aux = la.matmul(a, b, epilogue=name)
+        grad = aux[name]
+        assert grad.flags.writeable and grad.flags.c_contiguous and grad.flags.owndata
+        want = (a.sum(axis=-1) if name == "bgrada" else b.sum(axis=-2))
+        want = np.broadcast_to(want, grad.shape)
+        assert relerr(grad, want) < 1e-12
+        grad += 1.0  # must not raise, nor write into the operands
+

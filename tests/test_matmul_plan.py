@@ -3,6 +3,11 @@ execution-space rules."""
 
 from __future__ import annotations
 
+import gc
+import os
+import sys
+import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -94,6 +99,21 @@ def test_execute_into_out():
             mm.execute(out=a.reshape(-1)[:27].reshape(9, 3))
 
 
+def test_execute_into_out_of_another_package_is_refused():
+    torch = pytest.importorskip("torch")
+    a, b = arrays((9, 4), (4, 3))
+    with la.Matmul(torch.from_numpy(a), torch.from_numpy(b)) as mm:
+        mm.plan()
+        with pytest.raises(InvalidOperandError, match="out must be a torch array.*got a numpy one"):
+            mm.execute(out=np.empty((9, 3), np.float32))
+        out = torch.empty(9, 3)
+        assert mm.execute(out=out) is out and close(out.numpy(), a @ b)
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        with pytest.raises(InvalidOperandError, match="out must be a numpy array.*got a torch one"):
+            mm.execute(out=torch.empty(9, 3))
+
+
 BAD_CASES = [
     (dict(b=np.ones((4, 3), np.float32)), InvalidOperandError, r"a.shape=\(5, 3\).*b.shape=\(4, 3\)"),
     (dict(b=np.ones((3, 4), np.float64)), InvalidOperandError, "b has dtype float64 but float32"),
@@ -157,8 +177,27 @@ def test_problem_key_fields():
     p = mm.problem
     assert p.operation == "matmul"
     assert (p.get("a_layout"), p.get("b_layout"), p.get("epilogue")) == ("C", "F", "relu")
-    assert (p.get("alpha"), p.get("beta"), p.get("c_shape")) == (0.5, 2.0, [4])
+    assert (p.get("alpha_kind"), p.get("beta_kind"), p.get("c_shape")) == ("real", "real", [4])
+    assert p.get("alpha") is None and p.get("beta") is None  # values stay out of the wisdom key
     assert p.get("dtype") == "float32"
+
+
+def test_scalar_values_share_one_wisdom_entry_and_are_still_honoured():
+    a, b, c = arrays((40, 30), (30, 20), (40, 20))
+    with la.Matmul(a, b, c, alpha=0.5, beta=2.0, epilogue="relu") as first:
+        first.autotune(effort="exhaustive", repeats=1)
+        winner, digest = first.candidate, first.problem.digest()
+    with la.Matmul(a, b, c, alpha=-3.0, beta=0.25, epilogue="relu") as other:
+        assert other.problem.digest() == digest
+        other.plan()
+        assert other.chosen_by == "wisdom" and other.candidate == winner
+        assert close(other.execute(), np.maximum(-3.0 * (a.astype(np.float64) @ b) + 0.25 * c, 0))
+    with la.Matmul(a, b, c, alpha=1.0, beta=2.0, epilogue="relu") as unit:
+        assert unit.problem.get("alpha_kind") == "one" and unit.problem.digest() != digest
+    za, zb = arrays((6, 5), (5, 4), dtype=np.complex128)
+    with la.Matmul(za, zb, alpha=2j) as mm:
+        assert mm.problem.get("alpha_kind") == "complex"
+        assert close(mm.plan().execute(), 2j * (za @ zb), 1e-12)
 
 
 def test_autotune_records_wisdom_and_a_new_plan_uses_it():
@@ -189,6 +228,84 @@ def test_plan_cache_hits_sizes_and_clears():
     matmul_plan.clear_plan_cache()
     assert matmul_plan.plan_cache_info() == {"hits": 0, "misses": 0, "size": 0, "maxsize": 1}
     matmul_plan.set_plan_cache_size(128)
+
+
+def test_plan_cache_controls_are_exported():
+    assert la.clear_plan_cache is matmul_plan.clear_plan_cache
+    assert la.set_plan_cache_size is matmul_plan.set_plan_cache_size
+    assert la.plan_cache_info is matmul_plan.plan_cache_info
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"epilogue": "relu"}, {"epilogue": "bias_key"}, {"alpha": 2.0}])
+def test_one_call_keeps_no_reference_to_the_callers_arrays(kwargs):
+    matmul_plan.clear_plan_cache()
+    a, b = arrays((12, 5), (5, 7), seed=3)
+    if kwargs.get("epilogue") == "bias_key":  # epilogue inputs go through the general path
+        kwargs = {"epilogue": "relu_bias", "epilogue_inputs": {"bias": arrays((7,))[0]}}
+    refs = sys.getrefcount(a), sys.getrefcount(b)
+    la.matmul(a, b, **kwargs)
+    assert (sys.getrefcount(a), sys.getrefcount(b)) == refs
+    fresh = arrays((12, 5), seed=4)[0]
+    dead = weakref.ref(fresh)
+    la.matmul(fresh, b, **kwargs)
+    del fresh
+    gc.collect()
+    assert dead() is None
+    a2, b2 = arrays((12, 5), (5, 7), seed=5)
+    got = la.matmul(a2, b2, **kwargs)  # the detached cached plan is reused
+    assert matmul_plan.plan_cache_info()["hits"] == 2
+    assert close(got, np.asarray(la.Matmul(a2, b2, **kwargs).plan().execute()))
+    assert close(la.matmul(a2, b2), a2.astype(np.float64) @ b2)
+
+
+def test_one_call_keeps_no_reference_to_torch_tensors():
+    torch = pytest.importorskip("torch")
+    matmul_plan.clear_plan_cache()
+    x, y = arrays((6, 4), (4, 3))
+    dead = weakref.ref(x)  # the tensor's storage keeps its NumPy array alive
+    a, b = torch.from_numpy(x), torch.from_numpy(y)
+    got = la.matmul(a, b, epilogue="relu")
+    assert close(got.numpy(), np.maximum(x.astype(np.float64) @ y, 0))
+    del x, a, got
+    gc.collect()
+    assert dead() is None
+
+
+def test_detached_and_freed_plans_hold_no_operands():
+    a, b = arrays((5, 3), (3, 4))
+    mm = la.Matmul(a, b, epilogue="relu").plan()
+    mm._detach()
+    assert mm._ops is None
+    with pytest.raises(PlanStateError, match="released its operands"):
+        mm.execute()
+    with pytest.raises(PlanStateError, match="released its operands"):
+        mm.execute(out=np.empty((5, 4), np.float32))
+    with pytest.raises(PlanStateError, match=r"pass all of \['a', 'b'\]"):
+        mm.reset_operands(a=a)
+    with pytest.raises(OperandMismatchError, match="b shape differs"):
+        mm.reset_operands(a=a, b=np.ones((3, 5), np.float32))
+    a2, b2 = arrays((5, 3), (3, 4), seed=1)
+    mm.reset_operands(a=a2, b=b2)
+    assert close(mm.execute(), np.maximum(a2.astype(np.float64) @ b2, 0))
+    mm.free()
+    assert mm._ops is None and mm._one_call is None
+
+
+def test_plans_share_one_worker_pool():
+    """Many cached plans whose epilogue runs on worker threads start at most cpu_count threads."""
+    matmul_plan.clear_plan_cache()
+    before = threading.active_count()
+    execution = {"name": "cpu", "num_threads": 4}
+    for i in range(10):
+        a, b = arrays((260 + i, 260), (260, 260), dtype=np.float64, seed=i)
+        if i == 0:
+            with la.Matmul(a, b, epilogue="relu", execution=execution) as mm:
+                assert mm.plan().candidate.params.get("workers") == 4  # the pooled candidate is chosen
+        got = la.matmul(a, b, epilogue="relu", execution=execution)
+        assert close(got, np.maximum(a @ b, 0), 1e-12)
+    assert matmul_plan.plan_cache_info()["size"] == 10
+    assert threading.active_count() - before <= (os.cpu_count() or 1)
+    matmul_plan.clear_plan_cache()
 
 
 def test_plan_cache_under_eight_threads():

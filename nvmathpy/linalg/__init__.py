@@ -15,6 +15,9 @@ _NAMES = {
     "Matmul": "matmul_plan",
     "matmul": "matmul_plan",
     "MatmulOptions": "matmul_plan",
+    "clear_plan_cache": "matmul_plan",  # matmul's plan cache (the solvers' is solvers.plan_cache())
+    "set_plan_cache_size": "matmul_plan",
+    "plan_cache_info": "matmul_plan",
     "Epilogue": "epilogues",
     "epilogues": "epilogues",  # the submodule itself (epilogue names and helpers)
     # solver plans

@@ -35,7 +35,7 @@ from ._epilogue_cpu import Program, compile_program, numexpr_available, prologue
 from ._matmul_layout import analyse_shapes
 from .epilogues import definition
 
-__all__ = ["CpuMatmulEngine", "MatmulPrepared", "decode_scalar"]
+__all__ = ["CpuMatmulEngine", "MatmulPrepared"]
 
 #: Products with at most this many multiply-adds count as tiny (the bound ``dot`` call).
 TINY_FLOPS = 64**3
@@ -46,11 +46,6 @@ SPLIT_PANELS = (256, 512, 128)
 #: Bytes of one epilogue chunk (the chunk and a scratch buffer of its size stay in L2).
 CHUNK_BYTES = 128 * 1024
 _HALF = ("float16", "bfloat16")
-
-
-def decode_scalar(value: Any) -> Any:
-    """Problem fields hold complex scalars as ``[re, im]``; turn them back into numbers."""
-    return complex(*value) if isinstance(value, list) else value
 
 
 def compute_dtype_of(dtype_name: str) -> np.dtype:
@@ -101,6 +96,20 @@ class _BlasThreads:
 
 BLAS_THREADS = _BlasThreads()
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def shared_pool() -> ThreadPoolExecutor:
+    """The one worker pool (``os.cpu_count()`` threads, made on first use) every kernel shares;
+    a kernel asking for more workers than that queues its extra bands."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="nvmathpy-matmul")
+    return _POOL
+
 
 def _with_blas_threads(fn: Callable[..., Any], threads: int) -> Callable[..., Any]:
     """Wrap ``fn`` so BLAS uses ``threads`` threads during the call."""
@@ -124,15 +133,11 @@ class MatmulPrepared(Prepared):
     """A prepared CPU candidate: ``kernel(a, b, c, inputs, out)`` computes the product and
     epilogue on native NumPy operands and returns the result (or ``(result, aux)``)."""
 
-    def __init__(self, candidate: Candidate, kernel: Callable[..., Any], pool: ThreadPoolExecutor | None = None):
+    def __init__(self, candidate: Candidate, kernel: Callable[..., Any]):
         super().__init__(candidate)
         self.kernel = kernel
-        self._pool = pool
 
     def free(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
         self.kernel = None
         super().free()
 
@@ -145,17 +150,16 @@ def _rows(arr: Any, lo: int, hi: int, m: int) -> Any:
 
 
 class _Spec:
-    """What a kernel needs, read back from the problem key."""
+    """What a kernel needs: the problem key, and the scalars (the key holds only their kinds)."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, alpha: Any, beta: Any):
         self.shape = analyse_shapes(tuple(problem.get("a_shape")), tuple(problem.get("b_shape")))
         self.dtype_name = problem.get("dtype")
         self.compute = compute_dtype_of(self.dtype_name)
         self.half = self.dtype_name in _HALF
         self.a_layout, self.b_layout = problem.get("a_layout"), problem.get("b_layout")
         self.a_ndim, self.b_ndim = len(problem.get("a_shape")), len(problem.get("b_shape"))
-        self.alpha = decode_scalar(problem.get("alpha"))
-        self.beta = decode_scalar(problem.get("beta"))
+        self.alpha, self.beta = alpha, beta
         self.has_c = problem.get("c_shape") is not None
         self.epilogue = definition(problem.get("epilogue")) if problem.get("epilogue") else None
         self.inputs = {name: np.dtype(dt) if dt not in _HALF else None for name, (_, dt) in
@@ -179,9 +183,16 @@ class _Spec:
 
 
 class CpuMatmulEngine(Engine):
-    """Matmul on the host through NumPy/SciPy BLAS."""
+    """Matmul on the host through NumPy/SciPy BLAS.
+
+    ``alpha`` and ``beta`` are the plan's scalars: the problem (the wisdom key) holds only
+    their kinds, so one tuned winner serves every value.
+    """
 
     name = "cpu-blas"
+
+    def __init__(self, alpha: Any = 1.0, beta: Any = None):
+        self.alpha, self.beta = alpha, beta
 
     def device(self) -> dict[str, Any]:
         """The host description plus the numexpr version (it changes the evaluator ranking)."""
@@ -194,7 +205,7 @@ class CpuMatmulEngine(Engine):
         return {**cpu_description(), "numexpr": version}
 
     def candidates(self, problem: Problem) -> list[Candidate]:
-        spec = _Spec(problem)
+        spec = _Spec(problem, self.alpha, self.beta)
         threads = spec.threads
         if (spec.plain and not spec.half and spec.a_ndim <= 2 and spec.b_ndim <= 2
                 and spec.flops <= TINY_FLOPS and threads is None):
@@ -253,15 +264,13 @@ class CpuMatmulEngine(Engine):
         return out
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
-        spec = _Spec(problem)
+        spec = _Spec(problem, self.alpha, self.beta)
         params = candidate.params
         method = params["method"]
         if method == "dot":
             return MatmulPrepared(candidate, _dot_kernel)
-        pool = None
         workers = params.get("workers", 1) if method != "split" else params["threads"]
-        if workers > 1:
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="nvmathpy-matmul")
+        pool = shared_pool() if workers > 1 else None
         if method == "split":
             kernel = _SplitKernel(spec, params["evaluator"], params["panel"], params.get("chunk"), pool, workers)
         else:
@@ -269,7 +278,7 @@ class CpuMatmulEngine(Engine):
         run: Callable[..., Any] = kernel
         if params["threads"] is not None and method != "split":
             run = _with_blas_threads(kernel, params["threads"])
-        return MatmulPrepared(candidate, run, pool)
+        return MatmulPrepared(candidate, run)
 
 
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:
@@ -379,15 +388,16 @@ def _reduce(what: str, result: np.ndarray, a: np.ndarray, b: np.ndarray, spec: _
     s = spec.shape
     compute = spec.compute
     if what == "result_rows":
-        d = result.reshape(s.batch + (s.m, s.n))
-        return d.sum(axis=-2, dtype=compute).astype(dtype, copy=False)
-    if what == "a_k":
+        summed, shape = result.reshape(s.batch + (s.m, s.n)).sum(axis=-2, dtype=compute), s.batch + (s.n,)
+    elif what == "a_k":
         a2 = a.reshape(a.shape[:-1] + (1, a.shape[-1])) if a.ndim == 1 else a
-        summed = a2.sum(axis=-1, dtype=compute)
-        return np.ascontiguousarray(np.broadcast_to(summed, s.batch + (s.m,))).astype(dtype, copy=False)
-    b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
-    summed = b2.sum(axis=-2, dtype=compute)
-    return np.ascontiguousarray(np.broadcast_to(summed, s.batch + (s.n,))).astype(dtype, copy=False)
+        summed, shape = a2.sum(axis=-1, dtype=compute), s.batch + (s.m,)
+    else:
+        b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
+        summed, shape = b2.sum(axis=-2, dtype=compute), s.batch + (s.n,)
+    if summed.shape == shape and summed.flags.c_contiguous:  # a fresh array of its own
+        return summed.astype(dtype, copy=False)
+    return np.broadcast_to(summed, shape).astype(dtype, order="C")  # a copy: not the read-only view
 
 
 def _gemm_call(spec: _Spec) -> Callable[[np.ndarray, np.ndarray, Any, np.ndarray], None]:

@@ -22,6 +22,7 @@ from ..errors import (
     InvalidOperandError,
     InvalidOptionError,
     OperandMismatchError,
+    PlanStateError,
 )
 from ..execution import ExecutionCPU, resolve_execution
 from ..operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
@@ -67,28 +68,29 @@ class MatmulOptions:
             raise InvalidOptionError(f"MatmulOptions: workspace_limit must be a non-negative int (bytes), got {limit!r}")
 
 
-def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
+def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
     from ._matmul_cpu import CpuMatmulEngine
 
-    return CpuMatmulEngine()
+    return CpuMatmulEngine(alpha, beta)
 
 
-def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
+def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
+    # cuBLASLt reads alpha and beta from the problem's CUDA-only fields (see _cuda_fields)
     from .matmul_cuda import CudaMatmulEngine
 
     return CudaMatmulEngine(device_id=space.device_id, stream=stream, package=package,
                             workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32)
 
 
-#: Engine factories by execution space name: ``factory(space, stream, package, options)``.
+#: Engine factories by execution space name: ``factory(space, stream, package, options, alpha, beta)``.
 ENGINES: dict[str, Callable[..., Engine]] = {"cpu": _cpu_engine, "cuda": _cuda_engine}
 
 
-def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions) -> Engine:
+def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
     factory = ENGINES.get(space.name)
     if factory is None:
         raise ExecutionSpaceUnavailableError(f"matmul: no engine for execution space {space.name!r} in this build")
-    return factory(space, stream, package, options)
+    return factory(space, stream, package, options, alpha, beta)
 
 
 def _encode_scalar(value: Any) -> Any:
@@ -96,6 +98,27 @@ def _encode_scalar(value: Any) -> Any:
         return None
     value = value.item() if isinstance(value, np.generic) else value
     return [value.real, value.imag] if isinstance(value, complex) else float(value)
+
+
+def _scalar_kind(value: Any) -> str | None:
+    """What the problem key records of a scalar: only what changes the computation's shape
+    (``"one"``, ``"real"`` or ``"complex"``), so every value shares one wisdom entry."""
+    if value is None:
+        return None
+    if value == 1:
+        return "one"
+    return "complex" if complex(value).imag != 0 else "real"
+
+
+def _describe(op: Operand) -> dict[str, Any]:
+    """What :meth:`Matmul.reset_operands` compares (kept when the arrays are released)."""
+    return {"package": op.package, "device": op.device, "shape": op.shape, "dtype": op.dtype.name,
+            "layout": layout_class(op.shape, op.strides, op.dtype.itemsize) if op.shape else None,
+            "strides": op.strides if op.device == "cuda" else None}
+
+
+def _raise_detached(*args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError("this matmul plan has released its operands; call reset_operands(a, b, ...) first")
 
 
 def _check_scalar(name: str, value: Any, dtype_name: str) -> None:
@@ -196,22 +219,24 @@ class Matmul(Plan):
         dtype_name = self._check_dtypes(ops)
         self._check_scalars(c is not None, alpha, beta, dtype_name)
         self._check_shapes(ops)
-        self._ops = ops
+        self._ops: dict[str, Operand] | None = ops
+        self._meta = {name: _describe(op) for name, op in ops.items()}
+        self._one_call: Callable[..., Any] | None = None
         self._convert = unwrapper(ops["a"])
         self._input_names = tuple(inputs)
         self._problem = Problem.of(
             "matmul",
             a_shape=list(ops["a"].shape), b_shape=list(ops["b"].shape),
             c_shape=list(ops["c"].shape) if "c" in ops else None,
-            a_layout=self._layout(ops["a"]), b_layout=self._layout(ops["b"]),
+            a_layout=self._meta["a"]["layout"], b_layout=self._meta["b"]["layout"],
             dtype=dtype_name,
             epilogue=self._epilogue.name if self._epilogue is not None else None,
             inputs={n: [list(ops[n].shape), ops[n].dtype.name] for n in inputs},
-            alpha=_encode_scalar(alpha), beta=_encode_scalar(beta),
+            alpha_kind=_scalar_kind(alpha), beta_kind=_scalar_kind(beta),
             num_threads=space.num_threads if isinstance(space, ExecutionCPU) else None,
-            **self._cuda_fields(space, ops),
+            **self._cuda_fields(space, ops, alpha, beta),
         )
-        self._engine = _engine_for(space, stream, ops["a"].package, self._options)
+        self._engine = _engine_for(space, stream, ops["a"].package, self._options, alpha, beta)
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -269,20 +294,18 @@ class Matmul(Plan):
             if broadcast_check(op.shape, result, message) != result:
                 raise InvalidOperandError(message)
 
-    def _cuda_fields(self, space: Any, ops: dict[str, Operand]) -> dict[str, Any]:
+    def _cuda_fields(self, space: Any, ops: dict[str, Operand], alpha: Any, beta: Any) -> dict[str, Any]:
         """What only the cuBLASLt engine needs in the problem: exact element strides (its
-        layouts take any leading dimension), TF32 and the workspace limit."""
+        layouts take any leading dimension), the scalar values (it reads them from the
+        problem), TF32 and the workspace limit."""
         if space.name != "cuda":
             return {}
         fields = {f"{n}_strides": [s // ops[n].dtype.itemsize for s in ops[n].strides] for n in ("a", "b")}
+        fields["alpha"], fields["beta"] = _encode_scalar(alpha), _encode_scalar(beta)
         fields["workspace_limit"] = self._options.workspace_limit
         if self._options.allow_tf32:
             fields["allow_tf32"] = True
         return fields
-
-    @staticmethod
-    def _layout(op: Operand) -> str:
-        return layout_class(op.shape, op.strides, op.dtype.itemsize)
 
     # -- binding -------------------------------------------------------------------------------
 
@@ -341,7 +364,7 @@ class Matmul(Plan):
         """
         if out is None:
             return self._run()
-        if self._prepared is None:
+        if self._prepared is None or self._ops is None:
             return self._run()  # raises the right PlanStateError
         native = self._check_out(out)
         a, b, c, inputs = self._native()
@@ -349,7 +372,13 @@ class Matmul(Plan):
         return (out, result[1]) if isinstance(result, tuple) else out
 
     def _check_out(self, out: Any) -> np.ndarray:
-        native = wrap(out, "out").array
+        wrapped = wrap(out, "out")
+        expected = self._meta["a"]["package"]
+        if wrapped.package != expected:
+            raise InvalidOperandError(
+                f"execute: out must be a {expected} array like the operands, got a {wrapped.package} one"
+            )
+        native = wrapped.array
         dtype = self._ops["a"].dtype
         if native.shape != self._shape.result or native.dtype != dtype or not native.flags.c_contiguous:
             raise InvalidOperandError(
@@ -381,25 +410,41 @@ class Matmul(Plan):
             new[name] = value
         if "c" in new and "c" not in self._ops:
             raise OperandMismatchError("reset_operands: c was given but the plan was built without c")
+        if self._ops is None and set(new) != set(self._meta):
+            raise PlanStateError(
+                f"reset_operands: this plan has released its operands; pass all of {list(self._meta)}, "
+                f"got {list(new)}"
+            )
         wrapped = {}
         for name, value in new.items():
-            op, old = wrap(value, name), self._ops[name]
-            for what, before, after in (
-                ("package", old.package, op.package), ("device", old.device, op.device),
-                ("shape", old.shape, op.shape), ("dtype", old.dtype.name, op.dtype.name),
-                ("layout", self._layout(old), self._layout(op)),
-                ("strides", old.strides if old.device == "cuda" else None, op.strides if op.device == "cuda" else None),
-            ):
-                if before != after:
-                    raise OperandMismatchError(f"reset_operands: {name} {what} differs: planned {before}, got {after}")
+            op = wrap(value, name)
+            planned, given = self._meta[name], _describe(op)
+            for what in planned:
+                if planned[what] != given[what]:
+                    raise OperandMismatchError(
+                        f"reset_operands: {name} {what} differs: planned {planned[what]}, got {given[what]}"
+                    )
             wrapped[name] = op
-        self._ops = {**self._ops, **wrapped}
+        self._ops = {**(self._ops or {}), **wrapped}
         self._rebind()
 
     def _install(self, prepared: Prepared, how: str) -> None:
         super()._install(prepared, how)
         #: ``fn(a, b, c, inputs, out)`` on native operands, for the one-call path (keeps nothing).
         self._one_call = self._caller(prepared)
+
+    def _detach(self) -> None:
+        """Drop the references to the caller's arrays (a cached plan must not keep them
+        alive); what validates later operands stays. ``execute()`` raises until
+        :meth:`reset_operands` binds all of them again."""
+        self._ops = None
+        if self._prepared is not None:
+            self._run = _raise_detached
+
+    def free(self) -> None:
+        """Release everything the plan holds, the operand references included. Idempotent."""
+        super().free()
+        self._ops = self._one_call = None
 
 
 # -- one-call function and its plan cache ----------------------------------------------------------
@@ -490,6 +535,7 @@ def matmul(
         if key is None:
             with plan:
                 return plan.execute()
+        plan._detach()  # the cache must not keep this call's arrays alive
     try:
         return plan._one_call(na, nb, nc, inputs, None)
     finally:
