@@ -51,23 +51,12 @@ except MissingDependencyError as exc:  # pragma: no cover - depends on the insta
     pytest.skip(f"cuBLASLt not installed: {exc}", allow_module_level=True)
 
 Desc, Layout, Pref = lt.MatmulDescAttribute, lt.MatrixLayoutAttribute, lt.MatmulPreferenceAttribute
-DTYPES = ["float32", "float64", "complex64", "complex128", "float16", "bfloat16"]
-TOL = {"float32": 3e-5, "complex64": 3e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
-
-def np_dtype(name):
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+from numerics import DTYPES, TOL, np_dtype, rand, up  # noqa: E402
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np_dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(np_dtype(dtype))
 
 
-def up(x):
-    x = np.asarray(x)
-    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
 
 
 def rel_err(x, ref):

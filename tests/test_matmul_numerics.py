@@ -18,24 +18,14 @@ from nvmathpy.linalg.epilogues import DEFINITIONS
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-DTYPES = ["float32", "float64", "complex64", "complex128", "float16", "bfloat16"]
-TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
+from numerics import DTYPES, TOL, np_dtype, rand, up  # noqa: E402
 C = math.sqrt(2 / math.pi)
 
 
-def np_dtype(name):
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np_dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(np_dtype(dtype))
 
 
-def up(x):
-    return np.asarray(x).astype(np.complex128 if np.asarray(x).dtype.kind == "c" else np.float64)
 
 
 def gelu(z):

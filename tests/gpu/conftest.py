@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared helpers in tests/ (numerics)
 
 
 def _unavailable() -> str | None:

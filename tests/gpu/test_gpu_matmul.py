@@ -22,8 +22,9 @@ from nvmathpy.plan import Candidate, Problem  # noqa: E402
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
+from numerics import TOL, np_dtype, rand  # noqa: E402
+
 DTYPES = ["float32", "float64", "complex64", "complex128", "float16"]
-TOL = {"float32": 3e-5, "complex64": 3e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 LAYOUTS = [
     ((7, 5), "C", (5, 3), "C"), ((127, 65), "F", (65, 33), "F"), ((31, 17), "T", (17, 29), "pad"),
     ((4, 37, 19), "C", (19, 23), "F"), ((2, 1, 13, 11), "pad", (3, 11, 7), "T"), ((11,), "C", (2, 11, 5), "F"),
@@ -32,15 +33,8 @@ LAYOUTS = [
 ]
 
 
-def np_dtype(name):
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np_dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(np_dtype(dtype))
 
 
 def up(x):

@@ -1,0 +1,29 @@
+"""Helpers the numeric tests share: dtypes by name, random operands, float64 references, errors."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+#: The dtypes matmul accepts, by name.
+DTYPES = ["float32", "float64", "complex64", "complex128", "float16", "bfloat16"]
+#: Relative-norm tolerances per dtype for products of modest size.
+TOL = {"float32": 3e-5, "complex64": 3e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
+
+
+def np_dtype(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def rand(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    """Fresh standard-normal data (complex parts too) in ``dtype``."""
+    x = rng.standard_normal(shape)
+    if np_dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(np_dtype(dtype))
+
+
+def up(x) -> np.ndarray:
+    """``x`` as a float64 (or complex128) NumPy array, the precision of the references."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
