@@ -18,29 +18,20 @@ Examples
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ._lazy import lazy_getattr
 from ._version import __version__
 
-_SUBMODULES = {
+_SUBMODULES = (
     "linalg", "fft", "scipy", "errors", "plan", "operands", "execution", "cuda", "kernels", "torch", "dask", "bench",
-}
-_ATTRIBUTES = {
+)
+_NAMES = {
+    **{name: name for name in _SUBMODULES},
     "ExecutionCPU": "execution",
     "ExecutionCUDA": "execution",
 }
 
-__all__ = ["__version__", "ExecutionCPU", "ExecutionCUDA", *sorted(_SUBMODULES)]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in _ATTRIBUTES:
-        module = importlib.import_module(f"{__name__}.{_ATTRIBUTES[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'nvmathpy' has no attribute {name!r}")
+__all__ = ["__version__", *sorted(_NAMES)]
+__getattr__ = lazy_getattr(__name__, _NAMES)
 
 
 def __dir__() -> list[str]:

@@ -314,9 +314,11 @@ def test_run_cached_frees_a_plan_whose_swap_fails():
 
 
 def _blas_threads() -> list[int]:
-    from threadpoolctl import threadpool_info
+    """Threads of the BLAS libraries the solvers call (NumPy's and SciPy's); other BLAS a test
+    session may have loaded (MKL through mkl_fft, torch's) are not used by them."""
+    from nvmathpy.linalg._matmul_cpu import BLAS_THREADS
 
-    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    return [lib.get_num_threads() for lib in BLAS_THREADS.prepare()]
 
 
 def test_num_threads_limits_blas_in_plans_and_one_calls():

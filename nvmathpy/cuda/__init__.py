@@ -15,8 +15,7 @@ name below is imported on first access, and each library is loaded when first ca
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 _ATTRIBUTES = {
     "CudaStatus": "driver",
@@ -34,13 +33,7 @@ _ATTRIBUTES = {
 }
 
 __all__ = sorted(_ATTRIBUTES)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ATTRIBUTES:
-        module = importlib.import_module(f"{__name__}.{_ATTRIBUTES[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'nvmathpy.cuda' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _ATTRIBUTES)
 
 
 def __dir__() -> list[str]:
