@@ -363,3 +363,38 @@ def test_inputs_are_not_modified(name, layout):
     CALLS[name](nla, a, s)
     np.testing.assert_array_equal(a, keep[0])
     np.testing.assert_array_equal(s, keep[1])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("shape", [(4,), (4, 4), (3, 5), (100,)])
+def test_all_finite_matches_isfinite(bad, shape):
+    """The finiteness check behind ``check_finite``: exact for NaN/Inf anywhere, no false
+    alarm (and no warning) when the entries are finite but their sum overflows."""
+    from nvmathpy.scipy.linalg._validate import all_finite
+
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64, np.complex128):
+        x = rand(rng, shape, dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert all_finite(x) and all_finite(x.T)
+            assert all_finite(np.full(shape, np.finfo(dtype).max, dtype))
+            x.flat[rng.integers(x.size)] = bad
+            assert not all_finite(x) and not all_finite(x.T)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_cho_solve_checks_the_whole_factor(lower):
+    """SciPy checks every entry of ``c`` (the unused triangle too) and ``b``; so must we."""
+    rng = np.random.default_rng(4)
+    a, b = spd(rng, 4, np.float64), rand(rng, (4,), np.float64)
+    c = sla.cho_factor(a, lower=lower)
+    assert relerr(nla.cho_solve(c, b), np.linalg.solve(a, b)) < 1e-12
+    spoiled = c[0].copy(order="F")
+    spoiled[(0, 3) if lower else (3, 0)] = np.nan
+    for call in (lambda m: m.cho_solve((spoiled, lower), b), lambda m: m.cho_solve(c, np.where(b > 0, np.inf, b))):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            call(sla)
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            call(nla)
+    assert relerr(nla.cho_solve((spoiled, lower), b, check_finite=False), np.linalg.solve(a, b)) < 1e-12

@@ -429,3 +429,45 @@ def test_vectorised_paths_in_chunks(monkeypatch):
     a[22] = np.eye(3)
     plan.reset_operands(a=a)
     assert relerr(plan.execute(), np.linalg.solve(a, b)) < 1e-12
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_solve_numpy_fast_path_batched(layout):
+    """The key-from-attributes path of ``solve`` (NumPy batches of a and b with one batch
+    shape): every layout, a miss then a cache hit, inputs untouched, singular elements named;
+    other shapes keep NumPy's broadcasting rules."""
+    rng = np.random.default_rng(11)
+    for n in (3, 4, 9):
+        a = in_layout(well(rng, n, np.float64, (5, 6)), layout)
+        b = in_layout(rand(rng, (5, 6, n, 2), np.float64), layout)
+        keep = a.copy(), b.copy()
+        for _ in range(2):
+            assert relerr(nl.solve(a, b), np.linalg.solve(a, b)) < 1e-12
+        np.testing.assert_array_equal(a, keep[0])
+        np.testing.assert_array_equal(b, keep[1])
+        singular = a.copy()
+        singular[3, 4] = 0
+        with pytest.raises(np.linalg.LinAlgError, match=r"batch element \(3, 4\)"):
+            nl.solve(singular, b)
+        vector = rand(rng, (n,), np.float64)
+        assert relerr(nl.solve(a, vector), np.linalg.solve(a, vector)) < 1e-12
+        shared = b[:1, :1]
+        assert relerr(nl.solve(a, shared), np.linalg.solve(a, shared)) < 1e-12
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_one_call_inverse_and_solve_in_chunks(monkeypatch, n):
+    """Batches larger than a chunk: the closed forms write each chunk into the result and a
+    singular matrix past the first chunk is named by its batch index."""
+    from nvmathpy.linalg.solvers import solve_plan
+
+    monkeypatch.setattr(solve_plan, "CHUNK", 8)
+    rng = np.random.default_rng(n)
+    a = well(rng, n, np.float64, (37,))
+    b = rand(rng, (37, n, 3), np.float64)
+    assert relerr(nl.inv(a), np.linalg.inv(a)) < 1e-12
+    assert relerr(nl.solve(a, b), np.linalg.solve(a, b)) < 1e-12
+    a[33, 1] = 0
+    for call in (lambda: nl.inv(a), lambda: nl.solve(a, b)):
+        with pytest.raises(np.linalg.LinAlgError, match="batch element 33"):
+            call()

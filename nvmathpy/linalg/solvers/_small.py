@@ -80,12 +80,13 @@ def _adjugate(e: np.ndarray, n: int) -> tuple[list[list[np.ndarray]], np.ndarray
     return adj, det
 
 
-def closed_form(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def closed_form(a: np.ndarray, b: np.ndarray | None, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``A^{-1} b`` (or ``A^{-1}`` when ``b`` is None) by the adjugate, for n <= 4.
 
-    ``a`` is ``(B, n, n)``, ``b`` ``(B, n, k)``. The entries are first gathered into
-    contiguous rows over the batch (one copy), so every formula step is one vectorised
-    operation on contiguous memory. Flagged matrices hold garbage in the result.
+    ``a`` is ``(B, n, n)``, ``b`` ``(B, n, k)``; ``out`` (optional) receives the result
+    (``(B, n, n)`` or ``(B, n, k)``). The entries are first gathered into contiguous rows
+    over the batch (one copy), so every formula step is one vectorised operation on
+    contiguous memory. Flagged matrices hold garbage in the result.
     """
     count, n = a.shape[0], a.shape[-1]
     e = np.ascontiguousarray(a.reshape(count, n * n).T)
@@ -98,33 +99,40 @@ def closed_form(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.nda
         inv_scale = np.ldexp(np.ones_like(scale), -np.frexp(scale)[1])
         e *= inv_scale
         adj, det = _adjugate(e, n)
-        scale *= inv_scale
-        scale **= n
-        flagged = ~(np.abs(det) > np.sqrt(np.finfo(a.dtype).eps) * scale)
-        inv_det = inv_scale / np.where(flagged, 1, det)
-        flagged |= ~np.isfinite(inv_det)
+        # The scaled entries are below 1 in magnitude, so the scaled |det| is at most the
+        # relative determinant: every matrix with a relative determinant below sqrt(eps)
+        # is flagged (with the few up to 2^n times above it); NaN flags too.
+        flagged = ~(np.abs(det) > np.sqrt(np.finfo(a.dtype).eps))
+        inv_det = inv_scale / det  # inf or NaN only where flagged or overflowing
         if b is None:
-            out = np.empty((n, n, count), a.dtype)
+            flagged |= ~np.isfinite(inv_det)
+            result = np.empty((n, n, count), a.dtype)
             for i in range(n):
                 for j in range(n):
-                    np.multiply(adj[i][j], inv_det, out=out[i, j])
-            return out.transpose(2, 0, 1).copy(), flagged
-        k = b.shape[-1]
-        rows = np.ascontiguousarray(b.reshape(count, n * k).T).reshape(n, k, count)
-        out = np.empty((n, k, count), np.result_type(a, b))
-        for i in range(n):
-            acc = out[i]
-            np.multiply(adj[i][0], rows[0], out=acc)
-            for j in range(1, n):
-                acc += adj[i][j] * rows[j]
-            acc *= inv_det
-        flagged |= ~np.isfinite(out).all(axis=(0, 1))
-    return out.transpose(2, 0, 1).copy(), flagged
+                    np.multiply(adj[i][j], inv_det, out=result[i, j])
+        else:
+            k = b.shape[-1]
+            rows = np.ascontiguousarray(b.reshape(count, n * k).T).reshape(n, k, count)
+            result = np.empty((n, k, count), np.result_type(a, b))
+            term = np.empty((k, count), result.dtype)
+            for i in range(n):
+                acc = result[i]
+                np.multiply(adj[i][0], rows[0], out=acc)
+                for j in range(1, n):
+                    acc += np.multiply(adj[i][j], rows[j], out=term)
+                acc *= inv_det
+            # a non-finite inverse determinant or b entry, or an overflow, shows up here
+            flagged |= ~np.isfinite(result).all(axis=(0, 1))
+    if out is None:
+        return result.transpose(2, 0, 1).copy(), flagged
+    np.copyto(out, result.transpose(2, 0, 1))
+    return out, flagged
 
 
-def eliminate(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def eliminate(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Solve ``A x = b`` for a ``(B, n, n)`` stack by vectorised Gaussian elimination with
-    partial pivoting; matrices with an exactly zero (or non-finite) pivot are flagged."""
+    partial pivoting (into ``out`` when given); matrices with an exactly zero (or
+    non-finite) pivot are flagged."""
     count, n = a.shape[0], a.shape[-1]
     m = np.concatenate([a, b], axis=2).astype(np.result_type(a, b), copy=False)
     rows = np.arange(count)
@@ -150,4 +158,7 @@ def eliminate(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if i + 1 < n:
             x[:, i] -= np.einsum("bj,bjk->bk", m[:, i, i + 1:n], x[:, i + 1:])
         x[:, i] /= m[:, i, i, None]
-    return x, flagged
+    if out is None:
+        return x, flagged
+    out[...] = x
+    return out, flagged

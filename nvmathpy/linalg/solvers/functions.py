@@ -124,11 +124,14 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
     >>> solve(np.array([[3.0, 1.0], [1.0, 2.0]]), np.array([9.0, 8.0]))
     array([2., 3.])
     """
-    if (execution is None and type(a) is _ndarray and type(b) is _ndarray and a.ndim == 2
-            and a.dtype.char in _LAPACK_CHARS and b.dtype == a.dtype and 0 < b.ndim <= 2):
-        key = ("solve2", a.shape, b.shape, a.dtype.char, a.flags.c_contiguous)
+    # The common NumPy case (one dtype, a batch of b matching a's) skips wrapping, casting and
+    # broadcasting: its key is built from attributes alone, a cache hit runs at once.
+    if (execution is None and type(a) is _ndarray and type(b) is _ndarray and b.dtype == a.dtype
+            and a.dtype.char in _LAPACK_CHARS and a.ndim > 1
+            and (b.ndim == a.ndim and a.shape[:-2] == b.shape[:-2] or a.ndim == 2 and b.ndim == 1)):
+        key = ("solve-nd", a.shape, b.shape, a.dtype.char, a.flags.c_contiguous, b.flags.c_contiguous)
         plan = _CACHE.take(key)
-        if plan is None and a.shape[0] == a.shape[1] == b.shape[0] > 0:
+        if plan is None and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2] > 0 and a.size and b.size:
             plan = Solve(a, b).plan()
         if plan is not None:
             plan._a, plan._b = a, b

@@ -179,12 +179,13 @@ class Solve(SolverPlan):
             count = mats.shape[0]
             if count <= CHUNK:
                 out, flagged = fast(mats, rhs)
-            else:  # chunks keep each formula step's operands in cache
+            else:  # equal chunks of at most CHUNK keep each formula step's operands in cache
                 out = np.empty(mats.shape if rhs is None else rhs.shape, mats.dtype)  # b has a's dtype
                 flagged = np.empty(count, bool)
-                for lo in range(0, count, CHUNK):
-                    hi = min(lo + CHUNK, count)
-                    out[lo:hi], flagged[lo:hi] = fast(mats[lo:hi], None if rhs is None else rhs[lo:hi])
+                step = -(-count // -(-count // CHUNK))
+                for lo in range(0, count, step):
+                    hi = min(lo + step, count)
+                    flagged[lo:hi] = fast(mats[lo:hi], None if rhs is None else rhs[lo:hi], out[lo:hi])[1]
             return self._redo(one, a, b, out, np.flatnonzero(flagged))
 
         return compute

@@ -15,7 +15,9 @@ import numpy as np
 
 from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
-from ._validate import LinAlgError, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of
+from ._validate import (
+    LinAlgError, all_finite, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of,
+)
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
            "svd", "svdvals"]
@@ -222,9 +224,8 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
     c, lower = c_and_lower
     if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
             and c.dtype.char in "fdFD" and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
-        if check_finite:
-            as_array(c, True, "c")
-            as_array(b, True, "b")
+        if check_finite and not (all_finite(c) and all_finite(b)):
+            raise ValueError("array must not contain infs or NaNs")
         x, info = _funcs(c.dtype.char)["potrs"](c, b, int(lower))
         if info != 0:
             raise ValueError(f"illegal value in {-info}th argument of internal potrs")

@@ -9,17 +9,13 @@ from typing import Any
 import numpy as np
 
 from ...linalg.solvers._operands import stack_of
-from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_slice
+from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
-    EPS, LinAlgError, as_array, lapack_one, lapack_pair, over_batch, raise_singular, to_caller_of, warn_ill_conditioned,
+    EPS, LinAlgError, all_finite, as_array, lapack_one, lapack_pair, over_batch, raise_singular, to_caller_of,
+    warn_ill_conditioned,
 )
 
 __all__ = ["solve", "inv", "det", "solve_triangular", "lstsq"]
-
-
-def _finite(x: np.ndarray) -> bool:
-    """True when ``x`` is free of NaN/Inf."""
-    return np.count_nonzero(np.isfinite(x)) == x.size
 
 
 def _square(a1: np.ndarray) -> None:
@@ -68,13 +64,13 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             as_array(a, True, "a")
             as_array(b, True, "b")
         try:
-            x, rcond = solve_slice(a, b, structure, lower, transposed)
+            x, rcond = solve_general(a, b, transposed) if deferred else solve_slice(a, b, structure, lower, transposed)
         except Singular:
             if deferred:
                 as_array(a, True, "a")
                 as_array(b, True, "b")
             raise_singular([0])
-        if deferred and not (rcond > 0 and _finite(x)):
+        if deferred and not (rcond > 0 and all_finite(x)):
             as_array(a, True, "a")
             as_array(b, True, "b")
         if not rcond >= EPS[a.dtype.char]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Singular", "STRUCTURES", "detect", "solve_slice", "inv_slice"]
+__all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 
 #: ``assume_a`` spellings -> the kernel used (``tridiagonal``/``banded`` run the general LU).
 STRUCTURES = {
@@ -100,17 +100,34 @@ def _symmetric_norm1(a: np.ndarray, lower: bool) -> float:
     return float(np.abs(full).sum(axis=0).max())
 
 
+@functools.lru_cache(maxsize=None)
+def _general(dtype_char: str) -> tuple[Any, Any, Any, Any]:
+    r = _lapack(dtype_char)
+    return r["getrf"], r["lange"], r["gecon"], r["getrs"]
+
+
+def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool) -> tuple[np.ndarray, float]:
+    """:func:`solve_slice` of a general matrix (pivoted LU), the common case kept short."""
+    getrf, lange, gecon, getrs = _general(a.dtype.char)
+    if a.flags.f_contiguous:
+        view, t, norm = a, 0, "1"
+    elif a.flags.c_contiguous:
+        view, t, norm = a.T, 1, "I"
+    else:
+        view, t, norm = np.asfortranarray(a), 0, "1"
+    lu, piv, info = getrf(view)
+    if info > 0:
+        raise Singular
+    rcond = gecon(lu, lange(norm, view), norm)[0]
+    return getrs(lu, piv, b, t ^ transposed)[0], rcond
+
+
 def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool) -> tuple[np.ndarray, float]:
     """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``."""
+    if kind == "gen":
+        return solve_general(a, b, transposed)
     r = _lapack(a.dtype.char)
     view, t = _view(a)
-    if kind == "gen":
-        lu, piv, info = r["getrf"](view)
-        if info > 0:
-            raise Singular
-        norm = "I" if t else "1"
-        rcond = r["gecon"](lu, r["lange"](norm, view), norm)[0]
-        return r["getrs"](lu, piv, b, int(t != transposed))[0], rcond
     if kind == "diagonal":
         d = np.diagonal(a)
         if not d.all():

@@ -14,7 +14,7 @@ from ...errors import LinAlgError
 from ...operands import wrap
 
 __all__ = [
-    "EPS", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "over_batch", "raise_singular",
+    "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "over_batch", "raise_singular",
     "warn_ill_conditioned",
     "LinAlgError", "linalg_warning",
 ]
@@ -31,10 +31,19 @@ def linalg_warning() -> type:
     return LinAlgWarning
 
 
-def _all_finite(x: np.ndarray) -> bool:
-    """True when ``x`` holds no NaN or infinity (no floating-point warnings on the way)."""
+def all_finite(x: np.ndarray) -> bool:
+    """True when ``x`` holds no NaN or infinity (no floating-point warnings on the way).
+
+    A small array is summed in Python numbers first: a finite sum proves every entry
+    finite (a NaN or infinity makes it NaN or infinite, without a floating-point warning),
+    and that is cheaper than a NumPy scan; a sum that is not finite (or that overflowed) is
+    settled by the scan."""
     if x.dtype.kind not in "fc":
         return True
+    if x.size <= 64:
+        total = sum((x if x.ndim == 1 else x.ravel(order="K")).tolist())
+        if total - total == 0:
+            return True
     return _count_nonzero(_isfinite(x)) == x.size  # cheaper than .all() on small arrays
 
 
@@ -49,7 +58,7 @@ def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
         arr = np.asarray(x)
         if arr.dtype == object:
             raise ValueError(f"{name}: object arrays are not supported")
-    if check_finite and not _all_finite(arr):
+    if check_finite and not all_finite(arr):
         raise ValueError("array must not contain infs or NaNs")
     return arr
 
