@@ -134,6 +134,48 @@ def epilogue_rows(quick: bool, rounds: int) -> list[str]:
     return rows
 
 
+def custom_epilogue_rows(quick: bool, rounds: int) -> list[str]:
+    """Custom epilogues written in Python (traced, one pass) against the bare GEMM and the
+    built-in epilogue that computes the same thing."""
+    m = 4096 if not quick else 2048
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, 1024), dtype=np.float32)
+    b = rng.standard_normal((1024, 1024), dtype=np.float32)
+    bias = rng.standard_normal(1024, dtype=np.float32)
+    inputs = {"bias": bias, "s": 0.5}
+
+    def gelu_bias(x, bias):
+        return la.epilogues.gelu(x + bias)
+
+    def tail5(x, bias, s):  # mul, add, maximum, minimum, sub
+        return np.minimum(np.maximum(x * s + bias, 0.0), 6.0) - 0.5
+
+    def naive5():
+        return np.minimum(np.maximum((a @ b) * 0.5 + bias, 0.0), 6.0) - 0.5
+
+    rows = [f"| custom epilogues, fp32 {m}x1024 @ 1024x1024 | median time | time / bare GEMM (median) | "
+            "(fastest samples) | target |", "|---|---|---|---|---|"]
+    builtin = la.Matmul(a, b, epilogue="gelu_bias", epilogue_inputs={"bias": bias})
+    builtin.autotune()
+    custom_gelu = la.Matmul(a, b, epilogue=gelu_bias, epilogue_inputs={"bias": bias})
+    custom_gelu.autotune()
+    custom5 = la.Matmul(a, b, epilogue=tail5, epilogue_inputs=inputs)
+    custom5.autotune()
+    t, r, best = measure({"gemm": lambda: a @ b, "builtin": builtin.execute, "gelu": custom_gelu.execute,
+                          "naive5": naive5, "tail5": custom5.execute}, rounds, 0.0)
+    rows.append(f"| bare GEMM `a @ b` | {fmt(t['gemm'])} | 1.000x | 1.000x | |")
+    for key, label, target in (
+        ("builtin", f"built-in gelu_bias `{builtin.candidate}`", ""),
+        ("gelu", f"custom gelu(x + bias) in Python `{custom_gelu.candidate}`", "1.10x"),
+        ("naive5", "5-op tail: NumPy naive chain", ""),
+        ("tail5", f"5-op tail: custom `{custom5.candidate}`", "1.15x"),
+    ):
+        rows.append(f"| {label} | {fmt(t[key])} | {r[key]:.3f}x | {best[key]:.3f}x | {target} |")
+    for plan in (builtin, custom_gelu, custom5):
+        plan.free()
+    return rows
+
+
 def tiny_rows(rounds: int) -> list[str]:
     rows = ["| tiny fp64 n x n | numpy.matmul | a.dot(b) | planned execute | one-call matmul (cache hit) | "
             "execute / matmul | execute / dot | one-call / matmul |", "|---|---|---|---|---|---|---|---|"]
@@ -152,15 +194,19 @@ def tiny_rows(rounds: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
+    parser.add_argument("--only", choices=["gemm", "epilogues", "custom", "tiny"], help="run one row group")
     args = parser.parse_args()
     rounds = 5 if args.quick else 11
     from nvmathpy.bench.harness import blas_summary
 
     print(f"BLAS: {blas_summary()}; rounds: {rounds}; load average before: {os.getloadavg()[0]:.1f}; "
           "ratios are medians of per-round ratios\n")
-    for block in (gemm_rows(args.quick, rounds), epilogue_rows(args.quick, rounds), tiny_rows(rounds)):
-        print("\n".join(block))
-        print()
+    groups = {"gemm": lambda: gemm_rows(args.quick, rounds), "epilogues": lambda: epilogue_rows(args.quick, rounds),
+              "custom": lambda: custom_epilogue_rows(args.quick, rounds), "tiny": lambda: tiny_rows(rounds)}
+    for name, rows in groups.items():
+        if args.only in (None, name):
+            print("\n".join(rows()))
+            print()
 
 
 if __name__ == "__main__":

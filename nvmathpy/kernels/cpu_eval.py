@@ -18,6 +18,7 @@ from input name to a scalar or an array broadcastable to ``out``.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -25,7 +26,8 @@ import numpy as np
 
 from .ir import Expr, uses_op, walk
 
-__all__ = ["BlockedEvaluator", "NumexprEvaluator", "numexpr_supports", "evaluate_reference"]
+__all__ = ["BlockedEvaluator", "NumexprEvaluator", "numexpr_supports", "to_numexpr", "constant_names",
+           "evaluate_reference"]
 
 
 def _special(name: str) -> np.ufunc:
@@ -103,6 +105,7 @@ class BlockedEvaluator:
         self.dtype = np.dtype(dtype)
         self.block_elements = max(1, int(block_elements))
         self._steps, self._slot_is_bool, self._result = self._compile(expr)
+        self._local = threading.local()
 
     def _compile(self, expr: Expr) -> tuple[list[_Step], list[bool], Any]:
         """Post-order linearisation with slot reuse once a node's last consumer has run."""
@@ -161,7 +164,7 @@ class BlockedEvaluator:
         """Apply the expression to ``out`` in place (``out`` holds the value on entry)."""
         m, n = out.shape[-2], out.shape[-1]
         rows = max(1, min(m, self.block_elements // max(n, 1)))
-        slots = [np.empty((rows, n), dtype=bool if b else self.dtype) for b in self._slot_is_bool]
+        slots = self._slots(rows, n)
         batch_shape = out.shape[:-2]
         col_index = np.arange(n)
         for batch in np.ndindex(*batch_shape):
@@ -172,6 +175,15 @@ class BlockedEvaluator:
                 views = slots if r1 - r0 == rows else [s[: r1 - r0] for s in slots]
                 leaves = _LeafView(inputs, batch, r0, r1, block, col_index, flat_batch)
                 self._run_block(views, leaves, block)
+
+    def _slots(self, rows: int, n: int) -> list[np.ndarray]:
+        """Scratch buffers for ``rows x n`` blocks, kept per thread (a caller running row
+        chunks would otherwise allocate, and page-fault, them on every call)."""
+        cache = getattr(self._local, "slots", None)
+        if cache is None or cache[0] != (rows, n):
+            cache = ((rows, n), [np.empty((rows, n), dtype=bool if b else self.dtype) for b in self._slot_is_bool])
+            self._local.slots = cache
+        return cache[1]
 
     def _run_block(self, slots: list[np.ndarray], leaves: "_LeafView", block: np.ndarray) -> None:
         def fetch(src: Any) -> Any:
@@ -245,6 +257,69 @@ _NE_BINOP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<
              "eq": "==", "ne": "!=", "and": "&", "or": "|"}
 
 
+def constant_names(constants: dict[str, Any]) -> Callable[[Any], str]:
+    """A ``constant`` callback for :func:`to_numexpr`: each distinct value gets one name
+    ``k0, k1, ...``, recorded in ``constants``."""
+
+    def name(value: Any) -> str:
+        for known_name, known in constants.items():
+            if known == value and type(known) is type(value):
+                return known_name
+        new = f"k{len(constants)}"
+        constants[new] = value
+        return new
+
+    return name
+
+
+def to_numexpr(expr: Expr, name_of: Callable[[Expr], str], constant: Callable[[Any], str]) -> str:
+    """The numexpr source of ``expr``: ``name_of(leaf)`` names input and index leaves,
+    ``constant(value)`` names a numeric constant (so callers pass it in the compute dtype).
+
+    Examples
+    --------
+    >>> from nvmathpy.kernels.trace import trace
+    >>> e = trace(lambda x, bias: np.maximum(x + bias, 0), {"bias": "col"})
+    >>> to_numexpr(e, lambda leaf: leaf.name, lambda v: f"k{v}")
+    'where(((x + bias)) <= (k0), k0, (x + bias))'
+    """
+
+    def emit(node: Expr) -> str:
+        op = node.op
+        if op in ("input", "index"):
+            return name_of(node)
+        if op == "const":
+            if isinstance(node.value, bool):
+                return "True" if node.value else "False"
+            return constant(node.value)
+        args = [emit(a) for a in node.args]
+        if op in _NE_BINOP:
+            return f"({args[0]} {_NE_BINOP[op]} {args[1]})"
+        if op in _NE_FUNC:
+            return f"{_NE_FUNC[op]}({args[0]})"
+        if op == "where":
+            return f"where({', '.join(args)})"
+        if op in ("maximum", "minimum"):  # numexpr's own are float64-only: compare and select
+            a, b = args
+            keep_b = f"({a}) <= ({b})" if op == "maximum" else f"({a}) >= ({b})"
+            if node.args[1].op == "const":  # NaN propagates from a (as in NumPy)
+                return f"where({keep_b}, {b}, {a})"
+            return f"where({keep_b}, {b}, where({b} == {b}, {a}, {b}))"  # NaN in b propagates too
+        if op == "pow":
+            return f"({args[0]} ** {args[1]})"
+        if op == "neg":
+            return f"(-{args[0]})"
+        if op == "not":
+            return f"(~{args[0]})"
+        if op == "sigmoid":
+            return f"({constant(1.0)} / ({constant(1.0)} + exp(-{args[0]})))"
+        if op == "rsqrt":
+            return f"({constant(1.0)} / sqrt({args[0]}))"
+        raise ValueError(f"numexpr cannot express {op!r}")  # guarded by numexpr_supports
+
+    return emit(expr)
+
+
 class NumexprEvaluator:
     """Evaluate an IR with numexpr (multithreaded, one pass, in place).
 
@@ -265,44 +340,15 @@ class NumexprEvaluator:
 
         self._numexpr = numexpr
         self.dtype = np.dtype(dtype)
-        self._constants: dict[str, np.ndarray] = {}
+        values: dict[str, Any] = {}
         self._names: dict[str, str] = {}
-        self.source = self._emit(expr)
+        self.source = to_numexpr(expr, self._name, constant_names(values))
+        self._constants = {name: np.asarray(v, dtype=self.dtype) for name, v in values.items()}
 
-    def _emit(self, node: Expr) -> str:
-        op = node.op
-        if op == "input":
-            return self._names.setdefault(node.name, f"v{len(self._names)}") if node.kind != "value" else "x"
-        if op == "index":
-            return f"i_{node.name}"
-        if op == "const":
-            if isinstance(node.value, bool):
-                return "True" if node.value else "False"
-            name = f"k{len(self._constants)}"
-            self._constants[name] = np.asarray(node.value, dtype=self.dtype)
-            return name
-        args = [self._emit(a) for a in node.args]
-        if op in _NE_BINOP:
-            return f"({args[0]} {_NE_BINOP[op]} {args[1]})"
-        if op in _NE_FUNC:
-            return f"{_NE_FUNC[op]}({args[0]})"
-        if op in ("maximum", "minimum"):
-            return f"{op}({args[0]}, {args[1]})"
-        if op == "pow":
-            return f"({args[0]} ** {args[1]})"
-        if op == "neg":
-            return f"(-{args[0]})"
-        if op == "not":
-            return f"(~{args[0]})"
-        if op == "sigmoid":
-            one = self._emit(Expr("const", value=1.0))
-            return f"({one} / ({one} + exp(-{args[0]})))"
-        if op == "rsqrt":
-            one = self._emit(Expr("const", value=1.0))
-            return f"({one} / sqrt({args[0]}))"
-        if op == "where":
-            return f"where({args[0]}, {args[1]}, {args[2]})"
-        raise ValueError(f"numexpr cannot express {op!r}")  # guarded by numexpr_supports
+    def _name(self, leaf: Expr) -> str:
+        if leaf.op == "index":
+            return f"i_{leaf.name}"
+        return "x" if leaf.kind == "value" else self._names.setdefault(leaf.name, f"v{len(self._names)}")
 
     def __call__(self, out: np.ndarray, inputs: Mapping[str, Any]) -> None:
         local = {"x": out, **self._constants}

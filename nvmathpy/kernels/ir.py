@@ -34,6 +34,7 @@ __all__ = [
     "input_",
     "index",
     "inputs_of",
+    "substitute",
     "walk",
     "uses_op",
 ]
@@ -140,3 +141,19 @@ def inputs_of(expr: Expr) -> dict[str, str]:
 def uses_op(expr: Expr, *ops: str) -> bool:
     """Whether any node of ``expr`` is one of ``ops``."""
     return any(node.op in ops for node in walk(expr))
+
+
+def substitute(expr: Expr, bindings: dict[str, Expr]) -> Expr:
+    """``expr`` with the inputs named in ``bindings`` replaced by those expressions.
+
+    Examples
+    --------
+    >>> x = input_("x", "value")
+    >>> str(substitute(Expr("exp", (x,)), {"x": Expr("mul", (x, const(2.0)))}))
+    'exp(mul(x, 2.0))'
+    """
+    if expr.op == "input":
+        return bindings.get(expr.name, expr)
+    if not expr.args:
+        return expr
+    return Expr(expr.op, tuple(substitute(a, bindings) for a in expr.args), expr.name, expr.kind, expr.value)

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InvalidOperandError, NvmathpyError
 from .ir import INDEX_NAMES, Expr, const, index, input_
 
-__all__ = ["Traced", "UnsupportedOperationError", "trace", "sigmoid", "gelu", "erf"]
+__all__ = ["Traced", "UnsupportedOperationError", "trace", "sigmoid", "gelu", "erf", "GELU_C", "GELU_CUBIC"]
 
 
 class UnsupportedOperationError(NvmathpyError, TypeError):
@@ -227,7 +227,9 @@ Examples
 0.5
 """
 
-_GELU_C = math.sqrt(2.0 / math.pi)
+#: The tanh-approximated GELU's constants: ``0.5 x (1 + tanh(GELU_C (x + GELU_CUBIC x^3)))``.
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_CUBIC = 0.044715
 
 
 def gelu(x: Any, approximate: str = "tanh") -> Any:
@@ -244,7 +246,7 @@ def gelu(x: Any, approximate: str = "tanh") -> Any:
     0.841345
     """
     if approximate == "tanh":
-        inner = np.tanh(_GELU_C * (x + 0.044715 * (x * x * x)))
+        inner = np.tanh(GELU_C * (x + GELU_CUBIC * (x * x * x)))
         return 0.5 * x * (1.0 + inner)
     if approximate == "none":
         return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))

@@ -1,6 +1,7 @@
 """The CPU evaluator of epilogue definitions: one pass over the result per output.
 
-A definition's steps (see :class:`~nvmathpy.linalg.epilogues.EpilogueDef`) are compiled once,
+A definition's steps (see :class:`~nvmathpy.linalg.epilogues.EpilogueDef`; expressions of
+:mod:`nvmathpy.kernels.ir`) are compiled once,
 at planning time, into a :class:`Program` for one of two backends:
 
 - ``"numexpr"``: each output (aux outputs, then the result) is one precompiled numexpr
@@ -24,15 +25,27 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import MissingDependencyError
-from ._epilogue_expr import COMMUTATIVE, Expr, substitute, to_numexpr, var
+from ..kernels.cpu_eval import constant_names, to_numexpr
+from ..kernels.ir import Expr, const, input_, inputs_of, substitute
 
 __all__ = ["Program", "compile_program", "numexpr_available", "prologue_steps"]
 
 _UFUNCS: dict[str, Callable[..., Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "neg": np.negative,
-    "max": np.maximum, "exp": np.exp, "tanh": np.tanh, "gt": np.greater, "le": np.less_equal,
+    "maximum": np.maximum, "exp": np.exp, "tanh": np.tanh, "gt": np.greater, "le": np.less_equal,
 }
 _BOOLEAN_OPS = frozenset({"gt", "le"})
+#: Operations whose two arguments may be swapped.
+_COMMUTATIVE = frozenset({"add", "mul", "maximum"})
+_X = input_("x", "value")
+
+
+def _is_leaf(node: Expr) -> bool:
+    return node.op in ("input", "const")
+
+
+def _variables(node: Expr) -> set[str]:
+    return set(inputs_of(node))
 
 
 def numexpr_available() -> bool:
@@ -46,12 +59,12 @@ def numexpr_available() -> bool:
 
 def prologue_steps(alpha: Any, beta: Any, has_c: bool) -> tuple[tuple[str, Expr], ...]:
     """The step computing ``x = alpha * x + beta * c`` from the bare product (none if trivial)."""
-    x: Expr = var("x")
+    x = _X
     if alpha != 1:
-        x = x * alpha
+        x = Expr("mul", (x, const(alpha)))
     if has_c:
-        x = x + var("c") * beta
-    return () if x == var("x") else (("x", x),)
+        x = Expr("add", (x, Expr("mul", (input_("c", "matrix"), const(beta)))))
+    return () if x is _X else (("x", x),)
 
 
 class Program:
@@ -76,7 +89,7 @@ def _normalise(steps: Sequence[tuple[str, Expr]], result_is_work: bool) -> list[
     if "d" in names and names.index("d") != len(names) - 1:
         raise ValueError("an epilogue's 'd' step must be its last")
     if "d" not in names and (not result_is_work or "x" in names):
-        steps.append(("d", var("x")))  # the numexpr backend inlines x updates into this output
+        steps.append(("d", _X))  # the numexpr backend inlines x updates into this output
     return steps
 
 
@@ -128,8 +141,8 @@ def _compile_numexpr(
             bindings[target] = expr  # x updates and temporaries are inlined
             continue
         constants: dict[str, Any] = {}
-        source = to_numexpr(expr, constants)
-        names = sorted(expr.variables())
+        source = to_numexpr(expr, lambda leaf: leaf.name, constant_names(constants))
+        names = sorted(_variables(expr))
         dtypes = {**input_dtypes, "x": np.dtype(compute_dtype)}
         signature = [(n, getType(np.empty(0, dtypes[n]))) for n in names]
         signature += [(k, getType(np.empty(0, compute_dtype))) for k in constants]
@@ -182,9 +195,9 @@ class _UfuncCompiler:
     def _leaf(self, node: Expr) -> tuple:
         if node.op == "const":
             return ("k", self.scalar(node.value))
-        if node.value in self.temps:
-            return ("s", self.temps[node.value])
-        return ("v", node.value)
+        if node.name in self.temps:
+            return ("s", self.temps[node.name])
+        return ("v", node.name)
 
     def _alias(self, target: tuple) -> str | None:
         """The variable whose memory ``target`` is (``d`` may be ``x``), for aliasing checks."""
@@ -194,16 +207,16 @@ class _UfuncCompiler:
 
     def _emit(self, node: Expr, target: tuple, reusable: bool) -> None:
         args = list(node.args)
-        if node.op in COMMUTATIVE and args[0].is_leaf and not args[1].is_leaf:
+        if node.op in _COMMUTATIVE and _is_leaf(args[0]) and not _is_leaf(args[1]):
             args.reverse()
         refs: list[tuple] = []
         scratch: list[tuple] = []
         alias = self._alias(target)
         for i, arg in enumerate(args):
-            if arg.is_leaf:
+            if _is_leaf(arg):
                 refs.append(self._leaf(arg))
                 continue
-            others = set().union(*(a.variables() for j, a in enumerate(args) if j != i))
+            others = set().union(*(_variables(a) for j, a in enumerate(args) if j != i))
             kind = "b" if arg.op in _BOOLEAN_OPS else "f"
             same_kind = kind == (self.kinds[target[1]] if target[0] == "s" else "f")
             if reusable and same_kind and target not in refs and (alias is None or alias not in others):
@@ -235,8 +248,8 @@ class _UfuncCompiler:
                 target = self._alloc("f")
                 self.temps[name] = target[1]
                 reusable = True
-            if expr.is_leaf:
-                if not (expr.op == "var" and self._alias(target) == expr.value):  # x -> d in place: nothing
+            if _is_leaf(expr):
+                if not (expr.op == "input" and self._alias(target) == expr.name):  # x -> d in place: nothing
                     self.code.append((_copy, (self._leaf(expr),), target))
             else:
                 self._emit(expr, target, reusable)

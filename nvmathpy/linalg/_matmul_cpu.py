@@ -31,6 +31,9 @@ import numpy as np
 
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
+from ..kernels.cpu_eval import numexpr_supports
+from ..kernels.ir import Expr
+from ._custom_epilogue import custom_program, needs_whole_result
 from ._epilogue_cpu import Program, compile_program, numexpr_available, prologue_steps
 from ._matmul_layout import analyse_shapes
 from .epilogues import definition
@@ -152,7 +155,8 @@ def _rows(arr: Any, lo: int, hi: int, m: int) -> Any:
 class _Spec:
     """What a kernel needs: the problem key, and the scalars (the key holds only their kinds)."""
 
-    def __init__(self, problem: Problem, alpha: Any, beta: Any):
+    def __init__(self, problem: Problem, alpha: Any, beta: Any, custom: Expr | None = None):
+        self.custom = custom
         self.shape = analyse_shapes(tuple(problem.get("a_shape")), tuple(problem.get("b_shape")))
         self.dtype_name = problem.get("dtype")
         self.compute = compute_dtype_of(self.dtype_name)
@@ -161,7 +165,7 @@ class _Spec:
         self.a_ndim, self.b_ndim = len(problem.get("a_shape")), len(problem.get("b_shape"))
         self.alpha, self.beta = alpha, beta
         self.has_c = problem.get("c_shape") is not None
-        self.epilogue = definition(problem.get("epilogue")) if problem.get("epilogue") else None
+        self.epilogue = definition(problem.get("epilogue")) if problem.get("epilogue") and custom is None else None
         self.inputs = {name: np.dtype(dt) if dt not in _HALF else None for name, (_, dt) in
                        (problem.get("inputs") or [])}
         self.threads = problem.get("num_threads")
@@ -175,7 +179,7 @@ class _Spec:
     @property
     def plain(self) -> bool:
         """Nothing but the product: no epilogue, alpha = 1, no c."""
-        return self.epilogue is None and self.alpha == 1 and not self.has_c
+        return self.epilogue is None and self.custom is None and self.alpha == 1 and not self.has_c
 
     @property
     def two_d(self) -> bool:
@@ -191,8 +195,8 @@ class CpuMatmulEngine(Engine):
 
     name = "cpu-blas"
 
-    def __init__(self, alpha: Any = 1.0, beta: Any = None):
-        self.alpha, self.beta = alpha, beta
+    def __init__(self, alpha: Any = 1.0, beta: Any = None, custom: Expr | None = None):
+        self.alpha, self.beta, self.custom = alpha, beta, custom
 
     def device(self) -> dict[str, Any]:
         """The host description plus the numexpr version (it changes the evaluator ranking)."""
@@ -205,7 +209,7 @@ class CpuMatmulEngine(Engine):
         return {**cpu_description(), "numexpr": version}
 
     def candidates(self, problem: Problem) -> list[Candidate]:
-        spec = _Spec(problem, self.alpha, self.beta)
+        spec = _Spec(problem, self.alpha, self.beta, self.custom)
         threads = spec.threads
         if (spec.plain and not spec.half and spec.a_ndim <= 2 and spec.b_ndim <= 2
                 and spec.flops <= TINY_FLOPS and threads is None):
@@ -216,7 +220,8 @@ class CpuMatmulEngine(Engine):
             evaluators = [None]
         else:
             evaluators = ["ufunc"]
-            if numexpr_available() and spec.compute in (np.float32, np.float64) and not spec.half:
+            if (numexpr_available() and spec.compute in (np.float32, np.float64) and not spec.half
+                    and (spec.custom is None or numexpr_supports(spec.custom))):
                 evaluators.append("numexpr")
         gemm_ok = spec.two_d and not spec.half and spec.a_layout in ("C", "F") and spec.b_layout in ("C", "F")
         # gemm folds alpha, beta and c into BLAS but runs on SciPy's own OpenBLAS, whose threads
@@ -225,12 +230,13 @@ class CpuMatmulEngine(Engine):
         cores = threads or os.cpu_count() or 1
         chunk = max(4, CHUNK_BYTES // (max(1, spec.shape.n) * spec.compute.itemsize))
         big = spec.flops > SMALL_FLOPS
-        chunk_ok = spec.two_d and (not spec.plain or spec.half) and spec.shape.m >= 2 * chunk
-        split_ok = spec.two_d and cores > 1 and spec.shape.m >= 256 and big
+        whole = spec.custom is not None and needs_whole_result(spec.custom)  # row indices need whole results
+        chunk_ok = spec.two_d and (not spec.plain or spec.half) and spec.shape.m >= 2 * chunk and not whole
+        split_ok = spec.two_d and cores > 1 and spec.shape.m >= 256 and big and not whole
         out: list[Candidate] = []
 
         def add(method: str, evaluator: str | None, t: int | None, **extra: int) -> None:
-            if method == "gemm" and spec.epilogue is None:
+            if method == "gemm" and spec.epilogue is None and spec.custom is None:
                 evaluator = None  # alpha/beta/c alone need no evaluator after ?gemm
             if evaluator is None:
                 extra.pop("chunk", None)
@@ -264,7 +270,7 @@ class CpuMatmulEngine(Engine):
         return out
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
-        spec = _Spec(problem, self.alpha, self.beta)
+        spec = _Spec(problem, self.alpha, self.beta, self.custom)
         params = candidate.params
         method = params["method"]
         if method == "dot":
@@ -308,13 +314,17 @@ class _Kernel:
         self.chunk, self.workers, self.pool = chunk, workers, pool
         self.scratch: list[list[np.ndarray]] = []
         self.work = np.empty(self.result_shape, np.float32) if spec.half else None
-        if steps or spec.half:
-            input_dtypes = {n: (dt if dt is not None else spec.compute) for n, dt in spec.inputs.items()}
-            input_dtypes["c"] = spec.compute
+        input_dtypes = {n: (dt if dt is not None else spec.compute) for n, dt in spec.inputs.items()}
+        input_dtypes["c"] = spec.compute
+        if spec.custom is not None:
+            self.program = custom_program(spec.custom, steps, compute_dtype=spec.compute, input_dtypes=input_dtypes,
+                                          backend=evaluator or "ufunc")
+        elif steps or spec.half:
             self.program = compile_program(
                 steps, outputs=self.aux, compute_dtype=spec.compute, result_is_work=not spec.half,
                 input_dtypes=input_dtypes, backend=evaluator or "ufunc",
             )
+        if self.program is not None:
             block = self.result_shape if chunk is None else (chunk, spec.shape.n)
             self.scratch = [self.program.scratch(block, spec.compute) for _ in range(workers)]
         if method == "gemm":

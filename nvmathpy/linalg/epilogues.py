@@ -3,9 +3,11 @@
 An epilogue is applied to ``x = alpha * a @ b + beta * c`` before the result is returned.
 Each built-in epilogue is a small :class:`EpilogueDef`: the inputs it needs (in
 ``epilogue_inputs``), a sequence of elementwise steps written in the expression IR of
-:mod:`nvmathpy.linalg._epilogue_expr`, and the reductions it returns beside the result. One
-evaluator per execution space applies any definition in one pass over the result; custom
-epilogues (a later issue) will be traced into the same kind of definition.
+:mod:`nvmathpy.kernels.ir` (built here through :class:`~nvmathpy.kernels.trace.Traced`'s
+operators), and the reductions it returns beside the result. One evaluator per execution
+space applies any definition in one pass over the result; custom epilogues (Python
+functions, see :class:`~nvmathpy.linalg.Matmul`) are traced into the same IR, with the
+helpers :func:`sigmoid`, :func:`gelu` and :func:`erf` exported here.
 
 Conventions (row-major, NumPy's view of ``a @ b`` with result shape ``(..., M, N)``):
 
@@ -35,13 +37,18 @@ True
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 
-from ..errors import InvalidOptionError
-from ._epilogue_expr import Expr, exp, greater, maximum, var, where
+import numpy as np
 
-__all__ = ["Epilogue", "EpilogueDef", "definition", "gelu_tanh", "gelu_tanh_grad", "DEFINITIONS"]
+from ..errors import InvalidOptionError
+from ..kernels.ir import Expr, input_
+from ..kernels.trace import GELU_C, GELU_CUBIC, Traced, erf, gelu, sigmoid
+
+__all__ = [
+    "Epilogue", "EpilogueDef", "definition", "gelu_tanh", "gelu_tanh_grad", "DEFINITIONS",
+    "sigmoid", "gelu", "erf",  # helpers for custom epilogues (traced values and arrays alike)
+]
 
 
 class Epilogue(str, enum.Enum):
@@ -105,32 +112,49 @@ class EpilogueDef:
         return self.aux + tuple(name for name, _ in self.reductions)
 
 
-_C = math.sqrt(2.0 / math.pi)
-_K0 = -2.0 * _C
-_K1 = -2.0 * _C * 0.044715
+_K0 = -2.0 * GELU_C
+_K1 = -2.0 * GELU_C * GELU_CUBIC
+
+
+def _one_plus_exp_2u(z: Traced) -> Traced:
+    """``1 + exp(-2u)`` with ``u = sqrt(2/pi)(z + 0.044715 z^3)``."""
+    return 1.0 + np.exp(z * (_K0 + _K1 * (z * z)))
+
+
+def _sigmoid_2u(z: Traced) -> Traced:
+    return 1.0 / _one_plus_exp_2u(z)
 
 
 def gelu_tanh(z: Expr) -> Expr:
     """The tanh-approximated GELU of ``z`` (as ``z * sigmoid(2 sqrt(2/pi) (z + 0.044715 z^3))``)."""
-    return z / (1.0 + exp(z * (_K0 + _K1 * (z * z))))
+    return _gelu_tanh(Traced(z)).expr
+
+
+def _gelu_tanh(z: Traced) -> Traced:
+    return z / _one_plus_exp_2u(z)
 
 
 def gelu_tanh_grad(z: Expr, s: Expr) -> Expr:
     """d gelu_tanh / dz, given ``s = 1 / (1 + exp(-2u))`` with ``u = sqrt(2/pi)(z + 0.044715 z^3)``."""
-    return s + (2.0 * _C) * z * s * (1.0 - s) * (1.0 + (3.0 * 0.044715) * (z * z))
+    return _gelu_tanh_grad(Traced(z), Traced(s)).expr
 
 
-def _sigmoid_2u(z: Expr) -> Expr:
-    return 1.0 / (1.0 + exp(z * (_K0 + _K1 * (z * z))))
+def _gelu_tanh_grad(z: Traced, s: Traced) -> Traced:
+    return s + (2.0 * GELU_C) * z * s * (1.0 - s) * (1.0 + (3.0 * GELU_CUBIC) * (z * z))
 
 
-_X = var("x")
-_BIAS = var("bias")
-_ADD_BIAS = ("x", _X + _BIAS)
-_RELU = ("d", maximum(_X, 0.0))
-_GELU = ("d", gelu_tanh(_X))
-_Z = var("gelu_aux")
-_DGELU = (("s", _sigmoid_2u(_Z)), ("d", _X * gelu_tanh_grad(_Z, var("s"))))
+def _var(name: str, kind: str) -> Traced:
+    return Traced(input_(name, kind))
+
+
+_X = _var("x", "value")
+_ADD_BIAS = ("x", (_X + _var("bias", "col")).expr)
+_RELU = ("d", np.maximum(_X, 0.0).expr)
+_GELU = ("d", _gelu_tanh(_X).expr)
+_MASK = ("relu_aux", (_X > 0.0).expr)
+_DRELU = ("d", np.where(_var("relu_aux", "matrix"), _X, 0.0).expr)
+_Z = _var("gelu_aux", "matrix")
+_DGELU = (("s", _sigmoid_2u(_Z).expr), ("d", (_X * _gelu_tanh_grad(_Z, _var("s", "matrix"))).expr))
 
 #: Every built-in definition, by name.
 DEFINITIONS: dict[str, EpilogueDef] = {
@@ -138,22 +162,22 @@ DEFINITIONS: dict[str, EpilogueDef] = {
     for d in (
         EpilogueDef("relu", steps=(_RELU,), real_only=True),
         EpilogueDef("gelu", steps=(_GELU,), real_only=True),
-        EpilogueDef("bias", inputs=("bias",), steps=(("d", _X + _BIAS),)),
+        EpilogueDef("bias", inputs=("bias",), steps=(("d", _ADD_BIAS[1]),)),
         EpilogueDef("relu_bias", inputs=("bias",), steps=(_ADD_BIAS, _RELU), real_only=True),
         EpilogueDef("gelu_bias", inputs=("bias",), steps=(_ADD_BIAS, _GELU), real_only=True),
-        EpilogueDef("relu_aux", steps=(("relu_aux", greater(_X, 0.0)), _RELU), aux=("relu_aux",), real_only=True),
-        EpilogueDef("gelu_aux", steps=(("gelu_aux", _X), _GELU), aux=("gelu_aux",), real_only=True),
+        EpilogueDef("relu_aux", steps=(_MASK, _RELU), aux=("relu_aux",), real_only=True),
+        EpilogueDef("gelu_aux", steps=(("gelu_aux", _X.expr), _GELU), aux=("gelu_aux",), real_only=True),
         EpilogueDef(
-            "relu_aux_bias", inputs=("bias",), steps=(_ADD_BIAS, ("relu_aux", greater(_X, 0.0)), _RELU),
+            "relu_aux_bias", inputs=("bias",), steps=(_ADD_BIAS, _MASK, _RELU),
             aux=("relu_aux",), real_only=True,
         ),
         EpilogueDef(
-            "gelu_aux_bias", inputs=("bias",), steps=(_ADD_BIAS, ("gelu_aux", _X), _GELU),
+            "gelu_aux_bias", inputs=("bias",), steps=(_ADD_BIAS, ("gelu_aux", _X.expr), _GELU),
             aux=("gelu_aux",), real_only=True,
         ),
-        EpilogueDef("drelu", inputs=("relu_aux",), steps=(("d", where(var("relu_aux"), _X, 0.0)),), real_only=True),
+        EpilogueDef("drelu", inputs=("relu_aux",), steps=(_DRELU,), real_only=True),
         EpilogueDef(
-            "drelu_bgrad", inputs=("relu_aux",), steps=(("d", where(var("relu_aux"), _X, 0.0)),),
+            "drelu_bgrad", inputs=("relu_aux",), steps=(_DRELU,),
             reductions=(("drelu_bgrad", "result_rows"),), real_only=True,
         ),
         EpilogueDef("dgelu", inputs=("gelu_aux",), steps=_DGELU, real_only=True),

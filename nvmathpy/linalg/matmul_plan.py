@@ -28,6 +28,8 @@ from ..execution import ExecutionCPU, resolve_execution
 from ..operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ..plan import Engine, Plan, PlanCache, Prepared, Problem, as_options
 from ._matmul_layout import analyse_shapes, broadcast_check, layout_class
+from ..kernels.ir import Expr
+from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue
 from .epilogues import Epilogue, EpilogueDef, definition
 
 __all__ = ["Matmul", "MatmulOptions", "matmul", "clear_plan_cache", "set_plan_cache_size", "plan_cache_info"]
@@ -68,13 +70,15 @@ class MatmulOptions:
             raise InvalidOptionError(f"MatmulOptions: workspace_limit must be a non-negative int (bytes), got {limit!r}")
 
 
-def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
+def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
+                custom: Expr | None = None) -> Engine:
     from ._matmul_cpu import CpuMatmulEngine
 
-    return CpuMatmulEngine(alpha, beta)
+    return CpuMatmulEngine(alpha, beta, custom)
 
 
-def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
+def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
+                 custom: Expr | None = None) -> Engine:
     # cuBLASLt reads alpha and beta from the problem's CUDA-only fields (see _cuda_fields)
     from .matmul_cuda import CudaMatmulEngine
 
@@ -82,15 +86,18 @@ def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, 
                             workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32)
 
 
-#: Engine factories by execution space name: ``factory(space, stream, package, options, alpha, beta)``.
+#: Engine factories by execution space name:
+#: ``factory(space, stream, package, options, alpha, beta, custom)`` (``custom``: a traced
+#: custom epilogue, which only the CPU engine runs for now).
 ENGINES: dict[str, Callable[..., Engine]] = {"cpu": _cpu_engine, "cuda": _cuda_engine}
 
 
-def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any) -> Engine:
+def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
+                custom: Expr | None = None) -> Engine:
     factory = ENGINES.get(space.name)
     if factory is None:
         raise ExecutionSpaceUnavailableError(f"matmul: no engine for execution space {space.name!r} in this build")
-    return factory(space, stream, package, options, alpha, beta)
+    return factory(space, stream, package, options, alpha, beta, custom)
 
 
 def _encode_scalar(value: Any) -> Any:
@@ -153,11 +160,17 @@ class Matmul(Plan):
         Scalars; ``beta`` is required with ``c`` and refused without it.
     epilogue
         ``None``, an :class:`~nvmathpy.linalg.Epilogue` or its name (see
-        :mod:`nvmathpy.linalg.epilogues` for the definitions and conventions).
+        :mod:`nvmathpy.linalg.epilogues` for the definitions and conventions), or a Python
+        function ``f(x, name, ...)`` (a custom epilogue, CPU only for now): ``x`` is the
+        product value, the other parameters name ``epilogue_inputs`` or the element's
+        ``row``/``col``/``batch`` index. It is traced once into an expression (NumPy ufuncs,
+        operators, ``np.where`` and the helpers of :mod:`nvmathpy.linalg.epilogues`) and
+        evaluated in one pass; the names ``x``, ``c`` and ``d`` are reserved for inputs.
     epilogue_inputs
         A dict of the arrays the epilogue needs: ``"bias"`` (broadcast against the result:
         ``(N,)`` per column, ``(M, 1)`` per row), ``"relu_aux"`` (boolean, result-shaped) or
-        ``"gelu_aux"`` (result-shaped) for the backward epilogues.
+        ``"gelu_aux"`` (result-shaped) for the backward epilogues. For a custom epilogue,
+        any arrays broadcastable to the result (of the operands' dtype) or Python numbers.
     execution
         ``None`` (follow the operands), ``"cpu"``, ``"cuda"``, a dict or an
         ``ExecutionCPU``/``ExecutionCUDA``. CUDA runs on cuBLASLt (CuPy or torch CUDA operands;
@@ -193,7 +206,7 @@ class Matmul(Plan):
         *,
         alpha: Any = 1.0,
         beta: Any = None,
-        epilogue: "str | Epilogue | EpilogueDef | None" = None,
+        epilogue: "str | Epilogue | EpilogueDef | Callable[..., Any] | None" = None,
         epilogue_inputs: Mapping[str, Any] | None = None,
         execution: Any = None,
         options: Any = None,
@@ -201,16 +214,25 @@ class Matmul(Plan):
     ):
         super().__init__()
         self._options = as_options(options, MatmulOptions)
-        self._epilogue = definition(epilogue) if epilogue is not None else None
+        custom = is_custom(epilogue)
+        self._epilogue = definition(epilogue) if epilogue is not None and not custom else None
         if epilogue_inputs is not None and not isinstance(epilogue_inputs, Mapping):
             raise InvalidOperandError(
                 f"epilogue_inputs must be a dict of arrays or None, got {type(epilogue_inputs).__name__}"
             )
         inputs = dict(epilogue_inputs or {})
-        self._check_input_names(inputs)
+        if custom:
+            inputs = scalar_inputs(inputs, wrap(a, "a"))
+        else:
+            self._check_input_names(inputs)
         ops = _wrap_operands(a, b, c, inputs)
         _, device, device_id = common_package(ops)
         space = resolve_execution(execution, device, device_id)
+        if custom and space.name != "cpu":
+            raise InvalidOptionError(
+                f"matmul: custom epilogues run on the CPU only for now (execution is {space.name!r}); "
+                "use a built-in epilogue name or CPU operands"
+            )
         if stream is not None and space.name == "cpu":
             raise InvalidOptionError(
                 f"matmul: stream={stream!r} was given but execution is on the CPU; pass stream=None"
@@ -219,6 +241,8 @@ class Matmul(Plan):
         dtype_name = self._check_dtypes(ops)
         self._check_scalars(c is not None, alpha, beta, dtype_name)
         self._check_shapes(ops)
+        self._custom = (trace_epilogue(epilogue, {n: ops[n].shape for n in inputs}, self._shape.result)
+                        if custom else None)
         self._ops: dict[str, Operand] | None = ops
         self._meta = {name: _describe(op) for name, op in ops.items()}
         self._one_call: Callable[..., Any] | None = None
@@ -230,13 +254,14 @@ class Matmul(Plan):
             c_shape=list(ops["c"].shape) if "c" in ops else None,
             a_layout=self._meta["a"]["layout"], b_layout=self._meta["b"]["layout"],
             dtype=dtype_name,
-            epilogue=self._epilogue.name if self._epilogue is not None else None,
+            epilogue=self._epilogue.name if self._epilogue is not None else ("custom" if custom else None),
+            **({"epilogue_ir": str(self._custom)} if custom else {}),
             inputs={n: [list(ops[n].shape), ops[n].dtype.name] for n in inputs},
             alpha_kind=_scalar_kind(alpha), beta_kind=_scalar_kind(beta),
             num_threads=space.num_threads if isinstance(space, ExecutionCPU) else None,
             **self._cuda_fields(space, ops, alpha, beta),
         )
-        self._engine = _engine_for(space, stream, ops["a"].package, self._options, alpha, beta)
+        self._engine = _engine_for(space, stream, ops["a"].package, self._options, alpha, beta, self._custom)
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -257,7 +282,7 @@ class Matmul(Plan):
         if dtype_name not in SUPPORTED_DTYPES:
             raise InvalidOperandError(f"matmul: a has dtype {dtype_name}; allowed: {list(SUPPORTED_DTYPES)}")
         for name, op in ops.items():
-            expected = "bool" if name == "relu_aux" else dtype_name
+            expected = "bool" if name == "relu_aux" and self._epilogue is not None else dtype_name
             if op.dtype.name != expected:
                 raise InvalidOperandError(
                     f"matmul: {name} has dtype {op.dtype.name} but {expected} is required "
@@ -486,7 +511,7 @@ def matmul(
     *,
     alpha: Any = 1.0,
     beta: Any = None,
-    epilogue: "str | Epilogue | None" = None,
+    epilogue: "str | Epilogue | Callable[..., Any] | None" = None,
     epilogue_inputs: Mapping[str, Any] | None = None,
     execution: Any = None,
     options: Any = None,
@@ -495,7 +520,9 @@ def matmul(
     """``epilogue(alpha * a @ b + beta * c)`` in one call, through a cache of planned :class:`Matmul`.
 
     Takes the same arguments as :class:`Matmul`; a repeated problem (same shapes, strides,
-    dtypes, epilogue, scalars and options) reuses its plan.
+    dtypes, epilogue, scalars and options) reuses its plan. A custom epilogue (a Python
+    function) is traced on every call and keyed by its traced expression, so equal functions
+    share a plan.
 
     Examples
     --------
@@ -508,20 +535,30 @@ def matmul(
     >>> aux["relu_aux"]
     array([[ True, False],
            [ True,  True]])
+    >>> matmul(a, np.eye(2), epilogue=lambda x, s: np.maximum(x, 0) * s, epilogue_inputs={"s": 2.0})
+    array([[2., 0.],
+           [6., 8.]])
     """
+    custom = is_custom(epilogue)
     if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue_inputs is None
-            and options is None and (execution is None or type(execution) is str)):
+            and options is None and (execution is None or type(execution) is str) and not custom):
         na, nb, nc, inputs = a, b, None, _NO_INPUTS  # the common case: the cheapest key
         key: tuple | None = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
                              execution, options, stream)
     else:
+        if custom:
+            epilogue_inputs = scalar_inputs(epilogue_inputs or {}, wrap(a, "a"))
         ops = _wrap_operands(a, b, c, epilogue_inputs or {})
         common_package(ops)
         na, nb = ops["a"].array, ops["b"].array
         nc = ops["c"].array if c is not None else None
         inputs = {n: ops[n].array for n in (epilogue_inputs or {})}
+        if custom:  # keyed by the traced expression, never by the function object
+            result = analyse_shapes(na.shape, nb.shape).result
+            epilogue = trace_epilogue(epilogue, {n: v.shape for n, v in inputs.items()}, result)
         key = (
-            _op_key(na), _op_key(nb), None if nc is None else _op_key(nc), alpha, beta, epilogue,
+            _op_key(na), _op_key(nb), None if nc is None else _op_key(nc), alpha, beta,
+            ("custom", str(epilogue)) if custom else epilogue,
             tuple((n, _op_key(v)) for n, v in inputs.items()), _frozen(execution), _frozen(options), stream,
             ops["a"].package,
         )
