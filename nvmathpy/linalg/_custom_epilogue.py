@@ -31,6 +31,8 @@ RESERVED = ("x", "c", "d")
 
 def is_custom(epilogue: Any) -> bool:
     """Whether ``epilogue`` is a custom one: a Python callable or an already traced :class:`Expr`."""
+    if epilogue is None or type(epilogue) is str:  # the common cases first: this runs on every matmul() call
+        return False
     from .epilogues import Epilogue, EpilogueDef
 
     if isinstance(epilogue, (str, Epilogue, EpilogueDef)) or epilogue is None:
