@@ -187,3 +187,14 @@ def test_candidate_round_trip():
     assert Candidate.from_dict(c.to_dict()) == c
     assert hash(c) == hash(Candidate.from_dict(c.to_dict()))
     assert str(c) == "gemm(order=F,threads=[1, 2])"
+
+
+def test_autotune_reports_progress_as_info_lines(wisdom, caplog):
+    import logging
+
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    with caplog.at_level(logging.INFO, logger="nvmathpy"):
+        plan.autotune(effort="exhaustive", repeats=2)
+    steps = [r.getMessage() for r in caplog.records if "Scale autotune:" in r.getMessage()]
+    assert steps[0].startswith("Scale autotune: 1/5 prepared slow") and steps[-1] == "Scale autotune: 5/5 round 2/2"
+    assert any("autotune chose fast" in r.getMessage() for r in caplog.records)

@@ -7,10 +7,13 @@ one sample lasts about a millisecond; CUDA engines pass a timer built on CUDA ev
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from typing import Callable, Sequence
 
-__all__ = ["EFFORTS", "MEASURE_TOP", "time_candidates", "perf_counter_timer"]
+from .._logging import logger
+
+__all__ = ["EFFORTS", "MEASURE_TOP", "time_candidates", "perf_counter_timer", "progress_reporter"]
 
 #: Autotune effort levels: no timing (heuristic order), time the top few, time all.
 EFFORTS = ("estimate", "measure", "exhaustive")
@@ -35,6 +38,7 @@ def time_candidates(
     sample_seconds: float = 1e-3,
     budget_seconds: float | None = None,
     timer: Timer = perf_counter_timer,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """Median seconds per call of each runner.
 
@@ -43,7 +47,7 @@ def time_candidates(
     sample of each per round, ``repeats`` rounds - so that load from elsewhere on a shared
     machine hits every candidate alike, and the median per runner is reported. Runners are
     warmed in the order given; once ``budget_seconds`` is spent the remaining ones are
-    skipped (the first is always timed).
+    skipped (the first is always timed). ``progress`` is called after each timed round.
 
     Examples
     --------
@@ -61,7 +65,47 @@ def time_candidates(
         first = timer(fn, 1)
         calls[label] = (fn, max(1, min(10_000, int(sample_seconds / max(first, 1e-9)))))
     samples: dict[str, list[float]] = {label: [] for label in calls}
-    for _ in range(repeats):
+    for round_index in range(repeats):
         for label, (fn, count) in calls.items():
             samples[label].append(timer(fn, count))
+        if progress is not None:
+            progress(f"round {round_index + 1}/{repeats}")
     return {label: statistics.median(values) for label, values in samples.items()}
+
+
+def progress_reporter(title: str, total: int) -> tuple[Callable[[str], None] | None, Callable[[], None]]:
+    """How a long autotune shows progress: a tqdm bar on a terminal when tqdm is installed,
+    else INFO log lines on the ``nvmathpy`` logger when INFO is enabled, else nothing.
+
+    Returns ``(step, close)``: call ``step(what)`` after each unit of work (``total`` in all)
+    and ``close()`` at the end. ``step`` is ``None`` when nothing is shown.
+
+    Examples
+    --------
+    >>> step, close = progress_reporter("Matmul autotune", 3)
+    >>> step is None or callable(step)
+    True
+    >>> close()
+    """
+    if sys.stderr is not None and sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            pass
+        else:
+            bar = tqdm(total=total, desc=title, leave=False)
+
+            def step(what: str) -> None:
+                bar.set_postfix_str(what, refresh=False)
+                bar.update(1)
+
+            return step, bar.close
+    if logger.isEnabledFor(20):
+        done = [0]
+
+        def log_step(what: str) -> None:
+            done[0] += 1
+            logger.info("%s: %d/%d %s", title, done[0], total, what)
+
+        return log_step, lambda: None
+    return None, lambda: None

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 from .._logging import logger
 from ..errors import InvalidOptionError, PlanStateError
-from .autotune import EFFORTS, MEASURE_TOP, Timer, perf_counter_timer, time_candidates
+from .autotune import EFFORTS, MEASURE_TOP, Timer, perf_counter_timer, progress_reporter, time_candidates
 from .problem import Problem, freeze, thaw
 from .wisdom import Wisdom, default_wisdom
 
@@ -200,7 +200,8 @@ class Plan(abc.ABC):
         repeats
             Timed samples per candidate (the median counts).
         budget_seconds
-            Stop timing further candidates once this much time is spent.
+            Stop preparing and timing further candidates once this much time is spent (the
+            first candidate is always timed).
         force
             Time even if wisdom already knows the winner.
 
@@ -208,6 +209,11 @@ class Plan(abc.ABC):
         -------
         dict
             Median seconds per call for each timed candidate (empty if nothing was timed).
+
+        Notes
+        -----
+        Progress shows as a tqdm bar on a terminal when tqdm is installed, else as INFO lines
+        on the ``nvmathpy`` logger when INFO is enabled.
         """
         self._check_alive("autotune")
         if effort not in EFFORTS:
@@ -228,6 +234,7 @@ class Plan(abc.ABC):
             return {}
         prepared: dict[str, Prepared] = {}
         start = time.perf_counter()
+        step, close_progress = progress_reporter(f"{type(self).__name__} autotune", len(candidates) + repeats)
         try:
             for cand in candidates:  # preparing (e.g. FFTW planning) counts against the budget too
                 if prepared and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
@@ -235,18 +242,23 @@ class Plan(abc.ABC):
                 prepared[str(cand)] = (
                     self._prepared if cand == self._prepared.candidate else self._engine.prepare(self._problem, cand)
                 )
+                if step is not None:
+                    step(f"prepared {cand}")
             remaining = None if budget_seconds is None else max(0.0, budget_seconds - (time.perf_counter() - start))
             timings = time_candidates(
                 [(label, self._timing_call(p)) for label, p in prepared.items()],
                 repeats=repeats,
                 budget_seconds=remaining,
                 timer=self._engine.timer,
+                progress=step,
             )
         except BaseException:
             for p in prepared.values():
                 if p is not self._prepared:
                     p.free()
             raise
+        finally:
+            close_progress()
         winner_label = min(timings, key=timings.__getitem__)
         winner = prepared[winner_label]
         for p in prepared.values():
