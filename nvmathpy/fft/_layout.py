@@ -5,7 +5,7 @@ arguments into a :class:`Layout` - the logical transform (kind, axes, lengths, p
 the shapes and dtypes the engine reads and writes - raising NumPy-like errors that name the
 bad argument before any work is done. :func:`make_stage` builds the pre-pass that feeds the
 engine: the operand itself, a view of it (cropping), or a plan-owned buffer it is copied into
-(zero padding, dtype conversion). A prolog callback is meant to be fused into that copy.
+(zero padding, dtype conversion). A prolog callback runs on that copy (``fused``).
 """
 
 from __future__ import annotations
@@ -220,36 +220,44 @@ def scale_factor(layout: Layout, direction: str) -> float:
     return 1.0 / layout.size if direction == scaled else 1.0
 
 
-def make_stage(layout: Layout, shape: tuple[int, ...], dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+def make_stage(
+    layout: Layout, shape: tuple[int, ...], dtype: np.dtype, fused: Callable[[np.ndarray], None] | None = None
+) -> Callable[[np.ndarray], np.ndarray] | None:
     """The pre-pass turning an operand of ``shape``/``dtype`` into the engine's input.
 
     Returns ``None`` when the operand can be given to the engine as it is; otherwise a
     function ``stage(x)`` returning a view (cropping only) or a plan-owned buffer holding the
     cropped/zero-padded, dtype-converted copy. The buffer is reused between calls (its padding
     stays zero), so a staged plan allocates nothing in the pre-pass.
+
+    ``fused`` (a prolog callback) forces the copy and is applied in place to the operand's
+    part of the buffer right after it is filled, before the padding (which stays zero).
     """
     region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
     needs_pad = any(m > n for n, m in zip(shape, layout.in_shape))
     needs_crop = any(m < n for n, m in zip(shape, layout.in_shape))
     needs_cast = np.dtype(dtype) != layout.in_dtype
-    if not (needs_pad or needs_crop or needs_cast):
+    if fused is None and not (needs_pad or needs_crop or needs_cast):
         return None
-    if not (needs_pad or needs_cast):
+    if fused is None and not (needs_pad or needs_cast):
         return lambda x: x[region]
     buffer = np.zeros(layout.in_shape, layout.in_dtype)
     target = buffer[region]
 
     def stage(x: np.ndarray) -> np.ndarray:
         np.copyto(target, x[region], casting="unsafe")
+        if fused is not None:
+            fused(target)
         return buffer
 
     return stage
 
 
-def engine_strides(layout: Layout, x: np.ndarray) -> tuple[int, ...]:
-    """Element strides of the array the engine will read for operand ``x`` (without staging it)."""
+def engine_strides(layout: Layout, x: np.ndarray, staged: bool = False) -> tuple[int, ...]:
+    """Element strides of the array the engine will read for operand ``x`` (without staging it);
+    ``staged`` says the pre-pass always copies (as with a prolog)."""
     region = tuple(slice(0, m) for m in layout.in_shape)
-    if x.dtype == layout.in_dtype and all(m <= n for n, m in zip(x.shape, layout.in_shape)):
+    if not staged and x.dtype == layout.in_dtype and all(m <= n for n, m in zip(x.shape, layout.in_shape)):
         view = x[region]
         return tuple(st // view.itemsize for st in view.strides)
     strides, step = [], 1

@@ -1,13 +1,13 @@
 """The :class:`FFT` plan: one FFT problem, specified once, planned/tuned, executed many times.
 
-A call flows through three passes, so that callbacks (a later issue) can be fused in:
+A call flows through three passes, with the traced callbacks (:mod:`._callbacks`) fused in:
 
 1. the *pre-pass* (:func:`~nvmathpy.fft._layout.make_stage`): crop / zero-pad / convert the
-   operand into the engine's input - a prolog callback belongs in this copy;
+   operand into the engine's input - a prolog callback runs on this plan-owned copy;
 2. the *engine*: the chosen library candidate (scipy.fft, ducc0, pyFFTW or mkl_fft on the
    CPU; cuFFT will slot in under the CUDA execution space);
-3. the *post-pass*: conversion back into the caller's package - an epilog callback belongs
-   here, before the conversion.
+3. the *post-pass*: an epilog callback, in place over the result, then conversion back into
+   the caller's package.
 """
 
 from __future__ import annotations
@@ -19,10 +19,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InvalidOperandError, InvalidOptionError, OperandMismatchError, PlanStateError
-from ..execution import resolve_execution
+from ..errors import (
+    ExecutionSpaceUnavailableError,
+    InvalidOperandError,
+    InvalidOptionError,
+    OperandMismatchError,
+    PlanStateError,
+)
+from ..execution import ExecutionCUDA, as_execution, resolve_execution
 from ..operands import Operand, unwrapper, wrap
 from ..plan import Plan, Problem, as_options
+from ._callbacks import check_inputs_used, make_callback
 from ._engines_cpu import engine_for
 from ._layout import DIRECTIONS, describe, engine_strides, make_stage
 from ._libraries import LIBRARIES
@@ -111,6 +118,27 @@ class FFT(Plan):
         :class:`FFTOptions` or a dict.
     stream
         The CUDA stream for the CUDA engine; unused on the CPU.
+    prolog
+        ``prolog(v, ...)``, applied elementwise to the input before the transform: ``v`` is
+        one element of ``x`` (cropped to ``s`` where that is shorter, converted to the
+        compute dtype; zero padding is added after the prolog and stays zero). It runs on the
+        plan's own copy - ``x`` is never modified. Not allowed with ``inplace=True``.
+    epilog
+        ``epilog(v, ...)``, applied elementwise to the result after the transform and its
+        normalisation, in place, in one pass, in either direction.
+    callback_inputs
+        The callbacks' other parameters by name: a Python number, or an array broadcastable to
+        the array the callback sees (the cropped operand for the prolog, the result for the
+        epilog), copied at construction in the compute dtype. A parameter named ``k`` that is
+        not in ``callback_inputs`` is the element's index along the last transformed axis
+        (``axes[-1]``). Callbacks are traced once into nvmathpy's expression IR: Python
+        operators, the NumPy ufuncs of :mod:`nvmathpy.kernels.trace` and ``np.where`` /
+        ``np.clip``; an unsupported operation raises
+        :class:`~nvmathpy.kernels.trace.UnsupportedOperationError` naming it, and on complex
+        data ordering comparisons, ``maximum``/``minimum`` and casts are rejected (comparing
+        ``k`` is fine). Constants inside a callback must be real Python numbers: pass complex
+        ones through ``callback_inputs``. Callbacks run on the CPU only for now: with CUDA
+        execution they raise :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError`.
 
     Examples
     --------
@@ -125,6 +153,18 @@ class FFT(Plan):
     >>> r = FFT(np.ones(8, dtype=np.float32)).plan().execute()
     >>> r.dtype, r.shape
     (dtype('complex64'), (5,))
+
+    A window before and a filter after the transform:
+
+    >>> v = np.random.default_rng(1).standard_normal(8)
+    >>> w, filt = np.hanning(8), np.linspace(1, 0, 5)
+    >>> f = FFT(v, prolog=lambda v, w: v * w, epilog=lambda v, filt: v * filt,
+    ...         callback_inputs={"w": w, "filt": filt})
+    >>> np.allclose(f.plan().execute(), np.fft.rfft(w * v) * filt)
+    True
+    >>> g = FFT(v + 0j, epilog=lambda v, k: np.where(k < 4, v, 0)).plan()
+    >>> np.allclose(g.execute(), np.where(np.arange(8) < 4, np.fft.fft(v), 0))
+    True
     """
 
     def __init__(
@@ -140,18 +180,34 @@ class FFT(Plan):
         execution: Any = None,
         options: Any = None,
         stream: Any = None,
+        prolog: Callable[..., Any] | None = None,
+        epilog: Callable[..., Any] | None = None,
+        callback_inputs: dict[str, Any] | None = None,
     ):
         super().__init__()
         self._options = as_options(options, FFTOptions)
         operand = wrap(x, "x")
+        callbacks = prolog is not None or epilog is not None
+        if callbacks and (operand.device != "cpu" or isinstance(as_execution(execution), ExecutionCUDA)):
+            raise ExecutionSpaceUnavailableError(
+                "FFT prolog/epilog callbacks are supported with CPU execution only for now "
+                f"(operand on {operand.device!r}, execution={execution!r})"
+            )
         space = resolve_execution(execution, operand.device, operand.device_id)
         layout = describe(operand.shape, operand.dtype, axes=axes, s=s, kind=kind, norm=norm)
         self._inplace = bool(inplace)
         if self._inplace:
             self._check_inplace(operand, layout)
+            if prolog is not None:
+                raise InvalidOptionError("prolog is not allowed with inplace=True (the prolog runs on a plan-owned copy)")
+        named = check_inputs_used(callback_inputs, prolog, epilog)
+        region = tuple(min(n, m) for n, m in zip(operand.shape, layout.in_shape))
+        self._prolog = make_callback(prolog, "prolog", named, region, layout.in_dtype, layout.axes[-1])
+        self._epilog = make_callback(epilog, "epilog", named, layout.out_shape, layout.out_dtype, layout.axes[-1])
         self._engine = engine_for(space, self._options.engines, self._options.fftw_time_limit)
         self._layout = layout
-        self._stage = make_stage(layout, operand.shape, operand.dtype)
+        self._stage = make_stage(layout, operand.shape, operand.dtype, fused=self._prolog)
+        extra = {role: str(cb.expr) for role, cb in (("prolog", self._prolog), ("epilog", self._epilog)) if cb}
         self._problem = Problem.of(
             "fft",
             kind=layout.kind,
@@ -161,10 +217,11 @@ class FFT(Plan):
             in_dtype=layout.in_dtype.name,
             out_shape=list(layout.out_shape),
             out_dtype=layout.out_dtype.name,
-            strides=list(engine_strides(layout, operand.array)),
+            strides=list(engine_strides(layout, operand.array, staged=self._prolog is not None)),
             norm=layout.norm,
             threads=self._engine.budget,
             inplace=self._inplace,
+            **extra,
         )
         self._user = x
         self._operand = operand
@@ -228,7 +285,7 @@ class FFT(Plan):
 
     def _closure(self, prepared: Any, x: np.ndarray, user: Any) -> Callable[..., Any]:
         """The run closure over ``prepared`` transforming ``x`` (returned as ``user`` when inplace)."""
-        stage, unwrap = self._stage, self._unwrap
+        stage, unwrap, epilog = self._stage, self._unwrap, self._epilog
         calls = {"forward": prepared.forward, "inverse": prepared.inverse}
         calls[None] = calls[self._layout.natural_direction]
         out = x if self._inplace else None
@@ -245,6 +302,8 @@ class FFT(Plan):
                     target = spare
                     break
             result = fn(x if stage is None else stage(x), target)
+            if epilog is not None:
+                epilog(result)
             if out is not None:
                 return user
             if spares and target is None:
