@@ -122,6 +122,15 @@ def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool) -> tuple[np.nd
     return getrs(lu, piv, b, t ^ transposed)[0], rcond
 
 
+def _diagonal(a: np.ndarray) -> tuple[np.ndarray, float]:
+    """The diagonal of a diagonal matrix and its reciprocal condition number (raises Singular)."""
+    d = np.diagonal(a)
+    if not d.all():
+        raise Singular
+    ad = np.abs(d)
+    return d, float(ad.min() / ad.max())
+
+
 def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool) -> tuple[np.ndarray, float]:
     """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``."""
     if kind == "gen":
@@ -129,11 +138,8 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":
-        d = np.diagonal(a)
-        if not d.all():
-            raise Singular
-        ad = np.abs(d)
-        return (b / d if b.ndim == 1 else b / d[:, None]), float(ad.min() / ad.max())
+        d, rcond = _diagonal(a)
+        return (b / d if b.ndim == 1 else b / d[:, None]), rcond
     if kind in ("upper", "lower"):
         low = (kind == "lower") != t
         x, info = r["trtrs"](view, b, lower=int(low), trans=int(t != transposed))
@@ -165,11 +171,8 @@ def inv_slice(a: np.ndarray, kind: str, lower: bool) -> tuple[np.ndarray, float]
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":
-        d = np.diagonal(a)
-        if not d.all():
-            raise Singular
-        ad = np.abs(d)
-        return np.diag(1 / d), float(ad.min() / ad.max())
+        d, rcond = _diagonal(a)
+        return np.diag(1 / d), rcond
     if kind in ("upper", "lower"):
         low = (kind == "lower") != t
         inv, info = r["trtri"](view, lower=int(low))
