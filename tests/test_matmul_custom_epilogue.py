@@ -209,3 +209,44 @@ def test_torch_operands_with_matrix_and_number_inputs():
     g = up(gate.numpy())
     ref = (up(a.numpy()) @ up(b.numpy())) * (g / (1 + np.exp(-g))) * 1.5
     assert rel_err(got.numpy(), ref) < TOL["float32"] * 3
+
+
+def test_fold_addend_rules():
+    """An addend is split off for BLAS only where every use of x is x + (the same) v."""
+    from nvmathpy.kernels.trace import trace
+    from nvmathpy.linalg._epilogue_cpu import fold_addend
+
+    def folded(fn, kinds):
+        name, rest = fold_addend((("d", trace(fn, kinds)),))
+        return name, str(rest[0][1])
+
+    assert folded(lambda x, v: np.maximum(x + v, 0.0), {"v": "col"}) == ("v", "maximum(x, 0.0)")
+    assert folded(lambda x, v: np.tanh(v + x) * (v + x), {"v": "row"})[0] == "v"
+    assert folded(lambda x, v: (x + v) * x, {"v": "col"})[0] is None  # x is used bare too
+    assert folded(lambda x, v, w: (x + v) * (x + w), {"v": "col", "w": "col"})[0] is None  # two addends
+    assert folded(lambda x, v: x * v, {"v": "col"})[0] is None
+
+
+@pytest.mark.parametrize("kind", ["row", "col", "matrix", "scalar"])
+def test_folded_addend_on_every_candidate_and_layout(kind):
+    """A bias-like addend folded into ?gemm (prefilled result, beta = 1) gives the same result
+    on every candidate, for C/F/transposed operands, with and without c."""
+    rng = np.random.default_rng(8)
+    m, k, n = 261, 37, 53
+    v = {"row": rand(rng, (m, 1), "float64"), "col": rand(rng, (n,), "float64"),
+         "matrix": rand(rng, (m, n), "float64"), "scalar": np.asarray(0.75)}[kind]
+    fn = lambda x, v: np.tanh(x + v) * (v + x)  # noqa: E731
+    for a, b in [(rand(rng, (m, k), "float64"), rand(rng, (k, n), "float64")),
+                 (np.asfortranarray(rand(rng, (m, k), "float64")), rand(rng, (n, k), "float64").T)]:
+        c = rand(rng, (m, n), "float64")
+        for args, ref_x in [((a, b), up(a) @ up(b)), ((a, b, c), 0.5 * (up(a) @ up(b)) + 2.0 * up(c))]:
+            scale = {"alpha": 0.5, "beta": 2.0} if len(args) == 3 else {}
+            ref = np.tanh(ref_x + up(v)) * (ref_x + up(v))
+            with la.Matmul(*args, epilogue=fn, epilogue_inputs={"v": v}, **scale) as mm:
+                mm.plan()
+                methods = set()
+                for cand in mm._engine.candidates(mm.problem):
+                    methods.add(cand.params["method"])
+                    mm._install(mm._engine.prepare(mm.problem, cand), "heuristic")
+                    assert rel_err(mm.execute(), ref) < 1e-12, cand
+                assert "gemm" in methods

@@ -183,8 +183,9 @@ def test_chunked_and_split_candidates():
 
 
 def test_ufunc_fallback_without_numexpr(monkeypatch):
-    """Without numexpr only ufunc candidates are offered, and they are correct."""
+    """Without numexpr and a C compiler only ufunc candidates are offered, and they are correct."""
     monkeypatch.setattr(_matmul_cpu, "numexpr_available", lambda: False)
+    monkeypatch.setattr(_matmul_cpu, "c_available", lambda: False)
     rng = np.random.default_rng(5)
     a, b, bias = rand(rng, (53, 47), "float32"), rand(rng, (47, 59), "float32"), rand(rng, (59,), "float32")
     with la.Matmul(a, b, epilogue="gelu_bias", epilogue_inputs={"bias": bias}) as mm:

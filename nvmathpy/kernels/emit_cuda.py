@@ -48,7 +48,8 @@ class EmittedExpression:
     result: str
 
 
-def emit_expression(expr: Expr, ctype: str, leaves: dict[tuple[str, str | None], str]) -> EmittedExpression:
+def emit_expression(expr: Expr, ctype: str, leaves: dict[tuple[str, str | None], str],
+                    dialect: str = "cuda") -> EmittedExpression:
     """Emit ``expr`` as SSA-style C statements in ``ctype`` (``float`` or ``double``).
 
     Parameters
@@ -56,6 +57,9 @@ def emit_expression(expr: Expr, ctype: str, leaves: dict[tuple[str, str | None],
     leaves
         C expressions for the leaves: ``("value", None)`` for the product value,
         ``("input", name)`` for each input, ``("index", "row"|"col"|"batch")``.
+    dialect
+        ``"cuda"`` (CUDA C: ``fmaxf``, ``rsqrtf``, half-precision casts) or ``"c"`` (host C99
+        for :mod:`.emit_c`: maximum/minimum propagate NaN as NumPy's do, no half casts).
 
     Examples
     --------
@@ -89,8 +93,12 @@ def emit_expression(expr: Expr, ctype: str, leaves: dict[tuple[str, str | None],
         boolean = op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not") or (op == "cast" and node.kind == "bool")
         if op in _INFIX:
             value = f"({args[0]} {_INFIX[op]} {args[1]})"
+        elif op == "exp" and dialect == "c":  # vectorisable, no slow path (see emit_c.C_PRELUDE)
+            value = f"nvm_exp{suffix}({args[0]})"
         elif op in _FLOAT_FUNCS:
             value = f"{_FLOAT_FUNCS[op]}{suffix}({args[0]})"
+        elif op in ("maximum", "minimum") and dialect == "c":  # NaN in either argument gives NaN
+            value = f"(({args[0]} != {args[0]} || {args[0]} {'>' if op == 'maximum' else '<'} {args[1]}) ? {args[0]} : {args[1]})"
         elif op in ("maximum", "minimum"):
             value = f"f{'max' if op == 'maximum' else 'min'}{suffix}({args[0]}, {args[1]})"
         elif op == "neg":
@@ -98,14 +106,17 @@ def emit_expression(expr: Expr, ctype: str, leaves: dict[tuple[str, str | None],
         elif op == "not":
             value = f"(!{args[0]})"
         elif op == "sigmoid":
-            value = f"(({ctype})1 / (({ctype})1 + exp{suffix}(-{args[0]})))"
+            exp = "nvm_exp" if dialect == "c" else "exp"
+            value = f"(({ctype})1 / (({ctype})1 + {exp}{suffix}(-{args[0]})))"
         elif op == "rsqrt":
-            value = f"rsqrt{suffix}({args[0]})"
+            value = f"rsqrt{suffix}({args[0]})" if dialect == "cuda" else f"(({ctype})1 / sqrt{suffix}({args[0]}))"
         elif op == "pow":
             value = f"pow{suffix}({args[0]}, {args[1]})"
         elif op == "where":
             value = f"({args[0]} ? {args[1]} : {args[2]})"
         elif op == "cast":
+            if dialect == "c" and node.kind in ("float16", "bfloat16"):
+                raise ValueError(f"host C kernels have no {node.kind} cast")
             value = _cast(args[0], node.kind, ctype)
         else:  # pragma: no cover - Expr validates op names
             raise ValueError(f"cannot emit {op!r}")

@@ -20,15 +20,15 @@ be called on whole results or on row panels.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import MissingDependencyError
 from ..kernels.cpu_eval import constant_names, to_numexpr
-from ..kernels.ir import Expr, const, input_, inputs_of, substitute
+from ..kernels.ir import Expr, const, input_, inputs_of, substitute, walk
 
-__all__ = ["Program", "compile_program", "numexpr_available", "prologue_steps"]
+__all__ = ["Program", "compile_program", "fold_addend", "numexpr_available", "prologue_steps"]
 
 _UFUNCS: dict[str, Callable[..., Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "neg": np.negative,
@@ -67,6 +67,74 @@ def prologue_steps(alpha: Any, beta: Any, has_c: bool) -> tuple[tuple[str, Expr]
     return () if x is _X else (("x", x),)
 
 
+def _addend(node: Expr) -> Expr | None:
+    """``v`` when ``node`` is ``x + v`` (either order) with ``v`` an input other than ``x``."""
+    if node.op != "add":
+        return None
+    first, second = node.args
+    other = second if first == _X else first if second == _X else None
+    if other is not None and other.op == "input" and other.name not in ("x", "d"):
+        return other
+    return None
+
+
+def _fold_in(expr: Expr) -> tuple[Expr | None, Expr]:
+    """``(v, expr with every x + v replaced by x)`` when ``x`` occurs in ``expr`` only as
+    ``x + v`` with one and the same ``v``; ``(None, expr)`` otherwise."""
+    found: set[Expr] = set()
+    bare = False
+    for node in walk(expr):
+        addend = _addend(node)
+        if addend is not None:
+            found.add(addend)
+        elif any(arg == _X for arg in node.args):
+            bare = True
+    if bare or len(found) != 1 or expr == _X:
+        return None, expr
+    (addend,) = found
+
+    def rebuild(node: Expr) -> Expr:
+        if _addend(node) == addend:
+            return _X
+        if not node.args:
+            return node
+        return Expr(node.op, tuple(rebuild(a) for a in node.args), node.name, node.kind, node.value)
+
+    return addend, rebuild(expr)
+
+
+def fold_addend(steps: Sequence[tuple[str, Expr]]) -> tuple[str | None, tuple[tuple[str, Expr], ...]]:
+    """Split an addend ``v`` off the first use of the product, for BLAS to add it.
+
+    ``?gemm`` computes ``alpha a b + beta c``: with ``c`` prefilled with ``v`` and ``beta = 1``
+    the addend costs no pass of its own (and BLAS skips the pass that zeroes its output for
+    ``beta = 0``). Returns ``(name of v, the remaining steps)``, or ``(None, steps)`` when no
+    addend can be split off: the first step must be ``x = x + v``, or the only step an
+    expression whose every use of ``x`` is ``x + v``.
+
+    Examples
+    --------
+    >>> from nvmathpy.linalg.epilogues import definition
+    >>> name, rest = fold_addend(definition("relu_bias").steps)
+    >>> name, [(target, str(e)) for target, e in rest]
+    ('bias', [('d', 'maximum(x, 0.0)')])
+    >>> fold_addend(definition("relu").steps)[0] is None
+    True
+    """
+    steps = tuple(steps)
+    if not steps:
+        return None, steps
+    target, expr = steps[0]
+    if target == "x":
+        addend = _addend(expr)
+        return (None, steps) if addend is None else (addend.name, steps[1:])
+    if len(steps) == 1:
+        addend, rest = _fold_in(expr)
+        if addend is not None:
+            return addend.name, ((target, rest),)
+    return None, steps
+
+
 class Program:
     """Compiled steps: ``run(env, scratch)`` applies them; ``scratch_kinds`` says which
     scratch buffers (``"f"`` compute dtype, ``"b"`` boolean) a caller allocates once."""
@@ -101,20 +169,30 @@ def compile_program(
     result_is_work: bool,
     input_dtypes: dict[str, np.dtype],
     backend: str,
+    input_patterns: Mapping[str, str] | None = None,
+    workers: int = 1,
+    pool: Any = None,
 ) -> Program:
-    """Compile ``steps`` for ``backend`` (``"ufunc"`` or ``"numexpr"``).
+    """Compile ``steps`` for ``backend`` (``"ufunc"``, ``"numexpr"`` or ``"c"``).
 
     ``outputs`` are the aux output names (targets that are neither ``x``, ``d`` nor
     temporaries); ``result_is_work`` says the result buffer ``d`` is the working buffer
     ``x`` (false when the result dtype differs, e.g. float16 computed in float32);
-    ``input_dtypes`` maps each input variable to its dtype (numexpr signatures).
+    ``input_dtypes`` maps each input variable to its dtype (numexpr signatures). The ``"c"``
+    backend (2-D results, ``result_is_work``; see :mod:`._epilogue_c`) also takes each
+    input's broadcast pattern and runs over ``workers`` row bands in ``pool``.
     """
     steps = _normalise(steps, result_is_work)
     if backend == "numexpr":
         return _compile_numexpr(steps, outputs, compute_dtype, input_dtypes)
     if backend == "ufunc":
         return _UfuncCompiler(compute_dtype, outputs, result_is_work).compile(steps)
-    raise ValueError(f"unknown epilogue backend {backend!r}; allowed: 'ufunc', 'numexpr'")
+    if backend == "c":
+        from ._epilogue_c import compile_c_program
+
+        return compile_c_program(steps, outputs=outputs, compute_dtype=compute_dtype, input_dtypes=input_dtypes,
+                                 input_patterns=input_patterns or {}, workers=workers, pool=pool)
+    raise ValueError(f"unknown epilogue backend {backend!r}; allowed: 'ufunc', 'numexpr', 'c'")
 
 
 # -- numexpr ---------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ Candidates (``Candidate.params``):
 
 - ``method``: ``"dot"`` (tiny plain products: the bound ``ndarray.dot`` call, nothing else),
   ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case),
-  ``"gemm"`` (SciPy ``?gemm`` on column-major views with transpose flags: ``alpha``, ``beta``
-  and ``c`` are folded into BLAS), ``"split"`` (2-D only: worker threads each take a band of
-  rows, run single-threaded BLAS on row panels and apply the epilogue to each panel while it
+  ``"gemm"`` (``?gemm`` of NumPy's own BLAS: ``alpha``, ``beta``, ``c`` and a leading bias
+  addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
+  ``"split"`` (2-D only: worker threads each take a band of rows, run single-threaded BLAS on row panels and apply the epilogue to each panel while it
   is hot in cache).
 - ``evaluator``: ``"ufunc"`` (in-place NumPy chain) or ``"numexpr"`` (one threaded pass);
   ``None`` when nothing is applied after the product.
@@ -32,9 +32,11 @@ import numpy as np
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
 from ..kernels.cpu_eval import numexpr_supports
-from ..kernels.ir import Expr
+from ..kernels.ir import Expr, input_
+from ._cblas import numpy_gemm
 from ._custom_epilogue import custom_program, needs_whole_result
-from ._epilogue_cpu import Program, compile_program, numexpr_available, prologue_steps
+from ._epilogue_c import c_available, c_supports, input_pattern
+from ._epilogue_cpu import Program, compile_program, fold_addend, numexpr_available, prologue_steps
 from ._matmul_layout import analyse_shapes
 from .epilogues import definition
 
@@ -49,6 +51,7 @@ SPLIT_PANELS = (256, 512, 128)
 #: Bytes of one epilogue chunk (the chunk and a scratch buffer of its size stay in L2).
 CHUNK_BYTES = 128 * 1024
 _HALF = ("float16", "bfloat16")
+_X = input_("x", "value")
 
 
 def compute_dtype_of(dtype_name: str) -> np.dtype:
@@ -169,6 +172,12 @@ class _Spec:
         self.inputs = {name: np.dtype(dt) if dt not in _HALF else None for name, (_, dt) in
                        (problem.get("inputs") or [])}
         self.threads = problem.get("num_threads")
+        m, n = self.shape.m, self.shape.n
+        shapes = {name: shape for name, (shape, _) in (problem.get("inputs") or [])}
+        if self.has_c:
+            shapes["c"] = problem.get("c_shape")
+        #: How each input broadcasts against the result (for compiled epilogues).
+        self.patterns = {name: input_pattern(shape, m, n) for name, shape in shapes.items()}
 
     @property
     def flops(self) -> int:
@@ -223,10 +232,13 @@ class CpuMatmulEngine(Engine):
             if (numexpr_available() and spec.compute in (np.float32, np.float64) and not spec.half
                     and (spec.custom is None or numexpr_supports(spec.custom))):
                 evaluators.append("numexpr")
+            if _c_ok(spec):
+                evaluators.append("c")
         gemm_ok = spec.two_d and not spec.half and spec.a_layout in ("C", "F") and spec.b_layout in ("C", "F")
-        # gemm folds alpha, beta and c into BLAS but runs on SciPy's own OpenBLAS, whose threads
-        # then compete with NumPy's still-spinning ones: measured slower when calls interleave
+        # gemm folds alpha, beta, c and a bias into BLAS (NumPy's own, through CBLAS)
         methods = ["matmul", "gemm"] if gemm_ok else ["matmul"]
+        if gemm_ok and _has_addend(spec):  # the bias costs no pass of its own: gemm first
+            methods.reverse()
         cores = threads or os.cpu_count() or 1
         chunk = max(4, CHUNK_BYTES // (max(1, spec.shape.n) * spec.compute.itemsize))
         big = spec.flops > SMALL_FLOPS
@@ -248,15 +260,20 @@ class CpuMatmulEngine(Engine):
         # heuristic order: on large 2-D results the cache-blocked epilogue on every core first,
         # then whole-result passes, the other method, and the variants; the hot-panel split
         # (fast on an idle machine, fragile when other processes take a core) comes last
-        if chunk_ok and big:
+        if "c" in evaluators and big:  # one compiled pass (the result read and written once)
+            add(methods[0], "c", threads)
+        if chunk_ok and big and methods[0] == "matmul":
             add(methods[0], "ufunc", threads, chunk=chunk, workers=cores)
         for method in methods:
             for evaluator in evaluators:
                 add(method, evaluator, threads)
+        if "c" in evaluators and cores > 1 and spec.shape.m >= 2 * cores:  # compiled passes in row bands
+            for method in methods:
+                add(method, "c", threads, workers=cores)
         if chunk_ok:  # numexpr threads itself: it gets no worker threads of ours
             for method in methods:
                 for evaluator in evaluators:
-                    for workers in sorted({cores, 1}) if evaluator == "ufunc" else [1]:
+                    for workers in sorted({cores, 1}) if evaluator == "ufunc" else [1] if evaluator != "c" else []:
                         add(method, evaluator, threads, chunk=chunk, workers=workers)
         if threads is None and cores > 1 and not big:
             for method in methods:
@@ -264,7 +281,7 @@ class CpuMatmulEngine(Engine):
                     add(method, evaluator, 1)
         if split_ok and evaluators != [None]:  # hot panels pay off only with work after the product
             for evaluator in evaluators:
-                if evaluator != "numexpr":
+                if evaluator == "ufunc":
                     for panel in SPLIT_PANELS:
                         add("split", evaluator, cores, panel=panel, chunk=chunk)
         return out
@@ -287,6 +304,24 @@ class CpuMatmulEngine(Engine):
         return MatmulPrepared(candidate, run)
 
 
+def _c_ok(spec: _Spec) -> bool:
+    """Whether a compiled (C) epilogue pass is offered: 2-D real results computed in their own
+    dtype, a C compiler at hand, and no operation the C emitter lacks."""
+    if not (spec.two_d and not spec.half and spec.compute in (np.float32, np.float64)):
+        return False
+    steps = (("d", spec.custom),) if spec.custom is not None else spec.epilogue.steps if spec.epilogue else ()
+    if not steps and spec.alpha == 1 and not spec.has_c:  # nothing elementwise to do
+        return False
+    return c_supports(steps) and c_available()
+
+
+def _has_addend(spec: _Spec) -> bool:
+    """Whether the epilogue starts with an addend ``?gemm`` can take (see :func:`fold_addend`)."""
+    if spec.custom is not None:
+        return fold_addend((("d", spec.custom),))[0] is not None
+    return spec.epilogue is not None and fold_addend(spec.epilogue.steps)[0] is not None
+
+
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:
     return a.dot(b) if out is None else np.matmul(a, b, out=out)
 
@@ -306,7 +341,16 @@ class _Kernel:
         self.copy_b = spec.b_layout == "strided" or spec.half
         edef = spec.epilogue
         steps = edef.steps if edef is not None else ()
-        if method != "gemm":
+        custom = spec.custom
+        self.addend: str | None = None
+        if method == "gemm":  # ?gemm adds alpha, beta c, and an addend of the epilogue's first step
+            if custom is not None:
+                self.addend, folded = fold_addend((("d", custom),))
+                custom = folded[0][1]
+            else:
+                self.addend, steps = fold_addend(steps)
+            steps = tuple(step for step in steps if step != ("d", _X))
+        else:
             steps = prologue_steps(spec.alpha, spec.beta, spec.has_c) + steps
         self.aux = edef.aux if edef is not None else ()
         self.reductions = edef.reductions if edef is not None else ()
@@ -316,8 +360,14 @@ class _Kernel:
         self.work = np.empty(self.result_shape, np.float32) if spec.half else None
         input_dtypes = {n: (dt if dt is not None else spec.compute) for n, dt in spec.inputs.items()}
         input_dtypes["c"] = spec.compute
-        if spec.custom is not None:
-            self.program = custom_program(spec.custom, steps, compute_dtype=spec.compute, input_dtypes=input_dtypes,
+        if evaluator == "c" and (steps or (custom is not None and custom != _X)):
+            if custom is not None and custom != _X:
+                steps = tuple(steps) + (("d", custom),)
+            self.program = compile_program(steps, outputs=self.aux, compute_dtype=spec.compute, result_is_work=True,
+                                           input_dtypes=input_dtypes, backend="c", input_patterns=spec.patterns,
+                                           workers=workers, pool=pool)
+        elif custom is not None and custom != _X:
+            self.program = custom_program(custom, steps, compute_dtype=spec.compute, input_dtypes=input_dtypes,
                                           backend=evaluator or "ufunc")
         elif steps or spec.half:
             self.program = compile_program(
@@ -328,7 +378,7 @@ class _Kernel:
             block = self.result_shape if chunk is None else (chunk, spec.shape.n)
             self.scratch = [self.program.scratch(block, spec.compute) for _ in range(workers)]
         if method == "gemm":
-            self._gemm = _gemm_call(spec)
+            self._gemm = _gemm_call(spec, self.addend is not None)
 
     def begin(self, a: np.ndarray, b: np.ndarray, c: Any, inputs: Mapping[str, Any], out: Any) -> tuple:
         """Operands ready for BLAS (copied only if they must be), and the evaluator's
@@ -362,7 +412,7 @@ class _Kernel:
     def __call__(self, a: np.ndarray, b: np.ndarray, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
         a, b, env, aux = self.begin(a, b, c, inputs, out)
         if self.method == "gemm":
-            self._gemm(a, b, c, env["x"])
+            self._gemm(a, b, c, env.get(self.addend), env["x"])
         else:
             np.matmul(a, b, out=env["x"])
         if self.program is None:
@@ -410,27 +460,47 @@ def _reduce(what: str, result: np.ndarray, a: np.ndarray, b: np.ndarray, spec: _
     return np.broadcast_to(summed, shape).astype(dtype, order="C")  # a copy: not the read-only view
 
 
-def _gemm_call(spec: _Spec) -> Callable[[np.ndarray, np.ndarray, Any, np.ndarray], None]:
-    """``fn(a, b, c, out)``: out (C-order M x N) = alpha a b + beta c through ``?gemm``.
+def _gemm_call(spec: _Spec, with_addend: bool) -> Callable[[np.ndarray, np.ndarray, Any, Any, np.ndarray], None]:
+    """``fn(a, b, c, addend, out)``: out (C-order M x N) = alpha a b + beta c (+ addend)
+    through ``?gemm``.
 
-    BLAS is column-major: ``out.T`` (an N x M column-major view) = ``b.T @ a.T``. A C-order
-    operand's transpose is column-major as is; an F-order operand is passed with the
-    transpose flag. No operand is copied.
+    NumPy's own BLAS runs it (:mod:`._cblas`; SciPy's when that cannot be bound); no operand
+    is copied. ``c`` and the addend (a bias, broadcast) are
+    written into ``out`` first and BLAS accumulates onto it (``beta = 1``): that costs one
+    write pass, where ``beta = 0`` costs BLAS a pass zeroing ``out`` anyway.
     """
+    alpha = spec.alpha
+    has_c = spec.has_c
+    beta = 1.0 if with_addend else spec.beta if has_c else 0.0
+    c_scale = spec.beta
+    gemm = numpy_gemm(spec.compute, alpha, beta) or _scipy_gemm(spec, alpha, beta)
+
+    def run(a: np.ndarray, b: np.ndarray, c: Any, addend: Any, out: np.ndarray) -> None:
+        if has_c and with_addend:
+            np.multiply(c, c_scale, out=out, casting="same_kind")
+            np.add(out, addend, out=out, casting="same_kind")
+        elif has_c:
+            np.copyto(out, c)
+        elif with_addend:
+            np.copyto(out, addend, casting="same_kind")
+        gemm(a, b, out)
+
+    return run
+
+
+def _scipy_gemm(spec: _Spec, alpha: Any, beta: Any) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    """``fn(a, b, out)``: ``out = alpha a b + beta out`` through SciPy's ``?gemm`` (when NumPy's
+    own BLAS cannot be bound). BLAS is column-major: ``out.T`` = ``b.T @ a.T``; a C-order
+    operand's transpose is column-major as is, an F-order one is passed with the transpose flag."""
     from scipy.linalg.blas import get_blas_funcs
 
     gemm = get_blas_funcs("gemm", dtype=spec.compute)
-    alpha = spec.alpha
-    beta = spec.beta if spec.has_c else 0.0
     trans_first = 0 if spec.b_layout == "C" else 1
     trans_second = 0 if spec.a_layout == "C" else 1
-    has_c = spec.has_c
 
-    def run(a: np.ndarray, b: np.ndarray, c: Any, out: np.ndarray) -> None:
+    def run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         first = b.T if trans_first == 0 else b
         second = a.T if trans_second == 0 else a
-        if has_c:
-            np.copyto(out, c)
         gemm(alpha, first, second, beta, out.T, trans_a=trans_first, trans_b=trans_second, overwrite_c=1)
 
     return run
