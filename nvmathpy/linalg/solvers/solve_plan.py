@@ -8,7 +8,9 @@ Candidates (autotune picks, the heuristic order is the measured usual winner):
   transposed operation (no copy of ``A``; ``inv(A) = inv(A.T).T``);
 * ``numpy`` — NumPy's batched gufunc (one C loop over the batch);
 * ``closed-form`` (n <= 4) and ``elimination`` (n <= 4, solve only) — vectorised over the
-  batch (:mod:`._small`); ill-conditioned or singular matrices fall back to pivoted LU.
+  batch (:mod:`._small`); ill-conditioned or singular matrices fall back to pivoted LU;
+* ``compiled`` (n <= 16, where a C compiler is at hand) — pivoted LU per matrix in one
+  generated C loop over the batch (:mod:`._compiled`); singular matrices go to LAPACK.
 
 Singular matrices raise :class:`~numpy.linalg.LinAlgError` naming the batch element.
 """
@@ -25,6 +27,7 @@ from ._base import SolverPlan
 from ._engine import CPULapackEngine
 from ._lapack import lwork_of, routine
 from ._operands import as_stack, batch_index, fortran_view, identity, stack_of
+from ._compiled import compiled_offered, compiled_solver
 from ._small import CLOSED_FORM_MAX, ELIMINATION_MAX, closed_form, eliminate
 
 __all__ = ["Solve"]
@@ -41,6 +44,8 @@ def _candidates(problem: Problem) -> list[Candidate]:
     labels = direct + ["numpy"]
     if count > 1:
         labels = (["closed-form"] if n <= CLOSED_FORM_MAX else []) + ["numpy"] + direct
+        if compiled_offered(n, problem.get("dtype")):
+            labels.insert(0, "compiled")
         if n <= ELIMINATION_MAX and not inverse:
             labels.append("elimination")
     return [Candidate.of(label) for label in labels]
@@ -101,6 +106,9 @@ class Solve(SolverPlan):
         loop = self._lapack_one(label, state, inverse)
         if label == "numpy":
             return self._with_index(lambda a, b: np.linalg.inv(a) if b is None else np.linalg.solve(a, b), loop)
+        if label == "compiled":
+            fast = compiled_solver(self._a.shape[-1], self._a.dtype.name)
+            return self._looped(loop) if fast is None else self._vectorised(fast, loop)  # None: the build failed
         if label in ("closed-form", "elimination"):
             fast = closed_form if label == "closed-form" else eliminate
             return self._vectorised(fast, loop)
