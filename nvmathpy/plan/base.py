@@ -121,6 +121,11 @@ class Plan(abc.ABC):
     Subclasses set ``self._problem`` and ``self._engine`` in their constructor (after
     validating operands) and implement :meth:`_bind`, which returns the hot-path closure for a
     prepared candidate and the current operands; ``execute()`` calls it.
+
+    Threads: a plan object is not safe to use from two threads at once (its operands,
+    buffers and workspace are its own, and ``execute()`` takes no lock, to stay cheap); give
+    each thread its own plan. The one-call functions are safe from any number of threads:
+    their plan cache hands each concurrent caller a plan of its own.
     """
 
     _problem: Problem
