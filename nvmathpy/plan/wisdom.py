@@ -16,6 +16,7 @@ of a foreign format version is ignored with a warning and rebuilt on the next wr
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -61,8 +62,15 @@ def wisdom_enabled() -> bool:
 
 
 def entry_key(problem: Problem, device: dict[str, Any]) -> str:
-    """The key of a wisdom entry: a hash of problem, device description and nvmathpy version."""
-    text = canonical_json({"problem": problem.as_dict(), "device": device, "nvmathpy": __version__})
+    """The key of a wisdom entry: a hash of problem, device description and nvmathpy version.
+
+    Memoised per (problem, device) (a plan built from wisdom looks its key up each time)."""
+    return _entry_key(problem, json.dumps(device, sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=1024)
+def _entry_key(problem: Problem, device_json: str) -> str:
+    text = canonical_json({"problem": problem.as_dict(), "device": json.loads(device_json), "nvmathpy": __version__})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
