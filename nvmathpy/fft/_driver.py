@@ -92,7 +92,7 @@ def transform(
         s, axes = lengths, ax
     if plan is not None:
         return _with_plan(plan, op, a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, out=out)
-    key = (kind, op.package, op.shape, op.strides, op.dtype.str, _frozen(axes), _frozen(s), norm, threads)
+    key = (kind, op.package, op.device_id, op.shape, op.strides, op.dtype.str, _frozen(axes), _frozen(s), norm, threads)
     fft = _CACHE.take(key)
     try:
         if fft is None:
@@ -102,7 +102,7 @@ def transform(
                 s=s,
                 kind=kind,
                 norm=norm,
-                execution=ExecutionCPU(threads),
+                execution=ExecutionCPU(threads) if op.device == "cpu" else None,  # CUDA: the operand's device
             )
             fft.plan()
         else:
@@ -120,10 +120,16 @@ def transform(
 def _deliver(result: Any, out: Any) -> Any:
     if out is None:
         return result
-    target = wrap(out, "out").array
-    if target.shape != np.shape(result):
-        raise InvalidOperandError(f"out has shape {target.shape}, the result has shape {np.shape(result)}")
-    np.copyto(target, np.asarray(result), casting="same_kind")
+    wrapped = wrap(out, "out")
+    target, native = wrapped.array, wrap(result, "result").array
+    if target.shape != native.shape:
+        raise InvalidOperandError(f"out has shape {target.shape}, the result has shape {native.shape}")
+    if wrapped.device == "cuda":
+        import cupy
+
+        cupy.copyto(target, native, casting="same_kind")
+    else:
+        np.copyto(target, native, casting="same_kind")
     return out
 
 

@@ -5,8 +5,7 @@ engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`),
 ``plan()`` without wisdom takes a cheap-to-plan guess and ``autotune()`` times the top few
 (or all of them with effort ``"exhaustive"``, which adds FFTW_PATIENT).
 
-Engines are chosen by execution space (:func:`engine_for`): a CUDA engine slots in beside
-this one under ``"cuda"``.
+CUDA execution uses the cuFFT engine of :mod:`._cuda_engine` instead.
 """
 
 from __future__ import annotations
@@ -111,11 +110,8 @@ def _device(libraries: tuple[str, ...]) -> dict[str, Any]:
 
 
 def engine_for(space: Any, libraries: tuple[str, ...] | None, fftw_time_limit: float | None = None) -> Engine:
-    """The FFT engine of an execution space (only the CPU one exists so far).
-
-    ``resolve_execution`` has already refused CUDA on machines without it; where CUDA is
-    usable, the cuFFT engine will be returned here.
-    """
+    """The CPU FFT engine for ``space`` (an :class:`~nvmathpy.ExecutionCPU`); the FFT plan
+    builds its cuFFT engine (:mod:`._cuda_engine`) itself for CUDA spaces."""
     if isinstance(space, ExecutionCPU):
         return CPUFFTEngine(space.num_threads or os.cpu_count() or 1, libraries, fftw_time_limit)
     from ..errors import ExecutionSpaceUnavailableError

@@ -5,7 +5,8 @@ A call flows through three passes, with the traced callbacks (:mod:`._callbacks`
 1. the *pre-pass* (:func:`~nvmathpy.fft._layout.make_stage`): crop / zero-pad / convert the
    operand into the engine's input - a prolog callback runs on this plan-owned copy;
 2. the *engine*: the chosen library candidate (scipy.fft, ducc0, pyFFTW or mkl_fft on the
-   CPU; cuFFT will slot in under the CUDA execution space);
+   CPU; cuFFT under the CUDA execution space, :mod:`._cuda_engine`, which does the pre-pass
+   on the device itself);
 3. the *post-pass*: an epilog callback, in place over the result, then conversion back into
    the caller's package.
 """
@@ -65,17 +66,25 @@ class FFTOptions:
     fftw_time_limit
         Seconds FFTW may spend planning one candidate at FFTW_MEASURE/PATIENT (it keeps the
         best plan found by then); ``None`` (default) sets no limit.
+    half_precision
+        CUDA only: compute in half precision on cuFFT (``CUDA_R_16F``/``CUDA_C_16F``), which it
+        supports for power-of-2 lengths only (other lengths raise
+        :class:`~nvmathpy.errors.InvalidOptionError`). Operands are rounded to float16; results
+        come back as complex64/float32 as without the option. Default ``False``.
 
     Examples
     --------
     >>> FFTOptions(engines=["scipy"])
-    FFTOptions(engines=('scipy',), fftw_time_limit=None)
+    FFTOptions(engines=('scipy',), fftw_time_limit=None, half_precision=False)
     """
 
     engines: tuple[str, ...] | None = None
     fftw_time_limit: float | None = None
+    half_precision: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.half_precision, bool):
+            raise InvalidOptionError(f"FFTOptions: half_precision must be True or False, got {self.half_precision!r}")
         limit = self.fftw_time_limit
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0):
             raise InvalidOptionError(f"FFTOptions: fftw_time_limit={limit!r} is not allowed; allowed: None or seconds > 0")
@@ -96,8 +105,10 @@ class FFT(Plan):
     Parameters
     ----------
     x
-        The operand: a NumPy array or a PyTorch CPU tensor (CUDA operands raise
-        :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` until the cuFFT engine lands).
+        The operand: a NumPy array or PyTorch CPU tensor (run on the CPU, or with
+        ``execution="cuda"`` copied to the GPU and the result back), or a CuPy array or PyTorch
+        CUDA tensor (run on cuFFT, on the operand's device; the result is a new array there,
+        possibly in the operand's memory order rather than C order).
     axes
         The axes to transform (any order, negative allowed); default: the last ``len(s)``
         axes, or all axes. For r2c/c2r the last listed axis is the real one.
@@ -193,7 +204,9 @@ class FFT(Plan):
                 "FFT prolog/epilog callbacks are supported with CPU execution only for now "
                 f"(operand on {operand.device!r}, execution={execution!r})"
             )
-        space = resolve_execution(execution, operand.device, operand.device_id)
+        # host operands may run on CUDA: the engine copies them over and the result back
+        host_to_cuda = operand.device == "cpu" and isinstance(as_execution(execution), ExecutionCUDA)
+        space = resolve_execution(execution, "cuda" if host_to_cuda else operand.device, operand.device_id)
         layout = describe(operand.shape, operand.dtype, axes=axes, s=s, kind=kind, norm=norm)
         self._inplace = bool(inplace)
         if self._inplace:
@@ -204,9 +217,15 @@ class FFT(Plan):
         region = tuple(min(n, m) for n, m in zip(operand.shape, layout.in_shape))
         self._prolog = make_callback(prolog, "prolog", named, region, layout.in_dtype, layout.axes[-1])
         self._epilog = make_callback(epilog, "epilog", named, layout.out_shape, layout.out_dtype, layout.axes[-1])
-        self._engine = engine_for(space, self._options.engines, self._options.fftw_time_limit)
+        cuda = isinstance(space, ExecutionCUDA)
+        if self._options.half_precision and not cuda:
+            raise InvalidOptionError(
+                "FFTOptions(half_precision=True) needs CUDA execution (CuPy or torch CUDA operands)")
+        self._engine = self._make_engine(space, operand, layout, stream) if cuda else engine_for(
+            space, self._options.engines, self._options.fftw_time_limit)
         self._layout = layout
-        self._stage = make_stage(layout, operand.shape, operand.dtype, fused=self._prolog)
+        # the CUDA engine crops, pads and converts on the device itself
+        self._stage = None if cuda else make_stage(layout, operand.shape, operand.dtype, fused=self._prolog)
         extra = {role: str(cb.expr) for role, cb in (("prolog", self._prolog), ("epilog", self._epilog)) if cb}
         self._problem = Problem.of(
             "fft",
@@ -222,11 +241,12 @@ class FFT(Plan):
             threads=self._engine.budget,
             inplace=self._inplace,
             **extra,
+            **(self._cuda_fields(operand) if cuda else {}),
         )
         self._user = x
         self._operand = operand
         self._signature = {
-            what: getattr(operand, what) for what in ("package", "device", "shape", "dtype", "strides")
+            what: getattr(operand, what) for what in ("package", "device", "device_id", "shape", "dtype", "strides")
         }
         self._unwrap = unwrapper(operand)
         # Results nobody holds any more are written over instead of allocating afresh (see
@@ -236,6 +256,31 @@ class FFT(Plan):
         #: autotune's private copy of an ``inplace`` operand (exists only during autotune).
         self._scratch: np.ndarray | None = None
 
+    def _make_engine(self, space: ExecutionCUDA, operand: Operand, layout: Any, stream: Any) -> Any:
+        """The cuFFT engine, after the checks only CUDA needs (half precision, dense in-place operands)."""
+        from ._cuda_engine import CudaFFTEngine, check_half_precision
+
+        host = operand.device == "cpu"
+        if not host and space.device_id != operand.device_id:
+            raise InvalidOperandError(
+                f"execution asks for cuda:{space.device_id} but x lives on cuda:{operand.device_id}; "
+                "pass execution=None (follow the operand) or move x"
+            )
+        if self._options.half_precision:
+            check_half_precision(layout, self._inplace)
+        if self._inplace and not host and operand.array.copy(order="K").strides != operand.strides:
+            raise InvalidOptionError(
+                f"inplace=True on CUDA needs an operand without gaps (a dense array in any axis order); "
+                f"x has shape {operand.shape} and strides {operand.strides}"
+            )
+        return CudaFFTEngine(device_id=space.device_id, stream=stream, package="cupy" if host else operand.package,
+                             host=host)
+
+    def _cuda_fields(self, operand: Operand) -> dict[str, Any]:
+        from ._cuda_engine import cuda_fields
+
+        return cuda_fields(operand.array, self._options.half_precision, host=operand.device == "cpu")
+
     @staticmethod
     def _check_inplace(operand: Operand, layout: Any) -> None:
         if layout.kind != "c2c" or operand.dtype != layout.in_dtype or operand.shape != layout.in_shape:
@@ -243,7 +288,7 @@ class FFT(Plan):
                 "inplace=True needs a c2c transform of a complex64/complex128 operand without padding or "
                 f"cropping; got kind={layout.kind!r}, dtype {operand.dtype}, shape {operand.shape} -> {layout.in_shape}"
             )
-        if not operand.array.flags.writeable:
+        if not getattr(operand.array.flags, "writeable", True):  # CuPy arrays are always writeable
             raise InvalidOperandError("inplace=True needs a writeable operand; x is read-only")
 
     @property
@@ -270,7 +315,8 @@ class FFT(Plan):
         if not self._inplace:
             return self._bind(prepared)
         if self._scratch is None:
-            self._scratch = np.copy(self._operand.array, order="K")
+            array = self._operand.array
+            self._scratch = np.copy(array, order="K") if self._operand.device == "cpu" else array.copy(order="K")
         return self._closure(prepared, self._scratch, self._scratch)
 
     def autotune(
@@ -349,7 +395,7 @@ class FFT(Plan):
 
     def _swap_operand(self, operand: Operand, user: Any) -> None:
         """Bind an operand already known to match (the one-call functions' cache key checks it)."""
-        if self._inplace and not operand.array.flags.writeable:
+        if self._inplace and not getattr(operand.array.flags, "writeable", True):
             raise InvalidOperandError("inplace=True needs a writeable operand; x is read-only")
         self._operand, self._user = operand, user
         self._rebind()

@@ -1,0 +1,214 @@
+"""A host emulation of cuFFT for the CUDA FFT engine, for tests without a GPU.
+
+- :class:`CufftEmulator`: ``cufftCreate``/``cufftDestroy``/``cufftSetAutoAllocation``/
+  ``cufftXtMakePlanMany``/``cufftSetWorkArea``/``cufftSetStream``/``cufftXtExec`` on host memory,
+  written from the cuFFT documentation of the advanced data layout: an exec reads back exactly the
+  plan parameters the engine passed (rank, n, embeds, strides, distances, batch, data types) and
+  computes the unnormalised transform with numpy.fft in float64 (half precision: float16 in and
+  out, powers of 2 only, as cuFFT). It also checks what cuFFT requires or the engine promises:
+  auto-allocation off before planning, a work area set before executing, consistent data types,
+  embeddings no smaller than the data, identical layouts for in-place transforms.
+- :func:`install`: the above plus the CuPy stand-in of :mod:`cuda_emulation` and stubs for the
+  device-only calls (CUDA status, device description, work-area allocation, event timer).
+
+Under the host emulation plugin (``PYTHONPATH=tests pytest tests/gpu -p cuda_emulation``),
+tests/gpu/test_gpu_fft.py installs this too, so the GPU tests' own logic runs on the host; the
+stream and torch tests still need a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from cuda_emulation import HostArray, _view, host_cupy
+from nvmathpy.cuda.bindings import cufft
+from nvmathpy.cuda.bindings.library_types import DataType
+from nvmathpy.errors import LibraryError
+
+__all__ = ["CufftEmulator", "EmulatedPlan", "install"]
+
+_REAL = {DataType.R_16F: np.float16, DataType.R_32F: np.float32, DataType.R_64F: np.float64}
+_COMPLEX = {DataType.C_16F: np.float16, DataType.C_32F: np.complex64, DataType.C_64F: np.complex128}
+_PAIR = {DataType.R_16F: DataType.C_16F, DataType.R_32F: DataType.C_32F, DataType.R_64F: DataType.C_64F}
+
+
+@dataclass
+class EmulatedPlan:
+    """What the engine configured on one plan handle."""
+
+    auto_allocation: bool = True
+    kind: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    work_size: int = 0
+    work_area: int | None = None
+    stream: int | None = None
+
+
+def _fail(name: str, status: str) -> LibraryError:
+    return LibraryError(f"{name} failed: {status} (emulated)", status=status, code=int(cufft.Result[status]))
+
+
+class CufftEmulator:
+    """The cuFFT calls the engine makes, on host memory (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.plans: dict[int, EmulatedPlan] = {}
+        self.destroyed: list[int] = []
+        self.executed: list[tuple[int, int | None]] = []  # (handle, stream) of every exec
+        self.allocations: dict[int, int] = {}  # work areas handed out: address -> bytes
+        #: ``refuse(params) -> bool``: plans to fail with CUFFT_INVALID_VALUE (to test fallbacks)
+        self.refuse: Callable[[dict[str, Any]], bool] = lambda params: False
+        self._next = 1
+
+    def create(self, ref: Any) -> int:
+        ref._obj.value = self._next
+        self.plans[self._next] = EmulatedPlan()
+        self._next += 1
+        return 0
+
+    def _plan(self, handle: int, name: str) -> EmulatedPlan:
+        if handle not in self.plans:
+            raise _fail(name, "CUFFT_INVALID_PLAN")
+        return self.plans[handle]
+
+    def destroy(self, handle: int) -> int:
+        self._plan(handle, "cufftDestroy")
+        del self.plans[handle]
+        self.destroyed.append(handle)
+        return 0
+
+    def set_auto_allocation(self, handle: int, flag: int) -> int:
+        self._plan(handle, "cufftSetAutoAllocation").auto_allocation = bool(flag)
+        return 0
+
+    def set_work_area(self, handle: int, address: int) -> int:
+        plan = self._plan(handle, "cufftSetWorkArea")
+        assert plan.kind is not None, "cufftSetWorkArea before the plan was made"
+        plan.work_area = address
+        return 0
+
+    def set_stream(self, handle: int, stream: int) -> int:
+        self._plan(handle, "cufftSetStream").stream = stream
+        return 0
+
+    def make_plan_many(self, handle, rank, n, inembed, istride, idist, itype, onembed, ostride, odist, otype, batch,
+                       work_ref, etype) -> int:
+        plan = self._plan(handle, "cufftXtMakePlanMany")
+        assert not plan.auto_allocation, "the engine must turn auto-allocation off before planning"
+        n, inembed, onembed = list(n[:rank]), list(inembed[:rank]), list(onembed[:rank])
+        itype, otype, etype = DataType(itype), DataType(otype), DataType(etype)
+        if itype in _COMPLEX and otype in _COMPLEX and itype == otype == etype:
+            kind = "c2c"
+        elif itype in _REAL and otype == _PAIR[itype] == etype:
+            kind = "r2c"
+        elif otype in _REAL and itype == _PAIR[otype] == etype:
+            kind = "c2r"
+        else:
+            raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_TYPE")
+        if not 1 <= rank <= 3 or min(n) < 1 or batch < 1 or istride < 1 or ostride < 1:
+            raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_SIZE")
+        if etype == DataType.C_16F and any(v & (v - 1) for v in n):
+            raise _fail("cufftXtMakePlanMany", "CUFFT_NOT_SUPPORTED")
+        in_ext, out_ext = self._extents(kind, n)
+        if self.refuse(dict(rank=rank, n=n, inembed=inembed, istride=istride, idist=idist, batch=batch)):
+            raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_VALUE")
+        for k in range(1, rank):
+            assert inembed[k] >= in_ext[k] and onembed[k] >= out_ext[k], (n, inembed, onembed)
+        plan.kind = kind
+        plan.params = dict(rank=rank, n=n, inembed=inembed, istride=istride, idist=idist, itype=itype,
+                           onembed=onembed, ostride=ostride, odist=odist, otype=otype, batch=batch)
+        plan.work_size = 256 * rank
+        work_ref._obj.value = plan.work_size
+        return 0
+
+    @staticmethod
+    def _extents(kind: str, n: list[int]) -> tuple[list[int], list[int]]:
+        half = n[:-1] + [n[-1] // 2 + 1]
+        return (half if kind == "c2r" else n), (half if kind == "r2c" else n)
+
+    @staticmethod
+    def _array(pointer: int, dtype: DataType, extents: list[int], embed: list[int], stride: int, dist: int,
+               batch: int) -> np.ndarray:
+        """The ``(batch, *extents)`` array at ``pointer`` as the advanced layout addresses it."""
+        strides = [stride * math.prod(embed[k + 1:]) for k in range(len(extents))]
+        shape = [batch, *extents]
+        if dtype == DataType.C_16F:  # float16 pairs
+            pairs = _view(pointer, np.float16, shape + [2], [2 * dist, *(2 * s for s in strides), 1])
+            return pairs
+        numpy_type = _REAL.get(dtype) or _COMPLEX[dtype]
+        return _view(pointer, numpy_type, shape, [dist, *strides])
+
+    def exec(self, handle: int, pointer_in: int, pointer_out: int, direction: int) -> int:
+        plan = self._plan(handle, "cufftXtExec")
+        assert plan.kind is not None, "exec on a plan that was never made"
+        if plan.work_size:
+            assert plan.work_area is not None, "exec before cufftSetWorkArea"
+            assert self.allocations.get(plan.work_area, 0) >= plan.work_size, "work area smaller than cuFFT asked"
+        p = plan.params
+        in_ext, out_ext = self._extents(plan.kind, p["n"])
+        if pointer_in == pointer_out:
+            assert plan.kind == "c2c" and (p["istride"], p["idist"], p["inembed"][1:]) == (
+                p["ostride"], p["odist"], p["onembed"][1:]), "in-place transform with different layouts"
+        source = self._array(pointer_in, p["itype"], in_ext, p["inembed"], p["istride"], p["idist"], p["batch"])
+        target = self._array(pointer_out, p["otype"], out_ext, p["onembed"], p["ostride"], p["odist"], p["batch"])
+        data = np.array(source).astype(np.complex128 if source.dtype.kind == "c" else np.float64)
+        if p["itype"] == DataType.C_16F:
+            data = data[..., 0] + 1j * data[..., 1]
+        axes = tuple(range(1, p["rank"] + 1))
+        size = math.prod(p["n"])
+        if plan.kind == "c2c":
+            forward = direction == cufft.FORWARD
+            result = np.fft.fftn(data, axes=axes) if forward else np.fft.ifftn(data, axes=axes) * size
+        elif plan.kind == "r2c":
+            result = np.fft.rfftn(data.real, axes=axes)
+        else:
+            result = np.fft.irfftn(data, s=p["n"], axes=axes) * size
+        if p["otype"] == DataType.C_16F:
+            target[..., 0], target[..., 1] = result.real, result.imag
+        else:
+            target[...] = result if target.dtype.kind == "c" else result.real
+        self.executed.append((handle, plan.stream))
+        return 0
+
+
+def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, str, Any], None]) -> CufftEmulator:
+    """Put the cuFFT emulation and the CuPy stand-in in place through ``setattr_``/``setitem``
+    (``monkeypatch``'s); return the emulator, which records what the engine did."""
+    import sys
+
+    from nvmathpy.cuda import driver, runtime
+    from nvmathpy.plan.autotune import perf_counter_timer
+
+    emulator = CufftEmulator()
+    cupy = sys.modules.get("cupy")
+    if getattr(cupy, "ndarray", None) is not HostArray:  # not already emulated (by cuda_emulation)
+        cupy = host_cupy()
+    for name in ("multiply", "conjugate", "negative", "copyto"):
+        setattr(cupy, name, getattr(np, name))
+    setitem(sys.modules, "cupy", cupy)
+    for name, fn in (("cufftCreate", emulator.create), ("cufftDestroy", emulator.destroy),
+                     ("cufftSetAutoAllocation", emulator.set_auto_allocation),
+                     ("cufftXtMakePlanMany", emulator.make_plan_many), ("cufftSetWorkArea", emulator.set_work_area),
+                     ("cufftSetStream", emulator.set_stream), ("cufftXtExec", emulator.exec)):
+        setattr_(cufft.LIB, name, fn)
+    buffers: list[Any] = []
+
+    def allocate(nbytes: int, package: str, device_id: int) -> tuple[Any, int]:
+        if nbytes == 0:
+            return None, 0
+        buffer = (ctypes.c_char * nbytes)()
+        buffers.append(buffer)
+        emulator.allocations[ctypes.addressof(buffer)] = nbytes
+        return buffer, ctypes.addressof(buffer)
+
+    setattr_(runtime, "allocate", allocate)
+    setattr_(runtime, "device_description", lambda device_id: {"gpu": "host emulation"})
+    setattr_(runtime, "event_timer", lambda stream, device_id: perf_counter_timer)
+    setattr_(driver, "cuda_status", lambda: driver.CudaStatus(True, None, 1))
+    setattr_(cufft, "version", lambda: (12, 0, 0))
+    return emulator
