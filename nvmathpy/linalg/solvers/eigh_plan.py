@@ -2,7 +2,8 @@
 generalized, all of them or a subset, with the LAPACK driver chosen by measurement.
 
 Candidates are the divide-and-conquer (``evd``), relatively robust representations
-(``evr``), expert (``evx``) and QR-iteration (``ev``) drivers, and for generalized
+(``evr``), expert (``evx``) and QR-iteration (``ev``) drivers of SciPy's LAPACK, NumPy's own
+``eigh`` (``numpy``: ``?syevd`` of the OpenBLAS NumPy ships, a build that may differ), and for generalized
 problems ``gvd`` / ``gvx`` / ``gv``; they agree to rounding, so autotune may take the fastest
 (``evd`` beats SciPy's default ``evr`` at n = 1024 on this class of machine). A C-ordered
 Hermitian ``A`` is read through its Fortran view ``conj(A)`` with the other triangle; the
@@ -35,9 +36,9 @@ def _candidates(problem: Problem) -> list[Candidate]:
     elif subset != "all":
         labels = ["evr", "evx", "evd"]
     elif problem.get("n") <= 32:
-        labels = ["ev", "evd", "evr", "evx"]
+        labels = ["ev", "evd", "evr", "evx", "numpy"]
     else:
-        labels = ["evd", "evr", "ev", "evx"]
+        labels = ["evd", "evr", "ev", "evx", "numpy"]
     return [Candidate.of(label) for label in labels]
 
 
@@ -47,6 +48,8 @@ _ROUTINE = {"evd": "syevd", "evr": "syevr", "ev": "syev", "evx": "syevx", "gvd":
 def _setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
     dtype = problem.get("dtype")
     label = candidate.label
+    if label == "numpy":  # NumPy's own LAPACK (?syevd of the BLAS NumPy ships), its gufunc
+        return {"fn": None, "label": label, "work": {}}
     n = problem.get("n")
     work: dict[str, int] = {}
     if label in ("evr", "ev", "evx", "gvx", "gv") and n > 0:
@@ -106,7 +109,8 @@ class Eigh(SolverPlan):
         Force one LAPACK driver (``"ev"``, ``"evd"``, ``"evr"``, ``"evx"``; generalized:
         ``"gv"``, ``"gvd"``, ``"gvx"``); ``None`` lets wisdom/autotune/heuristic choose.
     execution
-        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU` (CUDA not yet).
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------
@@ -226,9 +230,17 @@ class Eigh(SolverPlan):
                 return w[keep], None if v is None else v[:, keep]
             return w, v
 
+        triangle = "L" if self._lower else "U"
+
         def one(am: np.ndarray, bm: np.ndarray | None) -> tuple:
             if n == 0:
                 return np.empty(0, np.finfo(am.dtype).dtype), np.empty((0, 0), am.dtype)
+            if label == "numpy":  # standard problems, all eigenvalues (the only ones it is listed for)
+                try:
+                    return (tuple(np.linalg.eigh(am, UPLO=triangle)) if vectors
+                            else (np.linalg.eigvalsh(am, UPLO=triangle), None))
+                except np.linalg.LinAlgError:
+                    raise LinAlgError("eigenvalue algorithm (numpy syevd) did not converge") from None
             if bm is None:
                 view, transposed = fortran_view(am)
             elif am.flags.c_contiguous and bm.flags.c_contiguous and not am.flags.f_contiguous:

@@ -64,7 +64,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             as_array(a, True, "a")
             as_array(b, True, "b")
         try:
-            x, rcond = solve_general(a, b, transposed) if deferred else solve_slice(a, b, structure, lower, transposed)
+            x, rcond = (solve_general(a, b, transposed) if deferred
+                        else solve_slice(a, b, structure, lower, transposed, detected=kind is None))
         except Singular:
             if deferred:
                 as_array(a, True, "a")
@@ -98,7 +99,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     if a1.ndim == 2 and b2.ndim == 2 and a1.size > 1:
         structure = kind or detect(a1)
         try:
-            x, rcond = solve_slice(a1, b2, structure, lower, transposed)
+            x, rcond = solve_slice(a1, b2, structure, lower, transposed, detected=kind is None)
         except Singular:
             raise_singular([0])
         if not rcond >= EPS[dtype.char]:
@@ -117,7 +118,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         return convert(x[..., 0] if b_is_1d else x)
     flat_a, flat_b = stack_of(a3), stack_of(b3)
     out = _each_slice(flat_b.shape, dtype,
-                      lambda i: solve_slice(flat_a[i], flat_b[i], kind or detect(flat_a[i]), lower, transposed))
+                      lambda i: solve_slice(flat_a[i], flat_b[i], kind or detect(flat_a[i]), lower, transposed,
+                                                      detected=kind is None))
     x = out.reshape(b3.shape)
     return convert(x[..., 0] if b_is_1d else x)
 

@@ -131,8 +131,13 @@ def _diagonal(a: np.ndarray) -> tuple[np.ndarray, float]:
     return d, float(ad.min() / ad.max())
 
 
-def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool) -> tuple[np.ndarray, float]:
-    """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``."""
+def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool,
+                detected: bool = False) -> tuple[np.ndarray, float]:
+    """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``.
+
+    ``detected``: ``kind`` came from :func:`detect`, so a ``"sym"``/``"her"`` matrix is exactly
+    symmetric/Hermitian and its 1-norm is the whole matrix's (one LAPACK ``lange`` call, not
+    the norm rebuilt from one triangle)."""
     if kind == "gen":
         return solve_general(a, b, transposed)
     r = _lapack(a.dtype.char)
@@ -161,7 +166,10 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
         ldu, ipiv, x, info = solver(view, rhs, lower=int(flag))
         if info > 0:
             raise Singular
-        norm = _hermitian_norm1(a, lower) if kind == "her" else _symmetric_norm1(a, lower)
+        if detected:
+            norm = r["lange"]("1", view)
+        else:
+            norm = _hermitian_norm1(a, lower) if kind == "her" else _symmetric_norm1(a, lower)
         rcond = con(ldu, ipiv, norm, lower=int(flag))[0]
     return (x.conj() if conj else x), rcond
 
