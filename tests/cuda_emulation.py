@@ -4,9 +4,13 @@
   (:class:`HostArray` answers ``.data.ptr`` with its host address, like a CuPy array);
 - :func:`emulated_matmul`: ``cublasLtMatmul`` on host memory as the cuBLASLt header documents it,
   reading every setting back from the descriptors the engine built (column-major matrices,
-  strided batches, epilogues with the bias per row of D, aux buffers, bias gradients);
+  strided batches, epilogues with the bias per row of D, aux buffers, bias gradients, FP8 types
+  with their A/B scale pointers and the TN rule);
 - :func:`install`: the above plus stubs for the calls that need a device (handle, heuristic,
-  algorithm check, device description, event timer, CUDA status).
+  algorithm check, device description, event timer, CUDA status), and the launch of generated
+  kernels (custom epilogues): the same CUDA C source compiled with g++ under the emulation
+  header of tests/kernels and run on the host with the engine's own packed arguments
+  (:func:`emulated_load_function`; the tensor-core GEMM is replaced by its scalar twin).
 
 As a pytest plugin (``PYTHONPATH=tests pytest tests/gpu -p cuda_emulation``) it runs the GPU
 tests' own logic on the host; the stream, torch and device tests still need a GPU. What it
@@ -35,6 +39,8 @@ try:
     import ml_dtypes
 
     NP_OF[lt.DataType.R_16BF] = ml_dtypes.bfloat16
+    NP_OF[lt.DataType.R_8F_E4M3] = ml_dtypes.float8_e4m3fn
+    NP_OF[lt.DataType.R_8F_E5M2] = ml_dtypes.float8_e5m2
 except ImportError:  # bfloat16 problems need ml_dtypes on the host anyway
     pass
 
@@ -57,6 +63,8 @@ class HostArray(np.ndarray):
 
 
 class _Context:
+    compute_capability = "90"  # as cupy.cuda.Device reports an H100/H200
+
     def __init__(self, *args, **kwargs):
         self.ptr = 0
 
@@ -91,8 +99,9 @@ def _view(pointer, dtype, shape, strides):
     dtype = np.dtype(dtype)
     span = 1 + sum((size - 1) * step for size, step in zip(shape, strides))
     buffer = (ctypes.c_char * (span * dtype.itemsize)).from_address(pointer)
-    flat = np.frombuffer(buffer, dtype)
-    return np.lib.stride_tricks.as_strided(flat, shape, [s * dtype.itemsize for s in strides])
+    raw = np.dtype(f"u{dtype.itemsize}") if dtype.kind == "V" or dtype.itemsize < 2 else dtype  # ml_dtypes' FP8
+    flat = np.frombuffer(buffer, raw)
+    return np.lib.stride_tricks.as_strided(flat, shape, [s * dtype.itemsize for s in strides]).view(dtype)
 
 
 def _gelu(z):
@@ -119,11 +128,20 @@ def emulated_matmul(handle, desc, alpha_p, pa, la, pb, lb, beta_p, pc, lc, pd, l
     scale = NP_OF[get(desc, Desc.SCALE_TYPE)]
     alpha, beta = (_view(p, scale, (1,), (1,))[0] for p in (alpha_p, beta_p))
     A, B, C, D = matrix(pa, la), matrix(pb, lb), matrix(pc, lc), matrix(pd, ld)
+    fp8 = A.dtype.itemsize == 1
+    if fp8 and not (get(desc, Desc.TRANSA) and not get(desc, Desc.TRANSB)):
+        raise AssertionError("cuBLASLt's FP8 kernels take only TN layouts (A transposed, B not)")
     opA = up(A).swapaxes(1, 2) if get(desc, Desc.TRANSA) else up(A)
     opB = up(B).swapaxes(1, 2) if get(desc, Desc.TRANSB) else up(B)
     count = D.shape[0]
     opA, opB = np.broadcast_to(opA, (count,) + opA.shape[1:]), np.broadcast_to(opB, (count,) + opB.shape[1:])
-    x = alpha * (opA @ opB) + (beta * up(C) if beta != 0 else 0)
+    scale_ab = 1.0
+    for attr in (Desc.A_SCALE_POINTER, Desc.B_SCALE_POINTER):  # float32 device scalars; NULL: 1
+        pointer = get(desc, attr)
+        if pointer:
+            assert fp8, "scale pointers are for FP8 operands"
+            scale_ab *= float(_view(pointer, np.float32, (1,), (1,))[0])
+    x = alpha * scale_ab * (opA @ opB) + (beta * up(C) if beta != 0 else 0)
     epilogue = get(desc, Desc.EPILOGUE)
     rows, cols = D.shape[1:]
     bias_stride = get(desc, Desc.BIAS_BATCH_STRIDE)
@@ -188,7 +206,7 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
     builtins for a whole session). The heuristic offers ``algorithms`` algorithms; the algorithm
     check accepts only those and records each one it sees in the returned list."""
     from nvmathpy.cuda import driver, lt_algo, runtime
-    from nvmathpy.linalg import matmul_cuda
+    from nvmathpy.linalg import _custom_cuda as custom_cuda, matmul_cuda
     from nvmathpy.plan.autotune import perf_counter_timer
 
     known = {bytes(r.algo) for r in offered(algorithms)}
@@ -209,7 +227,33 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
     setattr_(runtime, "device_description", lambda device_id: {"gpu": "host emulation"})
     setattr_(runtime, "event_timer", lambda stream, device_id: perf_counter_timer)
     setattr_(driver, "cuda_status", lambda: driver.CudaStatus(True, None, 1))
+    setattr_(custom_cuda, "load_function", emulated_load_function)
+    setattr_(custom_cuda, "HALF_VARIANT", "twin")
     return checked
+
+
+#: Every generated kernel the emulation launched: (kernel name, grid, block).
+LAUNCHES: list[tuple[str, tuple, tuple]] = []
+
+
+def emulated_load_function(source: str, name: str, device_id: int) -> Callable[..., None]:
+    """:func:`nvmathpy.linalg._custom_cuda.load_function` on the host: ``source`` compiled with
+    g++ under tests/kernels' emulation header; a launch runs its blocks on the host with the
+    packed argument array the engine built (pointers are host addresses here)."""
+    from pathlib import Path
+
+    folder = str(Path(__file__).resolve().parent / "kernels")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import kernels_emulator
+
+    kernels_emulator.compile_emulated(source, name)
+
+    def launch(grid, block, packed, stream):
+        LAUNCHES.append((name, tuple(grid), tuple(block)))
+        kernels_emulator.launch(source, name, tuple(grid), tuple(block), packed)
+
+    return launch
 
 
 def pytest_load_initial_conftests(early_config: Any, parser: Any, args: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from numerics import TOL, np_dtype, rand, up
 
 import nvmathpy.linalg as la
-from nvmathpy.errors import InvalidOperandError, InvalidOptionError
+from nvmathpy.errors import InvalidOperandError
 from nvmathpy.kernels.trace import UnsupportedOperationError
 from nvmathpy.linalg import epilogues, matmul_plan
 
@@ -185,12 +185,16 @@ def test_wrong_shape_input_and_reserved_name():
         la.matmul(a, b, epilogue=lambda x, c: x * c, epilogue_inputs={"c": np.ones(5)})
 
 
-def test_cuda_execution_is_refused_with_a_clear_error(monkeypatch):
+def test_cuda_execution_without_cupy_names_what_to_install(monkeypatch):
+    # custom epilogues run on CUDA too (tests/test_cuda_matmul_custom.py); without CuPy the
+    # CUDA engine says what to install
+    from nvmathpy.errors import MissingDependencyError
     from nvmathpy.execution import ExecutionCUDA
 
     monkeypatch.setattr(matmul_plan, "resolve_execution", lambda *args: ExecutionCUDA(0))
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)  # ``import cupy`` fails
     a, b = np.ones((4, 3)), np.ones((3, 5))
-    with pytest.raises(InvalidOptionError, match="custom epilogues run on the CPU only for now"):
+    with pytest.raises(MissingDependencyError, match="CuPy"):
         la.Matmul(a, b, epilogue=lambda x: x * 2)
 
 

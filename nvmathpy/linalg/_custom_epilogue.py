@@ -12,6 +12,7 @@ problem and plan-cache keys, so two identical functions share a plan.
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -48,8 +49,22 @@ def scalar_inputs(inputs: Mapping[str, Any], like: Operand) -> dict[str, Any]:
             raise InvalidOperandError(
                 f"epilogue_inputs: the name {name!r} is reserved for custom epilogues ({list(RESERVED)}); rename it"
             )
-        out[name] = to_package(np.asarray(value, like.dtype), like) if isinstance(value, numbers.Number) else value
+        out[name] = _scalar_array(value, like) if isinstance(value, numbers.Number) else value
     return out
+
+
+def _scalar_array(value: numbers.Number, like: Operand) -> Any:
+    """``value`` as a 0-d array of ``like``'s dtype, package and device."""
+    host = np.asarray(value, like.dtype)
+    if like.device != "cuda":
+        return to_package(host, like)
+    if like.package == "torch":
+        torch = sys.modules["torch"]
+        return torch.tensor(value, dtype=getattr(torch, like.dtype.name), device=f"cuda:{like.device_id}")
+    import cupy
+
+    with cupy.cuda.Device(like.device_id):
+        return cupy.asarray(host)
 
 
 def input_kind(shape: Sequence[int], m: int, n: int) -> str:

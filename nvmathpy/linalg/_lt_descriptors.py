@@ -3,7 +3,9 @@ layouts of A, B and D (C shares D's), and the algorithm-search preference.
 
 These are host-side objects: building them and reading their attributes back needs the cuBLASLt
 library but no GPU, which is how CI checks them. Bias, aux and bias-gradient pointers are left
-NULL here (the heuristic reads NULL as perfectly aligned); the hot path sets them per call.
+NULL here (the heuristic reads NULL as perfectly aligned); the hot path sets them per call, as it
+does FP8's A/B scale pointers (NULL: a scale of 1). FP8 layouts carry their own types: A and B
+the operands' FP8 types, C and D the result type.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from ._lt_spec import LtSpec, matrix_fields
 __all__ = ["LtDescriptors", "create_preference"]
 
 
-def _layout(spec: LtSpec, matrix: Any) -> int:
+def _layout(spec: LtSpec, matrix: Any, data_type: Any) -> int:
     fields = matrix_fields(matrix, spec.batch)
-    handle = cublaslt.create_matrix_layout(spec.data_type, fields["ROWS"], fields["COLS"], fields["LD"])
+    handle = cublaslt.create_matrix_layout(data_type, fields["ROWS"], fields["COLS"], fields["LD"])
     try:
         cublaslt.set_attribute(handle, Layout.BATCH_COUNT, fields["BATCH_COUNT"])
         cublaslt.set_attribute(handle, Layout.STRIDED_BATCH_OFFSET, fields["STRIDED_BATCH_OFFSET"])
@@ -52,15 +54,16 @@ class LtDescriptors:
             cublaslt.set_attribute(self.desc, Desc.TRANSB, cublaslt.Operation.T if lt.second.trans else 0)
             cublaslt.set_attribute(self.desc, Desc.EPILOGUE, spec.lt_epilogue)
             if spec.bias is not None or spec.bgrad is not None:
-                cublaslt.set_attribute(self.desc, Desc.BIAS_DATA_TYPE, spec.data_type)
+                cublaslt.set_attribute(self.desc, Desc.BIAS_DATA_TYPE, spec.out_type)
                 stride = spec.bias.batch_stride if spec.bias is not None else spec.bgrad_batch_stride
                 cublaslt.set_attribute(self.desc, Desc.BIAS_BATCH_STRIDE, stride)
             if spec.aux is not None:
                 cublaslt.set_attribute(self.desc, Desc.EPILOGUE_AUX_LD, spec.aux.ld)
                 cublaslt.set_attribute(self.desc, Desc.EPILOGUE_AUX_BATCH_STRIDE, spec.aux.batch_stride)
-            self.a = _layout(spec, lt.first)
-            self.b = _layout(spec, lt.second)
-            self.d = _layout(spec, lt.d)
+            types = spec.matrix_types or (spec.data_type,) * 3
+            self.a = _layout(spec, lt.first, types[0])
+            self.b = _layout(spec, lt.second, types[1])
+            self.d = _layout(spec, lt.d, types[2])
         except BaseException:
             self.destroy()
             raise

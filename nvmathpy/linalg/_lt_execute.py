@@ -11,7 +11,8 @@ bits apart (``ld`` a multiple of 128), read here as bit ``r % 8`` of byte ``r //
 (the header gives the bit layout, not the order within a byte: tests/gpu checks it against
 ``z > 0``); it is unpacked to (or packed from) the boolean array nvmathpy's epilogue convention
 uses. The GELU pre-activation has a leading dimension padded to a multiple of 8 and is returned
-as a view without the padding.
+as a view without the padding. FP8 products set their A/B scale pointers (float32 device
+scalars) per call like the bias; their D has the result dtype.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class Launch:
     package : str
         The operands' package (``"cupy"``, ``"torch"`` or ``"dlpack"``).
     device_id : int
+    raw_storage : bool
+        Allocate CuPy results of dtypes CuPy lacks (bfloat16, FP8) as their raw storage
+        (:data:`STORAGE`): for host operands, whose results are viewed back on the host.
     """
 
     handle: int
@@ -73,6 +77,7 @@ class Launch:
     explicit_stream: int | None
     package: str
     device_id: int
+    raw_storage: bool = False
 
 
 def _alignment(pointer: int) -> int:
@@ -80,11 +85,20 @@ def _alignment(pointer: int) -> int:
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
+
+
+#: Raw storage of the dtypes CuPy has no type for (results of host-operand plans are viewed back).
+STORAGE = {"bfloat16": np.dtype(np.uint16), "float8_e4m3fn": np.dtype(np.uint8), "float8_e5m2": np.dtype(np.uint8)}
+
+
+def _cupy_dtype(name: str, raw: bool) -> np.dtype:
+    """The dtype CuPy allocates ``name`` with: its raw storage when ``raw`` and CuPy lacks it."""
+    return STORAGE[name] if raw and name in STORAGE else _numpy_dtype(name)
 
 
 def _allocator(spec: LtSpec, launch: Launch, cupy: Any) -> Callable[[], tuple[Any, int]]:
@@ -92,7 +106,7 @@ def _allocator(spec: LtSpec, launch: Launch, cupy: Any) -> Callable[[], tuple[An
     shape = spec.d_shape
     if launch.package == "torch":
         torch = sys.modules["torch"]
-        empty, dtype, device = torch.empty, getattr(torch, spec.dtype), f"cuda:{launch.device_id}"
+        empty, dtype, device = torch.empty, getattr(torch, spec.out_dtype), f"cuda:{launch.device_id}"
         if launch.explicit_stream is None:
             def new_torch() -> tuple[Any, int]:
                 d = empty(shape, dtype=dtype, device=device)
@@ -108,7 +122,7 @@ def _allocator(spec: LtSpec, launch: Launch, cupy: Any) -> Callable[[], tuple[An
             return d, d.data_ptr()
 
         return new_torch_on_stream
-    empty, dtype = cupy.empty, _numpy_dtype(spec.dtype)
+    empty, dtype = cupy.empty, _cupy_dtype(spec.out_dtype, launch.raw_storage)
 
     def new_cupy() -> tuple[Any, int]:
         d = empty(shape, dtype)
@@ -135,8 +149,8 @@ def _copier(which: str, mode: str | None, shape: tuple[int, ...] | None, cupy: A
         return lambda x: cupy.ascontiguousarray(cupy.broadcast_to(x, shape))
     if mode == "C":
         return cupy.ascontiguousarray
-    if mode == "F":
-        return cupy.asfortranarray
+    if mode == "F":  # each matrix column-major, batches C-ordered (what _lt_spec plans for "F")
+        return lambda x: cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
 
     def refuse(x: Any) -> Any:
         raise OperandMismatchError(
@@ -203,7 +217,7 @@ def build_kernel(spec: LtSpec, launch: Launch) -> Callable[..., Any]:
     cupy = import_cupy()
     fixed = _fixed(spec, launch, cupy)
     plain = spec.bias is None and spec.aux is None and spec.bgrad is None and spec.c_mode == "none" \
-        and spec.order == "C"
+        and spec.order == "C" and not spec.scales
     kernel = (_plain_kernel if plain else _general_kernel)(spec, launch, cupy, fixed)
     kernel.fixed = fixed  # type: ignore[attr-defined]  # keeps the alpha/beta buffers alive
     return kernel
@@ -263,8 +277,9 @@ def _general_kernel(spec: LtSpec, launch: Launch, cupy: Any, fixed: _Fixed) -> C
      new_d, fixed_ctx, swapped) = _bound(spec, launch, fixed)
     set_pointer = _pointer_setter(desc)
     finish = _finisher(spec)
-    dtype = _numpy_dtype(spec.dtype)
+    dtype = _cupy_dtype(spec.out_dtype, launch.raw_storage)
     batch = spec.batch_shape
+    scales = tuple((getattr(Desc, attr), name) for attr, name in spec.scales)
     as_cupy = cupy.from_dlpack if launch.package == "torch" else (lambda x: x)
     on_stream = (lambda: fixed_ctx) if fixed_ctx is not None else (
         (lambda: contextlib.nullcontext()) if launch.package != "torch"
@@ -322,6 +337,8 @@ def _general_kernel(spec: LtSpec, launch: Launch, cupy: Any, fixed: _Fixed) -> C
                 pc = c.data.ptr
             elif c_mode == "copy":
                 result_view(as_cupy(d))[...] = c
+            for attr, name in scales:  # FP8: per-tensor scales, float32 on the device
+                set_pointer(attr, inputs[name].data.ptr)
             if bias is not None:
                 vector = bias_vector(inputs["bias"])
                 set_pointer(Desc.BIAS_POINTER, vector.data.ptr)

@@ -19,6 +19,16 @@ Operand strides come from the problem's ``a_strides``/``b_strides`` (element str
 plan records them; otherwise C-contiguous operands are assumed (and 2-D F-contiguous ones when
 the layout class says ``"F"``), and the engine copies an operand whose strides differ into the
 assumed layout.
+
+FP8 (``float8_e4m3fn``/``float8_e5m2`` operands, see :mod:`._lt_fp8`): cuBLASLt computes FP8
+products only in the "TN" form, ``op(A) = A^T`` and ``op(B) = B``, i.e. both of its operands
+stored with unit stride along ``K``. In NumPy terms that is ``a`` with C-contiguous rows and
+``b`` with F-contiguous columns (``x @ w.T`` for a C-contiguous weight ``w`` of shape
+``(N, K)``), in either result order, so the usual layout of a linear layer needs no copy.
+An ``a`` or ``b`` given otherwise is copied into that layout (recorded as ``a_copy="C"`` /
+``b_copy="F"``). Leading dimensions must be multiples of 16 elements (so ``K`` must be, for
+unpadded operands). The result (and ``c``, bias) is ``result_dtype`` (bfloat16, float16 or
+float32); per-tensor scales of ``a`` and ``b`` (float32 device scalars) are set per call.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from typing import Any, Sequence
 from ..cuda.bindings.cublaslt import ComputeType, DataType, Epilogue as LtEpilogue
 from ..errors import InvalidOperandError, InvalidOptionError
 from ..plan import Problem
+from ._lt_fp8 import FP8_DTYPES, FP8_EPILOGUES, FP8_RESULTS
 from ._matmul_layout import analyse_shapes
 from .cublaslt_layout import LtMatrix, LtProblem, lt_problem
 from .epilogues import definition
@@ -37,6 +48,7 @@ __all__ = [
     "AuxSpec",
     "BiasSpec",
     "LtSpec",
+    "FP8_LD_MULTIPLE",
     "LT_EPILOGUES",
     "TYPES",
     "build_spec",
@@ -54,8 +66,13 @@ TYPES: dict[str, tuple[DataType, ComputeType, DataType]] = {
     "float64": (DataType.R_64F, ComputeType.COMPUTE_64F, DataType.R_64F),
     "complex64": (DataType.C_32F, ComputeType.COMPUTE_32F, DataType.C_32F),
     "complex128": (DataType.C_64F, ComputeType.COMPUTE_64F, DataType.C_64F),
+    "float8_e4m3fn": (DataType.R_8F_E4M3, ComputeType.COMPUTE_32F, DataType.R_32F),
+    "float8_e5m2": (DataType.R_8F_E5M2, ComputeType.COMPUTE_32F, DataType.R_32F),
 }
-_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
+             "float8_e4m3fn": 1, "float8_e5m2": 1}
+#: The leading-dimension multiple (elements) cuBLASLt's FP8 kernels need.
+FP8_LD_MULTIPLE = 16
 #: dtypes whose products may use TF32 tensor cores when the problem allows it.
 TF32_DTYPES = ("float32", "complex64")
 
@@ -142,10 +159,28 @@ class LtSpec:
     c_mode: str
     alpha: Any
     beta: Any
+    #: FP8 only: cuBLASLt's per-matrix types (A, B, D), the result dtype, and the scale inputs
+    #: (``(cuBLASLt attribute name, input name)``, e.g. ``("A_SCALE_POINTER", "b_scale")`` when swapped).
+    matrix_types: tuple[DataType, DataType, DataType] | None = None
+    result_dtype: str | None = None
+    scales: tuple[tuple[str, str], ...] = ()
 
     @property
     def batch(self) -> int:
         return self.lt.batch
+
+    @property
+    def fp8(self) -> bool:
+        return self.dtype in FP8_DTYPES
+
+    @property
+    def out_dtype(self) -> str:
+        """The dtype of D (and C, bias, aux): the operands' own, or FP8's result dtype."""
+        return self.result_dtype or self.dtype
+
+    @property
+    def out_type(self) -> DataType:
+        return self.matrix_types[2] if self.matrix_types is not None else self.data_type
 
     @property
     def itemsize(self) -> int:
@@ -346,6 +381,17 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
         if lt_problem(m, n, k, batch_shape, a_c, b_arg, result_order=order) is None:
             b_strides, b_copy, b_arg = _copied("b", b_shape, (m, n, k), batch_shape, a_c, order, expand)
         lt = lt_problem(m, n, k, batch_shape, a_arg, b_arg, result_order=order)
+    fp8: dict[str, Any] = {}
+    if dtype in FP8_DTYPES:
+        if expand:
+            raise InvalidOperandError(f"matmul (cuda): FP8 operands of shapes {a_shape} and {b_shape} have batch "
+                                      "dimensions that need expanding; FP8 batches must broadcast by one stride")
+        if not (lt.first.trans and not lt.second.trans):  # cuBLASLt's FP8 "TN" rule (module docstring)
+            a_strides, a_copy = _contiguous(a_shape, "C"), "C"
+            b_strides, b_copy = _contiguous(b_shape, "F"), "F"
+            lt = lt_problem(m, n, k, batch_shape, _promote(a_shape, a_strides, True),
+                            _promote(b_shape, b_strides, False), result_order=order)
+        fp8 = _fp8_fields(problem, dtype, epilogue, lt, inputs)
     data_type, compute, scale = TYPES[dtype]
     tf32 = problem.get("allow_tf32", False) if allow_tf32 is None else allow_tf32
     if tf32 and dtype in TF32_DTYPES:
@@ -368,8 +414,37 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
         epilogue=epilogue, lt_epilogue=LT_EPILOGUES[epilogue][order == "F"],
         a_strides=a_strides, b_strides=b_strides, a_copy=a_copy, b_copy=b_copy, expand=expand,
         bias=bias, aux=aux, bgrad=bgrad, c_mode=c_mode,
-        alpha=problem.get("alpha"), beta=problem.get("beta") if has_c else 0.0,
+        alpha=problem.get("alpha"), beta=problem.get("beta") if has_c else 0.0, **fp8,
     )
+
+
+
+def _fp8_fields(problem: Problem, dtype: str, epilogue: str | None, lt: LtProblem,
+                inputs: dict[str, Any]) -> dict[str, Any]:
+    """The FP8 part of an :class:`LtSpec`: matrix types, result dtype and scale inputs."""
+    b_dtype = problem.get("b_dtype") or dtype
+    result = problem.get("result_dtype") or "bfloat16"
+    if b_dtype not in FP8_DTYPES or (dtype, b_dtype) == ("float8_e5m2", "float8_e5m2"):
+        raise InvalidOperandError(f"matmul (cuda): FP8 products take float8_e4m3fn x float8_e4m3fn/float8_e5m2 "
+                                  f"operands (not both float8_e5m2), got {dtype} x {b_dtype}")
+    if result not in FP8_RESULTS:
+        raise InvalidOperandError(f"matmul (cuda): FP8 result_dtype {result!r} is not allowed; allowed: "
+                                  f"{list(FP8_RESULTS)}")
+    if epilogue not in FP8_EPILOGUES or (epilogue in _BIAS_EPILOGUES and result == "float32"):
+        raise InvalidOperandError(f"matmul (cuda): epilogue={epilogue!r} with FP8 operands and a {result} result "
+                                  f"is not supported; allowed: {list(FP8_EPILOGUES)} (bias ones for 16-bit results)")
+    for matrix in (lt.first, lt.second):
+        if matrix.ld % FP8_LD_MULTIPLE:
+            raise InvalidOperandError(
+                f"matmul (cuda): FP8 operands need leading dimensions that are multiples of {FP8_LD_MULTIPLE} "
+                f"elements along K; got {matrix.ld} (K = {matrix.rows})"
+            )
+    a_type, b_type = TYPES[dtype][0], TYPES[b_dtype][0]
+    first, second = (b_type, a_type) if lt.swapped else (a_type, b_type)
+    names = ("b_scale", "a_scale") if lt.swapped else ("a_scale", "b_scale")
+    scales = tuple((attr, name) for attr, name in zip(("A_SCALE_POINTER", "B_SCALE_POINTER"), names)
+                   if name in inputs)
+    return {"matrix_types": (first, second, TYPES[result][0]), "result_dtype": result, "scales": scales}
 
 
 def matrix_fields(matrix: LtMatrix, batch: int) -> dict[str, int]:

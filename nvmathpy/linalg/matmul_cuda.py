@@ -13,6 +13,11 @@ the hot path is :mod:`._lt_execute`. This module is the :class:`~nvmathpy.plan.E
 - autotune times candidates with CUDA events, the L2 cache flushed between calls
   (:func:`nvmathpy.cuda.runtime.event_timer`).
 
+Custom (traced Python) epilogues take the candidates of :mod:`._custom_cuda` (cuBLASLt's own
+epilogue when the expression is exactly one, else cuBLASLt + a generated elementwise kernel and
+the fused generated GEMM); NumPy operands are copied to the device and back around each call
+(:mod:`._host_operands`); FP8 operands (:mod:`._lt_fp8`) need compute capability 8.9+.
+
 CuPy (and torch, for torch operands) are imported only when an engine is built.
 """
 
@@ -23,10 +28,13 @@ from typing import Any, Callable, Mapping
 
 from ..cuda import lt_algo, runtime
 from ..cuda.bindings import cublaslt
-from ..errors import InvalidOptionError, LibraryError
+from ..errors import InvalidOperandError, InvalidOptionError, LibraryError
+from ..kernels.ir import Expr
 from ..plan import Candidate, Engine, Prepared, Problem
+from . import _custom_cuda as custom_cuda, _host_operands as host_operands
 from ._lt_descriptors import LtDescriptors, create_preference
 from ._lt_execute import Launch, build_kernel
+from ._lt_fp8 import FP8_DTYPES, check_device
 from ._lt_spec import LtSpec, build_spec
 
 __all__ = ["CudaMatmulEngine", "LtPrepared", "MAX_ALGORITHMS", "DEFAULT_WORKSPACE_LIMIT", "candidate_for",
@@ -73,7 +81,7 @@ class LtPrepared(Prepared):
             handle=engine.handle, desc=descriptors.desc, a=descriptors.a, b=descriptors.b, d=descriptors.d,
             algo=algo, workspace=address, workspace_bytes=workspace_bytes, relaxed=self._relaxed,
             stream=engine.stream, explicit_stream=engine.explicit_stream, package=engine.package,
-            device_id=engine.device_id,
+            device_id=engine.device_id, raw_storage=engine.host,
         ))
 
     def _relaxed(self, alignments: tuple[int, int, int, int]) -> tuple[cublaslt.MatmulAlgo, int, int]:
@@ -105,22 +113,30 @@ class CudaMatmulEngine(Engine):
         CuPy or torch stream, or an object with ``__cuda_stream__``.
     package
         The operands' package (``"cupy"``, ``"torch"`` or ``"dlpack"``): results and workspaces
-        are allocated through it.
+        are allocated through it. ``"numpy"``: host operands, copied to the device through CuPy
+        for each call, with NumPy results.
     workspace_limit
         Most bytes of workspace an algorithm may use (default 32 MiB).
     allow_tf32
         Let float32/complex64 products use TF32 tensor cores (unless the problem says otherwise).
+    custom
+        A traced custom epilogue (see :mod:`._custom_cuda`), or ``None``.
     """
 
     name = "cuda-cublaslt"
 
     def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy",
-                 workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, allow_tf32: bool = False):
+                 workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, allow_tf32: bool = False,
+                 custom: Expr | None = None):
         if isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int) or workspace_limit < 0:
             raise InvalidOptionError(f"workspace_limit must be a non-negative int (bytes), got {workspace_limit!r}")
+        self.host = package == "numpy"
+        if self.host:
+            package = "cupy"
         if package not in runtime.CUDA_PACKAGES:
-            raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
-        self.device_id, self.package = device_id, package
+            raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)} "
+                                     "(or 'numpy', copied to the device)")
+        self.device_id, self.package, self.custom = device_id, package, custom
         self.workspace_limit, self.allow_tf32 = workspace_limit, allow_tf32
         self.explicit_stream = None if stream is None else runtime.stream_pointer(stream)
         if self.explicit_stream is None:
@@ -156,9 +172,21 @@ class CudaMatmulEngine(Engine):
         return [r for r in results if r.state == 0]
 
     def candidates(self, problem: Problem) -> list[Candidate]:
-        """The heuristic's algorithms for the first result order cuBLASLt can compute."""
+        """The heuristic's algorithms for the first result order cuBLASLt can compute; for a
+        custom epilogue, the candidates of :mod:`._custom_cuda`."""
+        if self.host:
+            problem = host_operands.device_problem(problem)
+        if problem.get("dtype") in FP8_DTYPES:
+            check_device(custom_cuda.device_arch(self.device_id))
+        if self.custom is not None:
+            return self._custom_candidates(problem)
+        return self.lt_candidates(problem)
+
+    def lt_candidates(self, problem: Problem, orders: tuple[str, ...] | None = None) -> list[Candidate]:
+        """cuBLASLt candidates of a problem with a built-in (or no) epilogue, in the first of
+        ``orders`` (default: those the epilogue allows) the heuristic has algorithms for."""
         spec = self.spec(problem)
-        for order in spec.orders:
+        for order in orders or spec.orders:
             spec = self.spec(problem, order)
             with LtDescriptors(spec) as descriptors:
                 results = self.heuristic(descriptors)
@@ -167,8 +195,75 @@ class CudaMatmulEngine(Engine):
         raise LibraryError(f"cuBLASLt offers no algorithm for {_describe(spec)} within a workspace of "
                            f"{self.workspace_limit} bytes")
 
+    def _custom_candidates(self, problem: Problem) -> list[Candidate]:
+        native = custom_cuda.native_match(problem, self.custom)
+        if native is not None:
+            try:
+                found = self.lt_candidates(custom_cuda.builtin_problem(problem, native[0], self._native_inputs(
+                    problem, native)))
+            except (InvalidOperandError, LibraryError):  # e.g. a bias shape cuBLASLt cannot take
+                found = []
+            if found:
+                return [Candidate.of("cublaslt", **c.params, native=native[0], bias=native[1]) for c in found]
+        dtype = problem.get("dtype")
+        if dtype not in custom_cuda.KERNEL_DTYPES:
+            raise InvalidOperandError(
+                f"matmul (cuda): custom epilogues need float16, bfloat16, float32 or float64 operands, got {dtype} "
+                f"(only a custom epilogue that is exactly cuBLASLt's bias epilogue runs for {dtype})"
+            )
+        try:
+            plain = self.lt_candidates(custom_cuda.builtin_problem(problem, None, {}), ("C",))
+        except LibraryError:
+            plain = []
+        elementwise = [Candidate.of(custom_cuda.ELEMENTWISE, **c.params) for c in plain]
+        tiled = custom_cuda.tiled_candidates(problem, custom_cuda.device_arch(self.device_id))
+        found = custom_cuda.interleave(elementwise, tiled)
+        if not found:
+            raise LibraryError(f"matmul (cuda): no candidate computes the custom epilogue for {dtype} on this device")
+        return found
+
+    @staticmethod
+    def _native_inputs(problem: Problem, native: tuple[str, str | None]) -> dict[str, Any]:
+        inputs = dict(problem.get("inputs") or {})
+        return {} if native[1] is None else {"bias": inputs[native[1]]}
+
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
-        """Restore the candidate's algorithm, confirm it with ``cublasLtMatmulAlgoCheck``, allocate its workspace."""
+        """Prepare a candidate: for cuBLASLt, restore its algorithm, confirm it with
+        ``cublasLtMatmulAlgoCheck`` and allocate its workspace; for generated kernels, compile
+        and load them. Host (NumPy) operands are copied to the device and back around the call."""
+        if not self.host:
+            return self._prepare(problem, candidate)
+        problem = host_operands.device_problem(problem)
+        prepared = self._prepare(problem, candidate)
+        prepared.kernel = host_operands.on_device(prepared.kernel, problem, self.explicit_stream)
+        return prepared
+
+    def _prepare(self, problem: Problem, candidate: Candidate) -> Prepared:
+        if self.custom is None:
+            return self.prepare_lt(problem, candidate)
+        params, label = candidate.params, candidate.label
+        if label == "cublaslt":
+            native = (params["native"], params["bias"])
+            builtin = custom_cuda.builtin_problem(problem, native[0], self._native_inputs(problem, native))
+            inner = self.prepare_lt(builtin, candidate)
+            return custom_cuda.CustomPrepared(candidate, custom_cuda.native_call(inner.kernel, native[1]), inner)
+        if label == custom_cuda.ELEMENTWISE:
+            inner = self.prepare_lt(custom_cuda.builtin_problem(problem, None, {}), candidate)
+            try:
+                kernel = custom_cuda.elementwise_call(inner.kernel, problem, self.custom, self.device_id, self.stream)
+            except BaseException:
+                inner.free()
+                raise
+            return custom_cuda.CustomPrepared(candidate, kernel, inner)
+        if label == custom_cuda.TILED:
+            return custom_cuda.CustomPrepared(candidate, custom_cuda.tiled_call(
+                problem, candidate, self.custom, device_id=self.device_id, package=self.package, stream=self.stream,
+                explicit_stream=self.explicit_stream, raw_storage=self.host))
+        raise InvalidOptionError(f"matmul (cuda): unknown candidate {candidate}")
+
+    def prepare_lt(self, problem: Problem, candidate: Candidate) -> LtPrepared:
+        """Restore a cuBLASLt candidate's algorithm, confirm it with ``cublasLtMatmulAlgoCheck``,
+        allocate its workspace."""
         params = candidate.params
         spec = self.spec(problem, params["order"])
         algo = lt_algo.algo_from_hex(params["algo"])
@@ -181,4 +276,3 @@ class CudaMatmulEngine(Engine):
         except BaseException:
             descriptors.destroy()
             raise
-

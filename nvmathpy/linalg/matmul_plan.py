@@ -24,12 +24,13 @@ from ..errors import (
     OperandMismatchError,
     PlanStateError,
 )
-from ..execution import ExecutionCPU, resolve_execution
+from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ..operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ..plan import Engine, Plan, PlanCache, Prepared, Problem, as_options
 from ._matmul_layout import analyse_shapes, broadcast_check, layout_class
 from ..kernels.ir import Expr
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue
+from ._lt_fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
 from .epilogues import Epilogue, EpilogueDef, definition
 
 __all__ = ["Matmul", "MatmulOptions", "matmul", "clear_plan_cache", "set_plan_cache_size", "plan_cache_info"]
@@ -50,16 +51,20 @@ class MatmulOptions:
     allow_tf32
         CUDA only: let float32/complex64 products use TF32 tensor cores (faster, ~10-bit
         mantissa inputs).
+    result_dtype
+        FP8 operands only (see :mod:`nvmathpy.linalg._lt_fp8`): the result's dtype,
+        ``"bfloat16"`` (``None``: the default), ``"float16"`` or ``"float32"``.
 
     Examples
     --------
     >>> MatmulOptions(check_finite=True)
-    MatmulOptions(check_finite=True, workspace_limit=33554432, allow_tf32=False)
+    MatmulOptions(check_finite=True, workspace_limit=33554432, allow_tf32=False, result_dtype=None)
     """
 
     check_finite: bool = False
     workspace_limit: int = 32 << 20
     allow_tf32: bool = False
+    result_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("check_finite", "allow_tf32"):
@@ -68,6 +73,7 @@ class MatmulOptions:
         limit = self.workspace_limit
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidOptionError(f"MatmulOptions: workspace_limit must be a non-negative int (bytes), got {limit!r}")
+        check_result_option(self.result_dtype)
 
 
 def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
@@ -83,12 +89,12 @@ def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, 
     from .matmul_cuda import CudaMatmulEngine
 
     return CudaMatmulEngine(device_id=space.device_id, stream=stream, package=package,
-                            workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32)
+                            workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32, custom=custom)
 
 
 #: Engine factories by execution space name:
 #: ``factory(space, stream, package, options, alpha, beta, custom)`` (``custom``: a traced
-#: custom epilogue, which only the CPU engine runs for now).
+#: custom epilogue or ``None``).
 ENGINES: dict[str, Callable[..., Engine]] = {"cpu": _cpu_engine, "cuda": _cuda_engine}
 
 
@@ -161,7 +167,8 @@ class Matmul(Plan):
     epilogue
         ``None``, an :class:`~nvmathpy.linalg.Epilogue` or its name (see
         :mod:`nvmathpy.linalg.epilogues` for the definitions and conventions), or a Python
-        function ``f(x, name, ...)`` (a custom epilogue, CPU only for now): ``x`` is the
+        function ``f(x, name, ...)`` (a custom epilogue; on CUDA see
+        :mod:`nvmathpy.linalg._custom_cuda`): ``x`` is the
         product value, the other parameters name ``epilogue_inputs`` or the element's
         ``row``/``col``/``batch`` index. It is traced once into an expression (NumPy ufuncs,
         operators, ``np.where`` and the helpers of :mod:`nvmathpy.linalg.epilogues`) and
@@ -173,7 +180,8 @@ class Matmul(Plan):
         any arrays broadcastable to the result (of the operands' dtype) or Python numbers.
     execution
         ``None`` (follow the operands), ``"cpu"``, ``"cuda"``, a dict or an
-        ``ExecutionCPU``/``ExecutionCUDA``. CUDA runs on cuBLASLt (CuPy or torch CUDA operands;
+        ``ExecutionCPU``/``ExecutionCUDA``. CUDA runs on cuBLASLt (CuPy or torch CUDA operands,
+        or NumPy operands copied to the device for each call, with NumPy results;
         ``ExecutionSpaceUnavailableError`` names the cause when no usable GPU is present).
     options
         :class:`MatmulOptions` or a dict.
@@ -221,24 +229,32 @@ class Matmul(Plan):
                 f"epilogue_inputs must be a dict of arrays or None, got {type(epilogue_inputs).__name__}"
             )
         inputs = dict(epilogue_inputs or {})
+        fp8 = is_fp8(a)  # FP8: per-tensor scales come as epilogue inputs (see _lt_fp8)
+        if fp8:
+            inputs = fp8_inputs(inputs, wrap(a, "a"))
         if custom:
             inputs = scalar_inputs(inputs, wrap(a, "a"))
         else:
-            self._check_input_names(inputs)
+            self._check_input_names({k: v for k, v in inputs.items() if not (fp8 and k in SCALE_NAMES)})
         ops = _wrap_operands(a, b, c, inputs)
-        _, device, device_id = common_package(ops)
-        space = resolve_execution(execution, device, device_id)
-        if custom and space.name != "cpu":
-            raise InvalidOptionError(
-                f"matmul: custom epilogues run on the CPU only for now (execution is {space.name!r}); "
-                "use a built-in epilogue name or CPU operands"
-            )
+        package, device, device_id = common_package(ops)
+        # NumPy operands may run on CUDA: the engine copies them over (see matmul_cuda)
+        host_to_cuda = package == "numpy" and isinstance(as_execution(execution), ExecutionCUDA)
+        space = resolve_execution(execution, "cuda" if host_to_cuda else device, device_id)
         if stream is not None and space.name == "cpu":
             raise InvalidOptionError(
                 f"matmul: stream={stream!r} was given but execution is on the CPU; pass stream=None"
             )
         self._shape = analyse_shapes(ops["a"].shape, ops["b"].shape)
-        dtype_name = self._check_dtypes(ops)
+        fp8_fields: dict[str, Any] = {}
+        if fp8:
+            dtype_name, fp8_fields = check_fp8(ops, space.name, self._epilogue and self._epilogue.name, custom,
+                                               self._options.result_dtype)
+        else:
+            dtype_name = self._check_dtypes(ops)
+            if self._options.result_dtype is not None:
+                raise InvalidOptionError("MatmulOptions: result_dtype applies to FP8 operands only; "
+                                         f"a is {dtype_name}")
         self._check_scalars(c is not None, alpha, beta, dtype_name)
         self._check_shapes(ops)
         self._custom = (trace_epilogue(epilogue, {n: ops[n].shape for n in inputs}, self._shape.result)
@@ -259,7 +275,7 @@ class Matmul(Plan):
             inputs={n: [list(ops[n].shape), ops[n].dtype.name] for n in inputs},
             alpha_kind=_scalar_kind(alpha), beta_kind=_scalar_kind(beta),
             num_threads=space.num_threads if isinstance(space, ExecutionCPU) else None,
-            **self._cuda_fields(space, ops, alpha, beta),
+            **self._cuda_fields(space, ops, alpha, beta), **fp8_fields,
         )
         self._engine = _engine_for(space, stream, ops["a"].package, self._options, alpha, beta, self._custom)
 
@@ -404,7 +420,8 @@ class Matmul(Plan):
                 f"execute: out must be a {expected} array like the operands, got a {wrapped.package} one"
             )
         native = wrapped.array
-        dtype = self._ops["a"].dtype
+        result_dtype = self._problem.get("result_dtype")  # FP8 products have their own result dtype
+        dtype = self._ops["a"].dtype if result_dtype is None else numpy_dtype(result_dtype)
         if native.shape != self._shape.result or native.dtype != dtype or not native.flags.c_contiguous:
             raise InvalidOperandError(
                 f"execute: out must be C-contiguous with shape {self._shape.result} and dtype {dtype.name}; "
@@ -548,6 +565,8 @@ def matmul(
     else:
         if custom:
             epilogue_inputs = scalar_inputs(epilogue_inputs or {}, wrap(a, "a"))
+        elif is_fp8(a):
+            epilogue_inputs = fp8_inputs(epilogue_inputs or {}, wrap(a, "a"))
         ops = _wrap_operands(a, b, c, epilogue_inputs or {})
         common_package(ops)
         na, nb = ops["a"].array, ops["b"].array

@@ -307,3 +307,96 @@ def test_device_description_names_the_gpu():
     description = device_description(0)
     assert description["gpu"] and description["compute_capability"].count(".") == 1
     assert description["cublaslt"].startswith(("12.", "13."))
+
+
+# -- NumPy operands asked to run on CUDA ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_numpy_operands_with_cuda_execution_come_back_as_numpy(dtype):
+    rng = np.random.default_rng(11)
+    a, b = rand(rng, (3, 41, 29), dtype), rand(rng, (37, 29), dtype).T  # b travels as a transposed view
+    keep = (a.copy(), b.copy())
+    with Matmul(a, b, execution="cuda") as mm:
+        mm.plan()
+        got = mm.execute()
+        out = np.full((3, 41, 37), np.nan, dtype=got.dtype)
+        assert mm.execute(out=out) is out
+    assert type(got) is np.ndarray and got.dtype == np_dtype(dtype)
+    assert rel_err(got, reference(a, b)) < TOL[dtype] and rel_err(out, reference(a, b)) < TOL[dtype]
+    assert np.array_equal(a, keep[0]) and np.array_equal(b, keep[1])
+    bias = rand(rng, (37,), "float32")
+    if dtype == "float32":
+        import nvmathpy.linalg as la
+
+        got = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}, execution="cuda")
+        assert type(got) is np.ndarray
+        assert rel_err(got, reference(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias})) < TOL[dtype]
+
+
+# -- FP8 -------------------------------------------------------------------------------------------------
+
+
+def _fp8_ready():
+    if int(cupy.cuda.Device().compute_capability) < 89:
+        pytest.skip("FP8 needs compute capability 8.9+")
+
+
+@pytest.mark.parametrize("result", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("types", [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e4m3fn", "float8_e5m2")])
+def test_fp8_numpy_operands_with_scales(result, types):
+    _fp8_ready()
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((3, 96, 128)) * 2).astype(getattr(ml_dtypes, types[0]))
+    w = (rng.standard_normal((80, 128)) * 2).astype(getattr(ml_dtypes, types[1]))
+    ref = 0.5 * 3.0 * (x.astype(np.float64) @ w.astype(np.float64).T)
+    with Matmul(x, w.T, epilogue_inputs={"a_scale": 0.5, "b_scale": 3.0}, options={"result_dtype": result},
+                execution="cuda") as mm:
+        mm.plan()
+        got = mm.execute()
+    assert type(got) is np.ndarray and got.dtype == np_dtype(result)
+    assert rel_err(got, ref) < TOL[result]
+
+
+def test_fp8_layout_copy_and_gelu_bias():
+    _fp8_ready()
+    rng = np.random.default_rng(13)
+    a = (rng.standard_normal((64, 32)) * 2).astype(ml_dtypes.float8_e4m3fn)
+    b = (rng.standard_normal((32, 48)) * 2).astype(ml_dtypes.float8_e4m3fn)  # C-contiguous b: copied to TN
+    bias = rng.standard_normal(48).astype(np.float16)
+    with Matmul(a, b, epilogue="gelu_bias", epilogue_inputs={"bias": bias}, options={"result_dtype": "float16"},
+                execution="cuda") as mm:
+        mm.plan()
+        got = mm.execute()
+    ref = reference(a.astype(np.float64), b.astype(np.float64), epilogue="gelu_bias",
+                    epilogue_inputs={"bias": bias.astype(np.float64)})
+    assert rel_err(got, ref) < TOL["float16"] * 3
+
+
+def test_fp8_torch_tensors():
+    torch = pytest.importorskip("torch")
+    _fp8_ready()
+    gen = torch.Generator(device="cuda").manual_seed(14)
+    x = torch.randn(64, 64, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    w = torch.randn(96, 64, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    try:
+        with Matmul(x, w.T, epilogue_inputs={"a_scale": 2.0}) as mm:
+            mm.plan()
+            got = mm.execute()
+    except Exception as exc:  # operands.wrap views torch tensors through CuPy, which has no FP8 type
+        if "dtype" in str(exc).lower() or "type" in str(exc).lower():
+            pytest.skip(f"FP8 torch tensors cannot be viewed by CuPy here: {exc}")
+        raise
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+    ref = 2.0 * (x.float() @ w.float().T)
+    assert float((got.float() - ref).norm() / ref.norm()) < TOL["bfloat16"]
+
+
+def test_numpy_operands_on_an_explicit_stream():
+    rng = np.random.default_rng(15)
+    a, b = rand(rng, (130, 70), "float64"), rand(rng, (70, 90), "float64")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with Matmul(a, b, execution="cuda", stream=stream) as mm:
+        mm.plan()
+        got = mm.execute()  # uploads, product and download all on ``stream``; the result is complete
+    assert type(got) is np.ndarray and rel_err(got, reference(a, b)) < 1e-12
