@@ -30,6 +30,8 @@ POINTER_TYPEDEFS = {
     "cublasLtMatmulPreference_t",
     "cusolverDnHandle_t",
     "cusolverDnParams_t",
+    "syevjInfo_t",
+    "gesvdjInfo_t",
     "nvrtcProgram",
     "nvJitLinkHandle",
 }

@@ -3,8 +3,9 @@
 The 64-bit generic API (``cusolverDnX*``: LU, Cholesky, QR, symmetric eigensolvers, SVD) takes
 the data type of each operand and reports workspace needs on both the device and the host; each
 routine comes with its ``_bufferSize`` query. The legacy typed API supplies what the generic one
-lacks: forming and applying Q after QR (``orgqr``/``ormqr``, ``ungqr``/``unmqr``) and batched
-Cholesky (``potrfBatched``/``potrsBatched``). ``info`` arguments point to device memory.
+lacks: forming and applying Q after QR (``orgqr``/``ormqr``, ``ungqr``/``unmqr``), batched
+Cholesky (``potrfBatched``/``potrsBatched``) and the Jacobi solvers (``syevjBatched``, ``gesvdj``).
+``info`` arguments point to device memory.
 """
 
 from __future__ import annotations
@@ -155,6 +156,24 @@ LIB = Library(
         *(fn for t in "CZ" for fn in _legacy(f"{t}unmqr", (_P, *_Q_APPLY))),
         # uplo, n, A[] lda, info[], batch
         *(Fn(f"cusolverDn{t}potrfBatched", STATUS, (_P, _INT, _INT, _P, _INT, _P, _INT)) for t in "SDCZ"),
+        # Jacobi methods: options objects, batched Hermitian eigensolver (n <= 32), one-matrix SVD
+        Fn("cusolverDnCreateSyevjInfo", STATUS, (POINTER(c_void_p),)),
+        Fn("cusolverDnDestroySyevjInfo", STATUS, (_P,)),
+        Fn("cusolverDnCreateGesvdjInfo", STATUS, (POINTER(c_void_p),)),
+        Fn("cusolverDnDestroyGesvdjInfo", STATUS, (_P,)),
+        # jobz uplo n, A lda, W, int* lwork, params, batch; run: ... W, work lwork, info, params, batch
+        *(fn for t in ("Ssyevj", "Dsyevj", "Cheevj", "Zheevj") for fn in (
+            Fn(f"cusolverDn{t}Batched_bufferSize", STATUS, (_P, _INT, _INT, _INT, _P, _INT, _P, POINTER(c_int), _P,
+                                                             _INT)),
+            Fn(f"cusolverDn{t}Batched", STATUS, (_P, _INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P, _P, _INT)),
+        )),
+        # jobz econ m n, A lda, S, U ldu, V ldv, int* lwork, params; run: ..., work lwork, info, params
+        *(fn for t in "SDCZ" for fn in (
+            Fn(f"cusolverDn{t}gesvdj_bufferSize", STATUS, (_P, _INT, _INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P,
+                                                            _INT, POINTER(c_int), _P)),
+            Fn(f"cusolverDn{t}gesvdj", STATUS, (_P, _INT, _INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P, _INT, _P, _INT,
+                                                 _P, _P)),
+        )),
         # uplo n nrhs, A[] lda, B[] ldb, info, batch
         *(
             Fn(f"cusolverDn{t}potrsBatched", STATUS, (_P, _INT, _INT, _INT, _P, _INT, _P, _INT, _P, _INT))

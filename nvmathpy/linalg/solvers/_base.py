@@ -61,6 +61,17 @@ class SolverPlan(Plan):
     #: The CPU engine of the concrete plan class.
     cpu_engine: ClassVar[CPULapackEngine]
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> "SolverPlan":
+        # CUDA operands (or execution="cuda") get the class's cuSOLVER variant (a subclass,
+        # nvmathpy.linalg.solvers._cusolver_plans), imported only then.
+        first = args[0] if args else kwargs.get("a")
+        if type(first) is not np.ndarray or kwargs.get("execution") is not None:
+            from ._cusolver_plans import VARIANTS, wants_cuda
+
+            if cls in VARIANTS and wants_cuda(first, kwargs.get("execution")):
+                cls = VARIANTS[cls]
+        return super().__new__(cls)
+
     def __init__(self, execution: Any, **arrays: Any):
         super().__init__()
         self._arrays, self._to_caller, space = host_arrays(execution, **arrays)

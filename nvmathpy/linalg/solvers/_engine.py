@@ -2,15 +2,15 @@
 
 One :class:`CPULapackEngine` instance per operation: it lists the operation's candidates
 (LAPACK drivers and batched fast paths, best guess first) and prepares one by fetching its
-LAPACK routines and sizing its workspace once. A cuSOLVER engine will slot in beside it
-through :func:`engine_for`, which picks by execution space.
+LAPACK routines and sizing its workspace once. :func:`engine_for` picks by execution space:
+this engine on the CPU, the cuSOLVER engine (``_cusolver_engine``) for CUDA.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ...execution import ExecutionCPU, cpu_description
+from ...execution import ExecutionCPU, ExecutionCUDA, cpu_description
 from ...errors import ExecutionSpaceUnavailableError
 from ...plan import Candidate, Engine, Prepared, Problem
 
@@ -51,13 +51,19 @@ class CPULapackEngine(Engine):
         return {**cpu_description(), "engine": self.name}
 
 
-def engine_for(space: Any, cpu_engine: CPULapackEngine) -> Engine:
-    """The engine for an execution space. Only the CPU engine exists for now; the CUDA
-    space is refused earlier by ``resolve_execution`` on machines without a GPU, and here
-    where a GPU exists but the cuSOLVER engine is not written yet."""
+def engine_for(space: Any, cpu_engine: CPULapackEngine, *, package: str = "cupy", stream: Any = None) -> Engine:
+    """The engine for an execution space: the plan's CPU engine, or for
+    :class:`~nvmathpy.ExecutionCUDA` the cuSOLVER engine of the same operation
+    (:class:`._cusolver_engine.CusolverEngine`, imported only then) on the operands' package and
+    ``stream`` (``None``: the package's current stream)."""
     if isinstance(space, ExecutionCPU) or space is None:
         return cpu_engine
+    if isinstance(space, ExecutionCUDA):
+        from ._cusolver_engine import OPERATIONS, CusolverEngine
+
+        if cpu_engine.operation in OPERATIONS:
+            return CusolverEngine(cpu_engine.operation, device_id=space.device_id, package=package, stream=stream)
     raise ExecutionSpaceUnavailableError(
-        f"execution space {getattr(space, 'name', space)!r}: the solver plans have no engine for it yet "
-        "(the cuSOLVER engine is planned); use CPU operands or execution='cpu'"
+        f"execution space {getattr(space, 'name', space)!r}: the solver operation {cpu_engine.operation!r} has "
+        "no engine there; use CPU operands or execution='cpu'"
     )

@@ -28,9 +28,9 @@ def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], C
     with a converter for results (identity for NumPy, ``torch.from_numpy`` for torch) and
     the execution space.
 
-    CUDA operands or ``execution="cuda"`` raise the
+    ``execution="cuda"`` without a usable GPU raises the
     :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
-    until the cuSOLVER engines exist.
+    (CUDA operands are taken by the plans' cuSOLVER variants, ``_cusolver_plans``).
     """
     wrapped = wrap_all(**arrays)
     if not wrapped:

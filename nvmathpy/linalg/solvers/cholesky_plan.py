@@ -38,7 +38,8 @@ class Cholesky(SolverPlan):
     overwrite_a
         Let the factorization reuse ``a``'s memory where possible.
     execution
-        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU` (CUDA not yet).
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

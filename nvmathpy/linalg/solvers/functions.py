@@ -8,6 +8,7 @@ and plans a new one). ``plan_cache()`` returns the cache (``resize``, ``clear``,
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Hashable, NamedTuple
 
 import numpy as np
@@ -51,6 +52,30 @@ class SlogdetResult(NamedTuple):
 
     sign: Any
     logabsdet: Any
+
+
+def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Route a call whose operand lives on a GPU (or ``execution="cuda"``) to the function of
+    the same name in :mod:`._cusolver_functions`; NumPy calls pay one type check."""
+    name = fn.__name__
+    factors = name in ("lu_solve", "cho_solve")
+
+    @functools.wraps(fn)
+    def routed(*args: Any, **kwargs: Any) -> Any:
+        execution = kwargs.get("execution")
+        operand = args[0] if args else None
+        if factors and isinstance(operand, tuple) and operand:
+            operand = operand[0]
+        if execution is not None or (type(operand) is not _ndarray and operand is not None):
+            from ._cusolver_plans import wants_cuda
+
+            if wants_cuda(operand, execution):
+                from ._cusolver_functions import ROUTED
+
+                return ROUTED[name](*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return routed
 
 
 def plan_cache() -> PlanCache:
@@ -144,6 +169,13 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
 
 
 def _solve_general(a: Any, b: Any, execution: Any) -> Any:
+    if execution is not None or type(a) is not _ndarray:
+        from ._cusolver_plans import wants_cuda
+
+        if wants_cuda(a, execution):
+            from ._cusolver_functions import ROUTED
+
+            return ROUTED["solve"](a, b, execution=execution)
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1, b1 = arrays["a"], arrays["b"]
     a1 = as_stack(a1, "a")
@@ -174,6 +206,7 @@ def _solve_general(a: Any, b: Any, execution: Any) -> Any:
     return to_caller(x[..., 0] if vector else x)
 
 
+@_cuda_route
 def inv(a: Any, /, *, execution: Any = None) -> Any:
     """The inverse of each matrix of ``(..., n, n)`` ``a``.
 
@@ -204,6 +237,7 @@ def _lu_plan(a: Any, execution: Any) -> tuple[Any, Callable[[Any], Any], tuple]:
     return a1, to_caller, cache_key("lu", a1)
 
 
+@_cuda_route
 def det(a: Any, /, *, execution: Any = None) -> Any:
     """Determinant(s) of ``(..., n, n)`` ``a`` (from an LU factorization).
 
@@ -221,6 +255,7 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
                                 execution=execution))
 
 
+@_cuda_route
 def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
     """``(sign, logabsdet)`` of the determinant(s) of ``a``; robust to overflow.
 
@@ -244,6 +279,7 @@ def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
 # -- factorizations -------------------------------------------------------------------------------
 
 
+@_cuda_route
 def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
     """Cholesky factor of Hermitian positive definite ``a``: lower ``L`` with ``a = L L^H``
     (``upper=True``: ``U`` with ``a = U^H U``). Only that triangle of ``a`` is read.
@@ -265,6 +301,7 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
                                 lambda p: p.execute().factor, execution=execution))
 
 
+@_cuda_route
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     """QR decomposition (``mode`` ``"reduced"``, ``"complete"`` or ``"r"``) of ``(..., m, n)`` ``a``.
 
@@ -294,6 +331,7 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
     return to_caller(EighResult(*out) if vectors else out)
 
 
+@_cuda_route
 def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian ``a`` (``(..., n, n)``).
 
@@ -308,6 +346,7 @@ def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> EighResult:
     return _eigh(a, UPLO, True, execution)
 
 
+@_cuda_route
 def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
     """Eigenvalues (ascending) of Hermitian ``a``.
 
@@ -321,6 +360,7 @@ def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
     return _eigh(a, UPLO, False, execution)
 
 
+@_cuda_route
 def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, *,
         execution: Any = None) -> Any:
     """Singular value decomposition ``a = U diag(S) Vh`` of ``(..., m, n)`` ``a``
@@ -340,6 +380,7 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
                                 lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution))
 
 
+@_cuda_route
 def svdvals(a: Any, /, *, execution: Any = None) -> Any:
     """Singular values (descending) of ``(..., m, n)`` ``a``.
 
@@ -353,6 +394,7 @@ def svdvals(a: Any, /, *, execution: Any = None) -> Any:
     return svd(a, compute_uv=False, execution=execution)
 
 
+@_cuda_route
 def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = None) -> tuple:
     """Least-squares solution: ``(x, residuals, rank, s)`` with NumPy's conventions.
 
@@ -377,6 +419,7 @@ def _rehome(b: Any, arrays: dict) -> Any:
     return host_arrays(None, b=b)[0]["b"]
 
 
+@_cuda_route
 def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, unit_diagonal: bool = False,
                      execution: Any = None) -> Any:
     """Solve ``op(a) x = b`` for triangular ``a`` (``trans`` 0/'N', 1/'T', 2/'C').
@@ -404,6 +447,7 @@ def _per_matrix_fortran(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
 
 
+@_cuda_route
 def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
     """LU factors ``(lu, piv)`` of ``(..., n, n)`` ``a`` in LAPACK's form (as
     ``scipy.linalg.lu_factor``: ``piv`` 0-based int32; ``P A = L U``). Exactly singular
@@ -428,6 +472,7 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
                                 lambda p: p.execute().factors, execution=execution))
 
 
+@_cuda_route
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
     lu, piv = lu_and_piv
@@ -437,6 +482,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, executio
                       lambda p: p.use_factors(lu1, piv), lambda p: p.solve(b, trans), execution=execution)
 
 
+@_cuda_route
 def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
     """Cholesky factor ``(c, lower)`` for :func:`cho_solve` (``lower=False``: ``U``, like SciPy).
 
@@ -456,6 +502,7 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
     return to_caller(c), bool(lower)
 
 
+@_cuda_route
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
     """Solve ``A x = b`` with a factor from :func:`cho_factor`."""
     c, lower = c_and_lower

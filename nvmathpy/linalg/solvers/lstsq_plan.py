@@ -50,7 +50,8 @@ class Lstsq(SolverPlan):
         Singular values ``<= rcond * s_max`` count as zero. ``None`` (default):
         machine epsilon times ``max(m, n)`` (NumPy's default).
     execution
-        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU` (CUDA not yet).
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

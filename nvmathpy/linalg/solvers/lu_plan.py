@@ -36,8 +36,8 @@ class LU(SolverPlan):
         Let the factorization reuse ``a``'s memory when its layout allows (``a`` is then
         destroyed).
     execution
-        ``None`` (follow the operand), ``"cpu"`` or an :class:`~nvmathpy.ExecutionCPU`.
-        CUDA raises :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` for now.
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

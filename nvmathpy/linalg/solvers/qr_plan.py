@@ -61,7 +61,8 @@ class QR(SolverPlan):
     pivoting
         Column pivoting (``geqp3``): ``A[:, p] = Q R`` with ``|diag(R)|`` decreasing.
     execution
-        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU` (CUDA not yet).
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

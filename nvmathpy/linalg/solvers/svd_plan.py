@@ -61,7 +61,8 @@ class SVD(SolverPlan):
     driver
         Force ``"gesdd"`` or ``"gesvd"``; ``None`` lets wisdom/autotune/heuristic choose.
     execution
-        ``None``, ``"cpu"`` or :class:`~nvmathpy.ExecutionCPU` (CUDA not yet).
+        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
+        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

@@ -12,8 +12,14 @@ Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` n
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """
 
+from ._cuda import routed as _routed
 from ._decomp import cho_factor, cho_solve, cholesky, eigh, eigvalsh, lu, lu_factor, lu_solve, qr, svd, svdvals
 from ._solve import det, inv, lstsq, solve, solve_triangular
+
+# CUDA operands (CuPy arrays, torch CUDA tensors) go to the cuSOLVER engine with SciPy's conventions (._cuda).
+(solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals,
+ solve_triangular) = map(_routed, (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve,
+                                   qr, eigh, eigvalsh, svd, svdvals, solve_triangular))
 
 __all__ = [
     "solve", "inv", "det", "lstsq", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve",

@@ -1,0 +1,225 @@
+"""The scipy.linalg drop-in on CUDA operands: SciPy's signatures and return conventions over
+the cuSOLVER engine of :mod:`nvmathpy.linalg` (CuPy arrays, torch CUDA tensors).
+
+:func:`routed` wraps each public function: a call whose first operand lives on a GPU goes to
+the function of the same name here; NumPy calls pay one type check.
+
+On CUDA: ``check_finite=True`` costs one device reduction and one synchronisation;
+``overwrite_*`` are accepted and ignored; ill-conditioned solves do not warn (no condition
+estimate is computed); ``solve(assume_a=...)`` uses Cholesky for ``'pos'``, the named triangle
+for the triangular structures, the diagonal for ``'diagonal'`` and the general LU otherwise
+(``None``, ``'gen'``, ``'sym'``, ``'her'``, banded); ``lapack_driver`` / ``driver`` choices
+are LAPACK's and are ignored (autotune picks cuSOLVER's routines). Generalized and subset
+eigenproblems, ``qr(pivoting=True)``, ``qr(mode='raw')`` and ``lu`` are refused by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+from numpy import ndarray
+
+from ... import linalg as nl
+from ...errors import InvalidOptionError, LinAlgError
+
+__all__ = ["ROUTED", "routed"]
+
+
+def _on_cuda(x: Any) -> bool:
+    if isinstance(x, tuple) and x:
+        x = x[0]
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(x, cupy.ndarray):
+        return True
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.device.type == "cuda"
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and not hasattr(x, "__array_interface__") and int(device()[0]) in (2, 13)
+
+
+def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with calls on CUDA operands sent to this module's function of the same name."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        if type(first) is not ndarray and _on_cuda(first):
+            return ROUTED[name](*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _finite(check: bool, *arrays: Any) -> None:
+    if not check:
+        return
+    from ...cuda.runtime import import_cupy
+
+    cupy = import_cupy()
+    for x in arrays:
+        native = cupy.from_dlpack(x) if not isinstance(x, cupy.ndarray) else x
+        if native.dtype.kind in "fc" and not bool(cupy.isfinite(native).all()):
+            raise ValueError("array must not contain infs or NaNs")
+
+
+def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Any:
+    _finite(check_finite, a, b)
+    structure = {"positive definite": "pos", "upper triangular": "upper", "lower triangular": "lower",
+                 "diagonal": "diagonal"}.get(assume_a, assume_a)
+    if structure in ("pos", "upper", "lower"):
+        if structure == "pos":
+            if transposed:  # A^T x = b with A Hermitian positive definite: conj(A) x = b
+                return nl.cho_solve(nl.cho_factor(a.conj(), lower=lower), b)
+            return nl.cho_solve(nl.cho_factor(a, lower=lower), b)
+        return nl.solve_triangular(a, b, lower=structure == "lower", trans=1 if transposed else 0)
+    if structure == "diagonal":
+        return _solve_diagonal(a, b)
+    return nl.solve(a.swapaxes(-1, -2) if transposed else a, b)  # A^T: a free view, factored as is
+
+
+def _solve_diagonal(a: Any, b: Any) -> Any:
+    """``b / diag(a)`` (the transposed system is the same one)."""
+    from ...cuda.runtime import import_cupy
+    from ...linalg.solvers._cusolver_plans import device_arrays
+
+    cupy = import_cupy()
+    native, to_caller, _, _ = device_arrays(None, a=a, b=b)
+    d = cupy.diagonal(native["a"], axis1=-2, axis2=-1)
+    if bool((d == 0).any()):
+        raise LinAlgError("Singular matrix: a diagonal entry is zero")
+    rhs = native["b"]
+    return to_caller(rhs / (d if rhs.ndim == d.ndim else d[..., None]))
+
+
+def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
+        lower: bool = False) -> Any:
+    _finite(check_finite, a)
+    return nl.inv(a)
+
+
+def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    _finite(check_finite, a)
+    return nl.det(a)
+
+
+def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    _finite(check_finite, a, b)
+    return nl.solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+
+
+def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, overwrite_b: bool = False,
+          check_finite: bool = True, lapack_driver: str | None = None) -> tuple:
+    _finite(check_finite, a, b)
+    x, residues, rank, s = nl.lstsq(a, b, rcond=cond)
+    if getattr(b, "ndim", 2) == 1 and residues.shape[-1:] == (1,):
+        residues = residues[..., 0]  # SciPy: a scalar for a 1-D b
+    return x, residues, rank, s
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    _finite(check_finite, a)
+    return nl.lu_factor(a)
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Any:
+    _finite(check_finite, lu_and_piv[0], b)
+    return nl.lu_solve(lu_and_piv, b, trans=trans)
+
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: bool = False) -> tuple:
+    raise InvalidOptionError("scipy.linalg.lu is not supported on CUDA operands yet; use lu_factor")
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    _finite(check_finite, a)
+    return nl.cholesky(a, upper=not lower)
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
+    _finite(check_finite, a)
+    return nl.cho_factor(a, lower=lower)
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    _finite(check_finite, c_and_lower[0], b)
+    return nl.cho_solve(c_and_lower, b)
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True) -> tuple:
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise InvalidOptionError(f"qr: mode={mode!r} is not supported on CUDA operands; allowed: {list(modes)}")
+    if pivoting:
+        raise InvalidOptionError("qr: pivoting=True is not supported on CUDA operands yet")
+    _finite(check_finite, a)
+    out = nl.qr(a, mode=modes[mode])
+    if mode != "r":
+        return tuple(out)
+    return (_full_r(out, a.shape[-2]),)
+
+
+def _full_r(r: Any, m: int) -> Any:
+    """SciPy's ``mode='r'`` R, ``(m, n)``: the ``(k, n)`` R padded with zero rows."""
+    from ...cuda.runtime import import_cupy
+    from ...linalg.solvers._cusolver_plans import device_arrays
+
+    native, to_caller, _, _ = device_arrays(None, r=r)
+    r = native["r"]
+    if r.shape[-2] == m:
+        return to_caller(r)
+    full = import_cupy().zeros(r.shape[:-2] + (m, r.shape[-1]), r.dtype)
+    full[..., : r.shape[-2], :] = r
+    return to_caller(full)
+
+
+def _eigh_options(b: Any, type: int, subset_by_index: Any, subset_by_value: Any) -> None:
+    for name, value in (("b", b), ("subset_by_index", subset_by_index), ("subset_by_value", subset_by_value)):
+        if value is not None:
+            raise InvalidOptionError(f"eigh: {name}= is not supported on CUDA operands yet")
+    if type != 1:
+        raise InvalidOptionError(f"eigh: type={type!r} needs b, which is not supported on CUDA operands yet")
+
+
+def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, type: int = 1, check_finite: bool = True, subset_by_index: Any = None,
+         subset_by_value: Any = None, driver: str | None = None) -> Any:
+    _eigh_options(b, type, subset_by_index, subset_by_value)
+    _finite(check_finite, a)
+    uplo = "L" if lower else "U"
+    if eigvals_only:
+        return nl.eigvalsh(a, UPLO=uplo)
+    return tuple(nl.eigh(a, UPLO=uplo))
+
+
+def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,
+             type: int = 1, check_finite: bool = True, subset_by_index: Any = None, subset_by_value: Any = None,
+             driver: str | None = None) -> Any:
+    _eigh_options(b, type, subset_by_index, subset_by_value)
+    _finite(check_finite, a)
+    return nl.eigvalsh(a, UPLO="L" if lower else "U")
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> Any:
+    _finite(check_finite, a)
+    out = nl.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def svdvals(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    _finite(check_finite, a)
+    return nl.svdvals(a)
+
+
+#: The CUDA variants by name.
+ROUTED = {fn.__name__: fn for fn in (solve, inv, det, solve_triangular, lstsq, lu_factor, lu_solve, lu, cholesky,
+                                      cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals)}
