@@ -47,6 +47,9 @@ class Operand:
     package: str
     device: str
     device_id: int | None
+    #: The element type when ``array`` holds it as raw storage (CuPy has no bfloat16 or
+    #: float8 type: torch CUDA tensors of those dtypes are viewed as uint16/uint8).
+    logical_dtype: np.dtype | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -59,7 +62,7 @@ class Operand:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype
+        return self.array.dtype if self.logical_dtype is None else self.logical_dtype
 
     @property
     def ndim(self) -> int:
@@ -98,6 +101,36 @@ def _torch_to_numpy(tensor: Any) -> np.ndarray:
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(_bfloat16())
     return tensor.numpy()
+
+
+def torch_raw_storage(dtype: Any) -> tuple[Any, str] | None:
+    """For a torch dtype CuPy has no type for: ``(torch dtype of its raw storage, the
+    ml_dtypes name)``; ``None`` for every other dtype."""
+    torch = sys.modules["torch"]
+    raw = {torch.bfloat16: (torch.int16, "bfloat16")}
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            raw[getattr(torch, name)] = (torch.uint8, name)
+    return raw.get(dtype)
+
+
+def _torch_cuda_operand(tensor: Any) -> Operand:
+    """A CUDA torch tensor seen as a CuPy array through DLPack (zero-copy); bfloat16 and
+    float8 tensors as their raw storage, with the element type kept beside it."""
+    import cupy
+
+    tensor = tensor.detach()
+    if tensor.is_conj() or tensor.is_neg():  # lazy conj/neg views cannot be exported
+        tensor = tensor.resolve_conj().resolve_neg()
+    device_id = tensor.device.index or 0
+    raw = torch_raw_storage(tensor.dtype)
+    if raw is None:
+        return Operand(cupy.from_dlpack(tensor), "torch", "cuda", device_id)
+    import ml_dtypes
+
+    storage, name = raw
+    return Operand(cupy.from_dlpack(tensor.view(storage)), "torch", "cuda", device_id,
+                   np.dtype(getattr(ml_dtypes, name)))
 
 
 def _numpy_to_torch(array: np.ndarray) -> Any:
@@ -140,9 +173,7 @@ def wrap(x: Any, name: str = "operand") -> Operand:
         if x.device.type == "cpu":
             return Operand(_torch_to_numpy(x), "torch", "cpu", None)
         if x.device.type == "cuda":
-            import cupy
-
-            return Operand(cupy.from_dlpack(x.detach()), "torch", "cuda", x.device.index or 0)
+            return _torch_cuda_operand(x)
         raise InvalidOperandError(
             f"{name}: torch tensors on device {x.device.type!r} are not supported; "
             "allowed devices are 'cpu' and 'cuda'"

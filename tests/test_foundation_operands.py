@@ -120,3 +120,19 @@ def test_torch_lazy_conj_and_neg_views():
     n = torch.randn(3, dtype=torch.complex128)
     neg = torch._neg_view(n)
     np.testing.assert_array_equal(wrap(neg, "n").array, -n.numpy())
+
+
+def test_raw_storage_of_dtypes_cupy_lacks():
+    """torch CUDA bfloat16/float8 tensors travel as raw storage (CuPy has no such types), with
+    the element type kept in the Operand (checked here on the mapping; the CUDA path in tests/gpu)."""
+    torch = pytest.importorskip("torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from nvmathpy.operands import Operand, torch_raw_storage
+
+    assert torch_raw_storage(torch.bfloat16) == (torch.int16, "bfloat16")
+    assert torch_raw_storage(torch.float8_e4m3fn) == (torch.uint8, "float8_e4m3fn")
+    assert torch_raw_storage(torch.float32) is None
+    raw = np.zeros((2, 3), np.int16)
+    op = Operand(raw, "torch", "cuda", 0, np.dtype(ml_dtypes.bfloat16))
+    assert op.dtype.name == "bfloat16" and op.shape == (2, 3) and op.strides == raw.strides
+    assert Operand(raw, "numpy", "cpu", None).dtype == np.int16

@@ -28,8 +28,10 @@ __all__ = ["ROUTED", "routed"]
 
 
 def _on_cuda(x: Any) -> bool:
-    if isinstance(x, tuple) and x:
+    if type(x) is tuple and x:  # (c, lower) / (lu, piv) factors
         x = x[0]
+    if type(x) is ndarray:
+        return False
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
         return True
