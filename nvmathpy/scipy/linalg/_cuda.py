@@ -16,7 +16,6 @@ eigenproblems, ``qr(pivoting=True)``, ``qr(mode='raw')`` and ``lu`` are refused 
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Any, Callable
 
 from numpy import ndarray
@@ -32,14 +31,9 @@ def _on_cuda(x: Any) -> bool:
         x = x[0]
     if type(x) is ndarray:
         return False
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(x, cupy.ndarray):
-        return True
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return x.device.type == "cuda"
-    device = getattr(x, "__dlpack_device__", None)
-    return device is not None and not hasattr(x, "__array_interface__") and int(device()[0]) in (2, 13)
+    from ...linalg.solvers._cusolver_plans import wants_cuda
+
+    return wants_cuda(x, None)
 
 
 def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
