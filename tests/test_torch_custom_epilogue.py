@@ -190,7 +190,9 @@ def test_ir_grad_conventions_at_kinks():
 # -- the torch operator ------------------------------------------------------------------------------
 
 torch = pytest.importorskip("torch")
-import nvmathpy.torch as nt  # noqa: E402
+import nvmathpy.torch as nt
+from nvmathpy.linalg._custom_epilogue import input_kind
+from nvmathpy.torch._custom import _epilogue_text  # noqa: E402
 
 
 def swiglu(x, gate, scale):
@@ -303,8 +305,8 @@ def test_gradients_match_torch_autograd(case):
 def test_opcheck(case):
     f, _, a_shape, b_shape, inputs = EPILOGUE_CASES[case]
     a, b, tensors = _operands(a_shape, b_shape, inputs, seed=40 + case)
-    kinds = tuple((name, nt.input_kind(t.shape, a.shape[-2], b.shape[-1])) for name, t in tensors.items())
-    text, names = nt._epilogue_text(f, kinds)
+    kinds = tuple((name, input_kind(t.shape, a.shape[-2], b.shape[-1])) for name, t in tensors.items())
+    text, names = _epilogue_text(f, kinds)
     torch.library.opcheck(torch.ops.nvmathpy.matmul_custom.default, (a, b, text, [tensors[n] for n in names]))
 
 

@@ -83,14 +83,16 @@ def test_gradcheck():
 
 def test_backward_uses_fused_epilogues(monkeypatch):
     calls = []
-    real = nt._nv_matmul
+    from nvmathpy.torch import _ops
+
+    real = _ops.nv_matmul
 
     def spy(a, b, **kwargs):
         epilogue = kwargs.get("epilogue")
         calls.append(epilogue if isinstance(epilogue, str) or epilogue is None else "custom")
         return real(a, b, **kwargs)
 
-    monkeypatch.setattr(nt, "_nv_matmul", spy)
+    monkeypatch.setattr(_ops, "nv_matmul", spy)
     torch.manual_seed(5)
     for activation in ("relu", "gelu"):
         mlp = nt.MLP([6, 9, 8, 7, 3], activation=activation, dtype=torch.float64)
