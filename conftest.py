@@ -13,7 +13,7 @@ import pytest
 # Modules whose doctests need an optional library: skip collecting them when it is absent.
 collect_ignore_glob = [
     path
-    for path, needs in (("nvmathpy/torch.py", "torch"), ("nvmathpy/dask/*.py", "dask"))
+    for path, needs in (("nvmathpy/torch/*.py", "torch"), ("nvmathpy/dask/*.py", "dask"))
     if importlib.util.find_spec(needs) is None
 ]
 
