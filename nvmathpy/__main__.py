@@ -7,9 +7,16 @@ import importlib
 import json
 import sys
 import time
-from typing import Sequence
+import traceback
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from .demos._space import Space
 
 __all__ = ["main"]
+
+#: Device seconds one GPU sample aims at (each timed call is bracketed by its own events).
+CUDA_SAMPLE_SECONDS = 0.005
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -20,20 +27,38 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _space(args: argparse.Namespace) -> Space | None:
+    """The execution space ``--space`` asks for; ``None`` (after a message on stderr) when it
+    cannot be used."""
+    from .demos._space import select
+    from .errors import ExecutionSpaceUnavailableError
+
+    try:
+        return select(args.space)
+    except ExecutionSpaceUnavailableError as exc:
+        print(f"{exc}. Use --space cpu (or auto) on this machine.", file=sys.stderr)
+        return None
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demos import DEMOS
+    from .demos import DEMOS, module_name
 
     names = args.only or list(DEMOS)
     unknown = sorted(set(names) - set(DEMOS))
     if unknown:
         print(f"unknown demo(s) {unknown}; available: {list(DEMOS)}", file=sys.stderr)
         return 2
+    space = _space(args)
+    if space is None:
+        return 2
+    print(_space_line(space), flush=True)
     failures = []
     start = time.perf_counter()
     for index, name in enumerate(names, 1):
-        module = importlib.import_module(f".demos.{name}", __package__)
+        module = importlib.import_module(f".demos.{module_name(name, space.name)}", __package__)
         print(f"[{index}/{len(names)}] {module.TITLE}", flush=True)
-        if not module.run(lambda text: print(f"    {text}", flush=True)):
+        echo: Callable[[str], None] = lambda text: print(f"    {text}", flush=True)  # noqa: E731
+        if not _guarded(f"demo {name}", lambda: module.run(echo, space) if space.is_cuda else module.run(echo)):
             failures.append(name)
     elapsed = time.perf_counter() - start
     if failures:
@@ -44,29 +69,78 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import SUITES
+    from .bench import CUDA_SUITES, SUITES
     from .bench import harness
 
     harness.clean_openblas_env()  # OpenBLAS reads these at load time: re-exec without them
+    space = _space(args)
+    if space is None:
+        return 2
     names = list(SUITES) if "all" in args.suites else list(dict.fromkeys(args.suites))
     from .execution import cpu_description
 
-    environment = {**cpu_description(), "blas_in_use": harness.blas_summary()}
+    environment = {**cpu_description(), "blas_in_use": harness.blas_summary(), "space": space.name}
     print(f"BLAS in use: {environment['blas_in_use']}; CPU: {environment['cpu']} ({environment['cores']} cores)")
-    results = []
+    title = f"nvmathpy {environment['cpu']}, {environment['blas_in_use']}"
+    print(_space_line(space) + ("; timed with CUDA events" if space.is_cuda else ""))
+    if space.is_cuda:
+        environment.update(_gpu_environment(space))
+        title = f"nvmathpy on {space.description} vs {space.peer}"
+    progress = lambda text: print(f"  timing {text}", file=sys.stderr, flush=True)  # noqa: E731
+    results: list = []
+    failed = []
+
+    def run_suite(name: str) -> bool:
+        if space.is_cuda:
+            module = importlib.import_module(f".bench.{CUDA_SUITES[name]}", __package__)
+            results.extend(harness.run_cases(module.cases(quick=args.quick, space=space), repeats=args.repeats,
+                                             min_seconds=CUDA_SAMPLE_SECONDS, progress=progress, timer=space.timer))
+        else:
+            module = importlib.import_module(f".bench.{SUITES[name]}", __package__)
+            results.extend(harness.run_cases(module.cases(quick=args.quick), repeats=args.repeats, progress=progress))
+        return True
+
     for name in names:
-        module = importlib.import_module(f".bench.{SUITES[name]}", __package__)
-        cases = module.cases(quick=args.quick)
-        results += harness.run_cases(cases, repeats=args.repeats,
-                                     progress=lambda text: print(f"  timing {text}", file=sys.stderr, flush=True))
+        if not _guarded(f"bench {name}", lambda: run_suite(name)):
+            failed.append(name)
     print(harness.format_table(results))
     if args.json:
         harness.write_json(results, args.json, environment)
         print(f"wrote {args.json}")
     if args.plot:
-        harness.write_plot(results, args.plot, f"nvmathpy {environment['cpu']}, {environment['blas_in_use']}")
+        harness.write_plot(results, args.plot, title)
         print(f"wrote {args.plot}")
+    if failed:
+        print(f"bench: suite(s) {', '.join(failed)} failed (traceback above); the others are reported")
+        return 1
     return 0
+
+
+def _space_line(space: Space) -> str:
+    """The first line of demo and bench: where they run, the peers, and why not CUDA (auto)."""
+    return (f"execution space: {space.name} ({space.description}); peers: {space.peer}"
+            + (f" [{space.note}]" if space.note else ""))
+
+
+def _guarded(what: str, step: Callable[[], bool]) -> bool:
+    """``step()``, or ``False`` after its traceback on stderr: one broken demo or suite (say an
+    engine missing on this GPU) is reported without hiding the others."""
+    try:
+        return bool(step())
+    except Exception:
+        print(f"{what} raised:", file=sys.stderr)
+        traceback.print_exc()
+        return False
+
+
+def _gpu_environment(space: Space) -> dict:
+    """The GPU and peer versions for the JSON report."""
+    from .cuda.runtime import device_description
+
+    versions = {"cupy": getattr(space.xp, "__version__", "unknown")}
+    if space.torch is not None:
+        versions["torch"] = space.torch.__version__
+    return {"gpu": device_description(space.xp.cuda.Device().id), **versions}
 
 
 def _cmd_wisdom(args: argparse.Namespace) -> int:
@@ -90,6 +164,14 @@ def _cmd_wisdom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_space_option(parser: argparse.ArgumentParser) -> None:
+    from .demos._space import CHOICES
+
+    parser.add_argument("--space", choices=CHOICES, default="auto",
+                        help="where to run: cpu, cuda (CuPy arrays; CuPy/torch as the peers), or auto "
+                             "(cuda when a GPU and CuPy are usable, else cpu; the default)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nvmathpy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info)
     demo = sub.add_parser("demo", help="a short tour, checked against NumPy/SciPy and timed beside them")
     demo.add_argument("only", nargs="*", help="run only these demos")
+    _add_space_option(demo)
     demo.set_defaults(func=_cmd_demo)
     bench = sub.add_parser("bench", help="nvmathpy beside NumPy/SciPy and other installed peers: medians, ratios")
     bench.add_argument("suites", nargs="*", default="all", choices=["matmul", "fft", "linalg", "all"],
@@ -106,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=7, help="timed rounds per case (median reported)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--plot", metavar="FILE.png", help="also draw speedups (needs matplotlib)")
+    _add_space_option(bench)
     bench.set_defaults(func=_cmd_bench)
     wisdom = sub.add_parser("wisdom", help="manage the autotuning wisdom store")
     wisdom.add_argument("action", choices=["show", "export", "import", "clear"])

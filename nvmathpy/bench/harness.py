@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-__all__ = ["Case", "Result", "measure", "run_cases", "format_table", "write_json", "write_plot", "blas_summary",
-           "clean_openblas_env", "geometric_mean"]
+__all__ = ["Case", "Result", "Timer", "host_timer", "measure", "run_cases", "format_table", "write_json",
+           "write_plot", "blas_summary", "clean_openblas_env", "geometric_mean"]
 
 #: Environment variables that slow OpenBLAS when set on these machines; unset for benchmarks.
 OPENBLAS_SLOWDOWN_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -64,30 +64,40 @@ class Result:
         return self.seconds[self.baseline] / self.seconds[label]
 
 
-def measure(fn: Callable[[], object], min_seconds: float = 0.02) -> tuple[int, float]:
-    """Calls per sample so one sample lasts about ``min_seconds``, and one first timing."""
+#: ``timer(fn, calls) -> seconds per call``: how one sample is taken.
+Timer = Callable[[Callable[[], object], int], float]
+
+
+def host_timer(fn: Callable[[], object], calls: int) -> float:
+    """Seconds per call of ``fn`` over ``calls`` back-to-back calls, on the host clock."""
     start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def measure(fn: Callable[[], object], min_seconds: float = 0.02, timer: Timer = host_timer) -> tuple[int, float]:
+    """Calls per sample so one sample lasts about ``min_seconds``, and one first timing."""
+    first = timer(fn, 1)
     return max(1, int(min_seconds / max(first, 1e-7))), first
 
 
 def run_cases(cases: Sequence[Case], *, repeats: int = 7, min_seconds: float = 0.02,
-              progress: Callable[[str], None] | None = None) -> list[Result]:
-    """Time every implementation of every case: interleaved rounds, median seconds per call."""
+              progress: Callable[[str], None] | None = None, timer: Timer = host_timer) -> list[Result]:
+    """Time every implementation of every case: interleaved rounds, median seconds per call.
+
+    ``timer`` takes each sample: the host clock by default; on the GPU, CUDA events
+    (:attr:`nvmathpy.demos._space.Space.timer`), so that device work is what is measured.
+    """
     results = []
     for case in cases:
         if progress:
             progress(f"{case.suite}: {case.name}")
-        plans = {label: measure(fn, min_seconds)[0] for label, fn in case.impls.items()}
+        plans = {label: measure(fn, min_seconds, timer)[0] for label, fn in case.impls.items()}
         samples: dict[str, list[float]] = {label: [] for label in case.impls}
         for _ in range(repeats):
             for label, fn in case.impls.items():
-                calls = plans[label]
-                start = time.perf_counter()
-                for _ in range(calls):
-                    fn()
-                samples[label].append((time.perf_counter() - start) / calls)
+                samples[label].append(timer(fn, plans[label]))
         results.append(Result(case.suite, case.name, case.baseline, case.threads,
                               {label: statistics.median(s) for label, s in samples.items()}, case.note))
     return results
