@@ -170,7 +170,7 @@ def test_caller_arrays_are_never_modified(rng):
         ({"epilog": lambda v: v, "callback_inputs": [1]}, InvalidOptionError, "callback_inputs"),
         ({"epilog": 3}, InvalidOperandError, "epilog=3"),
         ({"prolog": lambda v: v, "inplace": True}, InvalidOptionError, "inplace"),
-        ({"epilog": lambda v: v, "execution": "cuda"}, ExecutionSpaceUnavailableError, "CPU execution only"),
+        ({"epilog": lambda v: v, "execution": "cuda"}, ExecutionSpaceUnavailableError, "CUDA is not available"),
     ],
 )
 def test_bad_callbacks_raise_before_work(rng, kwargs, error, match):
@@ -220,3 +220,18 @@ def test_value_parameter_name_does_not_change_the_key(rng):
     assert rel_err(b.plan().execute(), np.fft.fft(x * np.arange(16)) * 2) < 1e-12
     b.free()
     a.free()
+
+
+@pytest.mark.parametrize("source", [np.float32, np.int16, np.complex64])
+def test_prolog_fused_into_the_converting_copy(rng, source):
+    """The prolog runs in the staging copy itself (one pass, block by block): operands of
+    another dtype (converted on the way), large enough to span several blocks, padded by s."""
+    x = (rng.standard_normal((300, 257)) * 100).astype(source) if source != np.complex64 else cplx(rng, (300, 257), source)
+    before = x.copy()
+    window = rng.uniform(0.5, 1.5, 257)
+    got = run(x.astype(source), axes=[1], s=[300], kind="c2c", prolog=lambda v, w, k: v * w + 0.25 * k,
+              callback_inputs={"w": window})
+    want = np.fft.fft(x.astype(np.complex128) * window + 0.25 * np.arange(257), n=300, axis=1)
+    assert got.dtype == np.complex128 if source == np.int16 else got.dtype in (np.complex64, np.complex128)
+    assert rel_err(got, want) < TOL[np.complex64]
+    assert np.array_equal(x, before)

@@ -55,6 +55,11 @@ class Callback:
         """Apply the callback to ``data`` (of the planned shape) in place."""
         self._evaluate(self._view(data), self._inputs)
 
+    def into(self, target: np.ndarray, source: np.ndarray) -> None:
+        """Write the callback of ``source`` into ``target`` (both of the planned shape; the
+        dtype of ``source`` casts to ``target``'s): copy and callback in one pass."""
+        self._evaluate(self._view(target), self._inputs, source=self._view(source))
+
 
 def _traceable(fn: Callable[..., Any], names: set[str]) -> Callable[..., Any]:
     """``fn`` with its ``k`` parameter presented to :func:`trace` as the IR's ``col`` index and

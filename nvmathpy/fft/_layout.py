@@ -221,7 +221,7 @@ def scale_factor(layout: Layout, direction: str) -> float:
 
 
 def make_stage(
-    layout: Layout, shape: tuple[int, ...], dtype: np.dtype, fused: Callable[[np.ndarray], None] | None = None
+    layout: Layout, shape: tuple[int, ...], dtype: np.dtype, fused: Any = None
 ) -> Callable[[np.ndarray], np.ndarray] | None:
     """The pre-pass turning an operand of ``shape``/``dtype`` into the engine's input.
 
@@ -230,8 +230,9 @@ def make_stage(
     cropped/zero-padded, dtype-converted copy. The buffer is reused between calls (its padding
     stays zero), so a staged plan allocates nothing in the pre-pass.
 
-    ``fused`` (a prolog callback) forces the copy and is applied in place to the operand's
-    part of the buffer right after it is filled, before the padding (which stays zero).
+    ``fused`` (a prolog :class:`~nvmathpy.fft._callbacks.Callback`) forces the copy and is
+    fused into it: each block of the operand is read once, the callback applied, and the
+    operand's part of the buffer written once (the padding stays zero).
     """
     region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
     needs_pad = any(m > n for n, m in zip(shape, layout.in_shape))
@@ -245,9 +246,10 @@ def make_stage(
     target = buffer[region]
 
     def stage(x: np.ndarray) -> np.ndarray:
-        np.copyto(target, x[region], casting="unsafe")
-        if fused is not None:
-            fused(target)
+        if fused is None:
+            np.copyto(target, x[region], casting="unsafe")
+        else:
+            fused.into(target, x[region])
         return buffer
 
     return stage

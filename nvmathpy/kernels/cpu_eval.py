@@ -160,8 +160,10 @@ class BlockedEvaluator:
             return _Step(_special("erf" if node.op == "erf" else "expit"), sources, dest, "ufunc")
         return _Step(_UFUNC_OF[node.op], sources, dest, "ufunc")
 
-    def __call__(self, out: np.ndarray, inputs: Mapping[str, Any]) -> None:
-        """Apply the expression to ``out`` in place (``out`` holds the value on entry)."""
+    def __call__(self, out: np.ndarray, inputs: Mapping[str, Any], source: np.ndarray | None = None) -> None:
+        """Apply the expression to ``out`` in place (``out`` holds the value on entry), or,
+        with ``source`` (``out``'s shape, any dtype that casts to it), read the value from
+        ``source`` and write ``out``: the copy and the expression in one pass, block by block."""
         m, n = out.shape[-2], out.shape[-1]
         rows = max(1, min(m, self.block_elements // max(n, 1)))
         slots = self._slots(rows, n)
@@ -172,8 +174,9 @@ class BlockedEvaluator:
             for r0 in range(0, m, rows):
                 r1 = min(m, r0 + rows)
                 block = out[batch + (slice(r0, r1),)]
+                value = block if source is None else source[batch + (slice(r0, r1),)]
                 views = slots if r1 - r0 == rows else [s[: r1 - r0] for s in slots]
-                leaves = _LeafView(inputs, batch, r0, r1, block, col_index, flat_batch)
+                leaves = _LeafView(inputs, batch, r0, r1, value, col_index, flat_batch)
                 self._run_block(views, leaves, block)
 
     def _slots(self, rows: int, n: int) -> list[np.ndarray]:
