@@ -8,6 +8,11 @@
   out, powers of 2 only, as cuFFT). It also checks what cuFFT requires or the engine promises:
   auto-allocation off before planning, a work area set before executing, consistent data types,
   embeddings no smaller than the data, identical layouts for in-place transforms.
+  LTO callbacks (``cufftXtSetJITCallback``) must be attached before the plan is made, with the
+  callback type of the plan's data types; an exec then applies them on the host: the callerInfo
+  struct the engine uploaded is read back through the generated kernel's ctypes mirror, each
+  element's offset is peeled into indices exactly as the device function does, and the traced IR
+  runs with :class:`nvmathpy.kernels.cpu_eval.BlockedEvaluator`.
 - :func:`install`: the above plus the CuPy stand-in of :mod:`cuda_emulation` and stubs for the
   device-only calls (CUDA status, device description, work-area allocation, event timer).
 
@@ -29,12 +34,64 @@ from cuda_emulation import HostArray, _view, host_cupy
 from nvmathpy.cuda.bindings import cufft
 from nvmathpy.cuda.bindings.library_types import DataType
 from nvmathpy.errors import LibraryError
+from nvmathpy.kernels import fft_callbacks
+from nvmathpy.kernels.cpu_eval import BlockedEvaluator
+from nvmathpy.kernels.ir import Expr
 
 __all__ = ["CufftEmulator", "EmulatedPlan", "install"]
 
 _REAL = {DataType.R_16F: np.float16, DataType.R_32F: np.float32, DataType.R_64F: np.float64}
 _COMPLEX = {DataType.C_16F: np.float16, DataType.C_32F: np.complex64, DataType.C_64F: np.complex128}
 _PAIR = {DataType.R_16F: DataType.C_16F, DataType.R_32F: DataType.C_32F, DataType.R_64F: DataType.C_64F}
+#: cufftXtCallbackType -> (load?, the data type it reads or writes), from cufftXt.h
+_CALLBACK_DATA = {0: (True, DataType.C_32F), 1: (True, DataType.C_64F), 2: (True, DataType.R_32F),
+                  3: (True, DataType.R_64F), 4: (False, DataType.C_32F), 5: (False, DataType.C_64F),
+                  6: (False, DataType.R_32F), 7: (False, DataType.R_64F)}
+
+
+def _k_as_input(expr: Expr) -> Expr:
+    """``expr`` with the index ``k`` (the IR's ``col``) read from an input named ``#k``."""
+    if expr.op == "index":
+        return Expr("input", name="#k", kind="matrix")
+    if not expr.args:
+        return expr
+    return Expr(expr.op, tuple(_k_as_input(a) for a in expr.args), expr.name, expr.kind, expr.value)
+
+
+def apply_callback(kernel: Any, info_pointer: int, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """What the generated callback computes for the elements at ``offsets`` holding ``values``
+    (load: the returned values; store: what is written), reading its callerInfo at ``info_pointer``."""
+    info = kernel.info_type.from_address(info_pointer)
+    dtype = np.dtype(kernel.dtype)
+    value = np.asarray(values).astype(dtype).reshape(1, -1)
+    rest = np.asarray(offsets, dtype=np.int64).reshape(1, -1).copy()
+    idx = []
+    for d in range(kernel.rank):
+        i = rest // info.stride[d]
+        rest -= i * info.stride[d]
+        idx.append(i)
+
+    def weighted(weights: Any) -> np.ndarray:
+        return sum((i * weights[d] for d, i in enumerate(idx)), np.zeros_like(rest))
+
+    inputs: dict[str, Any] = {"#k": weighted(info.kw)} if kernel.uses_k else {}
+    for n, (name, kind) in enumerate(kernel.inputs):
+        if kind == "matrix":
+            where = weighted(getattr(info, f"in{n}_stride")) if kernel.rank else np.zeros_like(rest)
+            inputs[name] = _view(getattr(info, f"in{n}"), dtype, (int(where.max()) + 1,), (1,))[where]
+        else:
+            parts = getattr(info, f"s{n}")
+            inputs[name] = dtype.type(complex(parts[0], parts[1]) if dtype.kind == "c" else parts[0])
+    if kernel.role == "epilog":
+        if dtype.kind == "c" and info.conj:
+            value = np.conj(value)
+        value = (value * info.scale).astype(dtype)
+    BlockedEvaluator(_k_as_input(kernel.expr), dtype)(value, inputs)
+    if kernel.role == "prolog" and dtype.kind == "c" and info.conj:
+        value = np.conj(value)
+    if kernel.guard:
+        value[np.any([i >= info.limit[d] for d, i in enumerate(idx)], axis=0)] = 0
+    return value.reshape(np.shape(values))
 
 
 @dataclass
@@ -47,6 +104,8 @@ class EmulatedPlan:
     work_size: int = 0
     work_area: int | None = None
     stream: int | None = None
+    #: attached LTO callbacks: callback type -> (symbol, callerInfo pointer)
+    callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def _fail(name: str, status: str) -> LibraryError:
@@ -63,6 +122,8 @@ class CufftEmulator:
         self.allocations: dict[int, int] = {}  # work areas handed out: address -> bytes
         #: ``refuse(params) -> bool``: plans to fail with CUFFT_INVALID_VALUE (to test fallbacks)
         self.refuse: Callable[[dict[str, Any]], bool] = lambda params: False
+        #: the callbacks the engine generated, by symbol (recorded by :func:`install`)
+        self.kernels: dict[str, Any] = {}
         self._next = 1
 
     def create(self, ref: Any) -> int:
@@ -96,6 +157,16 @@ class CufftEmulator:
         self._plan(handle, "cufftSetStream").stream = stream
         return 0
 
+    def set_jit_callback(self, handle, symbol, ltoir, size, callback_type, caller_info) -> int:
+        plan = self._plan(handle, "cufftXtSetJITCallback")
+        assert plan.kind is None, "LTO callbacks must be attached before the plan is made"
+        assert callback_type in _CALLBACK_DATA and callback_type not in plan.callbacks, callback_type
+        assert size == len(ltoir) > 0, "the LTO-IR and its size disagree"
+        name = symbol.decode()
+        assert name in self.kernels, f"{name} is not a callback the engine generated"
+        plan.callbacks[callback_type] = (name, caller_info[0])
+        return 0
+
     def make_plan_many(self, handle, rank, n, inembed, istride, idist, itype, onembed, ostride, odist, otype, batch,
                        work_ref, etype) -> int:
         plan = self._plan(handle, "cufftXtMakePlanMany")
@@ -119,6 +190,9 @@ class CufftEmulator:
             raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_VALUE")
         for k in range(1, rank):
             assert inembed[k] >= in_ext[k] and onembed[k] >= out_ext[k], (n, inembed, onembed)
+        for callback_type in plan.callbacks:  # the callback type must match what the plan reads/writes
+            load, data_type = _CALLBACK_DATA[callback_type]
+            assert data_type == (itype if load else otype), (callback_type, itype, otype)
         plan.kind = kind
         plan.params = dict(rank=rank, n=n, inembed=inembed, istride=istride, idist=idist, itype=itype,
                            onembed=onembed, ostride=ostride, odist=odist, otype=otype, batch=batch)
@@ -130,6 +204,19 @@ class CufftEmulator:
     def _extents(kind: str, n: list[int]) -> tuple[list[int], list[int]]:
         half = n[:-1] + [n[-1] // 2 + 1]
         return (half if kind == "c2r" else n), (half if kind == "r2c" else n)
+
+    @staticmethod
+    def _offsets(extents: list[int], embed: list[int], stride: int, dist: int, batch: int) -> np.ndarray:
+        """Element offsets of the ``(batch, *extents)`` elements in the advanced layout."""
+        strides = [dist] + [stride * math.prod(embed[k + 1:]) for k in range(len(extents))]
+        grids = np.indices([batch, *extents], dtype=np.int64)
+        return sum(g * s for g, s in zip(grids, strides))
+
+    def _callback(self, plan: EmulatedPlan, load: bool) -> tuple[Any, int] | None:
+        for callback_type, (symbol, info) in plan.callbacks.items():
+            if _CALLBACK_DATA[callback_type][0] == load:
+                return self.kernels[symbol], info
+        return None
 
     @staticmethod
     def _array(pointer: int, dtype: DataType, extents: list[int], embed: list[int], stride: int, dist: int,
@@ -159,6 +246,10 @@ class CufftEmulator:
         data = np.array(source).astype(np.complex128 if source.dtype.kind == "c" else np.float64)
         if p["itype"] == DataType.C_16F:
             data = data[..., 0] + 1j * data[..., 1]
+        load = self._callback(plan, load=True)
+        if load is not None:
+            offsets = self._offsets(in_ext, p["inembed"], p["istride"], p["idist"], p["batch"])
+            data = apply_callback(*load, source, offsets).astype(data.dtype)
         axes = tuple(range(1, p["rank"] + 1))
         size = math.prod(p["n"])
         if plan.kind == "c2c":
@@ -168,6 +259,12 @@ class CufftEmulator:
             result = np.fft.rfftn(data.real, axes=axes)
         else:
             result = np.fft.irfftn(data, s=p["n"], axes=axes) * size
+        store = self._callback(plan, load=False)
+        if store is not None:
+            if target.dtype.kind != "c":
+                result = result.real
+            offsets = self._offsets(out_ext, p["onembed"], p["ostride"], p["odist"], p["batch"])
+            result = apply_callback(*store, result, offsets)
         if p["otype"] == DataType.C_16F:
             target[..., 0], target[..., 1] = result.real, result.imag
         else:
@@ -194,8 +291,17 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
     for name, fn in (("cufftCreate", emulator.create), ("cufftDestroy", emulator.destroy),
                      ("cufftSetAutoAllocation", emulator.set_auto_allocation),
                      ("cufftXtMakePlanMany", emulator.make_plan_many), ("cufftSetWorkArea", emulator.set_work_area),
-                     ("cufftSetStream", emulator.set_stream), ("cufftXtExec", emulator.exec)):
+                     ("cufftSetStream", emulator.set_stream), ("cufftXtExec", emulator.exec),
+                     ("cufftXtSetJITCallback", emulator.set_jit_callback)):
         setattr_(cufft.LIB, name, fn)
+    generate = fft_callbacks.callback_kernel
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        kernel = generate(*args, **kwargs)
+        emulator.kernels[kernel.symbol] = kernel
+        return kernel
+
+    setattr_(fft_callbacks, "callback_kernel", recorded)
     buffers: list[Any] = []
 
     def allocate(nbytes: int, package: str, device_id: int) -> tuple[Any, int]:

@@ -18,6 +18,14 @@ module is the :class:`~nvmathpy.plan.Engine` and its hot path:
 Host (NumPy / torch CPU) operands with ``execution="cuda"`` travel to the device as C-contiguous
 copies, and results come back to the host.
 
+Prolog/epilog callbacks (``callbacks=``) run inside cuFFT as LTO callbacks
+(:mod:`nvmathpy.kernels.fft_callbacks`): the prolog as the load callback of the first plan, the
+epilog as the store callback of the last, attached with ``cufftXtSetJITCallback`` before each plan
+is made; the epilog callback also applies the normalisation and ihfft's conjugation, so with
+callbacks each direction has plans of its own. Only strategies whose first/last plan runs in one
+exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kernels.fft_callbacks.peel_order`)
+are offered.
+
 Half precision (``FFTOptions(half_precision=True)``) runs cuFFT in ``CUDA_R_16F``/``CUDA_C_16F``,
 which cuFFT supports for power-of-2 lengths only; half-complex buffers are float16 arrays with a
 trailing axis of 2, and results come back as complex64/float32 like every other float16 problem.
@@ -40,8 +48,10 @@ from ..cuda.bindings import cufft
 from ..cuda.bindings.library_types import DataType
 from .._logging import logger
 from ..errors import InvalidOptionError, LibraryError
+from ..kernels import fft_callbacks
+from ..kernels.fft_callbacks import peel_order
 from ..plan import Candidate, Engine, Problem
-from ._cuda_layout import STRATEGIES, Schedule, inverse_order, memory_order, schedule
+from ._cuda_layout import STRATEGIES, Schedule, dense_strides, inverse_order, memory_order, schedule
 from ._engines_cpu import layout_of
 from ._layout import Layout, scale_factor
 from ._libraries import FFTPrepared
@@ -175,14 +185,19 @@ class CufftPrepared(FFTPrepared):
         super().free()
 
 
-def _make_plan(step_kind: str, many: Any, precision: str) -> tuple[int, int]:
-    """Create one cuFFT plan (auto-allocation off) for ``many``; return ``(handle, work bytes)``."""
+def _make_plan(step_kind: str, many: Any, precision: str, callbacks: tuple = ()) -> tuple[int, int]:
+    """Create one cuFFT plan (auto-allocation off) for ``many``, with LTO ``callbacks``
+    (``(symbol, LTO-IR, callback type, callerInfo device pointer)``) attached before planning;
+    return ``(handle, work bytes)``."""
     real, cplx = _TYPES[precision]
     itype = real if step_kind == "r2c" else cplx
     otype = real if step_kind == "c2r" else cplx
     handle = cufft.create()
     try:
         cufft.LIB.cufftSetAutoAllocation(handle, 0)
+        for symbol, ltoir, kind, info in callbacks:
+            cufft.LIB.cufftXtSetJITCallback(handle, symbol.encode(), ltoir, len(ltoir), kind,
+                                            (ctypes.c_void_p * 1)(info))
         size = ctypes.c_size_t()
 
         def dims(values: tuple[int, ...]) -> Any:
@@ -196,6 +211,80 @@ def _make_plan(step_kind: str, many: Any, precision: str) -> tuple[int, int]:
         cufft.LIB.cufftDestroy(handle)
         raise
     return handle, size.value
+
+
+def _callback_buffers(plan: _Plan, chosen: Schedule, callbacks: Mapping[str, Any]
+                      ) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """Per callback role, ``(peel order, element strides)`` of the buffer its callback reads or
+    writes (prolog: the engine input, epilog: the result); ``None`` when ``chosen`` cannot run the
+    callbacks (no plan, a first/last plan of several exec calls, offsets that do not map back)."""
+    steps = chosen.steps
+    if not steps:
+        return None
+    layout = plan.layout
+    x_strides = plan.x_strides if chosen.x_order is None else dense_strides(layout.in_shape, chosen.x_order)
+    buffers = {}
+    if "prolog" in callbacks:
+        if steps[0].many.calls != 1:
+            return None
+        buffers["prolog"] = (layout.in_shape, tuple(x_strides))
+    if "epilog" in callbacks:
+        if steps[-1].many.calls != 1:
+            return None
+        y_strides = x_strides if chosen.y_order is None else dense_strides(layout.out_shape, chosen.y_order)
+        buffers["epilog"] = (layout.out_shape, tuple(y_strides))
+    found = {}
+    for role, (shape, strides) in buffers.items():
+        order = peel_order(shape, strides)
+        if order is None:
+            return None
+        found[role] = (order, strides)
+    return found
+
+
+def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any, keep: list[Any]
+              ) -> Callable[[str, int, int], tuple]:
+    """Compile the engine's callbacks for the device and upload their inputs (into ``keep``);
+    return ``attach(direction, step index, step count)``: the callbacks of that plan, each as
+    ``(symbol, LTO-IR, callback type, callerInfo device pointer)``."""
+    layout = plan.layout
+    buffers = _callback_buffers(plan, chosen, engine.callbacks)
+    arch = f"sm_{int(cupy.cuda.Device(engine.device_id).compute_capability)}"
+    compiled = {}
+    for role, (expr, inputs) in engine.callbacks.items():
+        order, strides = buffers[role]
+        dtype = (layout.in_dtype if role == "prolog" else layout.out_dtype).name
+        kernel = fft_callbacks.callback_kernel(expr, role, dtype, len(order), role == "prolog" and plan.pad)
+        arrays, scalars = {}, {}
+        for name, _ in kernel.inputs:
+            value = inputs[name]
+            if isinstance(value, np.ndarray):
+                device = cupy.asarray(np.ascontiguousarray(value))
+                keep.append(device)
+                arrays[name] = (device.data.ptr, [s // device.itemsize if n > 1 else 0
+                                                  for n, s in zip(device.shape, device.strides)])
+            else:
+                scalars[name] = value
+        compiled[role] = (kernel, fft_callbacks.compile_callback(kernel, arch).code, order, strides, arrays, scalars)
+
+    def attach(direction: str, index: int, count: int) -> tuple:
+        found = []
+        for role, (kernel, ltoir, order, strides, arrays, scalars) in compiled.items():
+            if index != (0 if role == "prolog" else count - 1):
+                continue
+            if role == "prolog":  # hfft = irfft(conj(a)): the prolog sees a, cuFFT its conjugate
+                extra = {"limits": plan.region, "conj": layout.kind == "c2r" and direction == "forward"}
+            else:  # ihfft = conj(rfft(a)), normalised before the epilog
+                extra = {"scale": scale_factor(layout, direction),
+                         "conj": layout.kind == "r2c" and direction == "inverse"}
+            info = fft_callbacks.caller_info(kernel, order, strides, layout.axes[-1], arrays=arrays, scalars=scalars,
+                                             **extra)
+            device = cupy.asarray(np.frombuffer(bytes(info), np.uint8))
+            keep.append(device)
+            found.append((kernel.symbol, ltoir, kernel.callback_type, device.data.ptr))
+        return tuple(found)
+
+    return attach
 
 
 class CudaFFTEngine(Engine):
@@ -214,12 +303,17 @@ class CudaFFTEngine(Engine):
     host
         The operand is a host (NumPy) array: each call copies it to the device (C-contiguous)
         and returns the result as a NumPy array (or copies it back into the operand in place).
+    callbacks
+        ``{"prolog" | "epilog": (expr, inputs)}``: traced callbacks and their inputs (NumPy arrays
+        in the callback's dtype with the operand's number of axes, or numbers), run inside cuFFT.
     """
 
     name = "cuda-cufft"
     budget = None
 
-    def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy", host: bool = False):
+    def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy", host: bool = False,
+                 callbacks: Mapping[str, tuple[Any, Mapping[str, Any]]] | None = None):
+        self.callbacks = dict(callbacks or {})
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
         self.device_id, self.package, self.host = device_id, package, host
@@ -236,6 +330,12 @@ class CudaFFTEngine(Engine):
 
     def candidates(self, problem: Problem) -> list[Candidate]:
         ranked = sorted(engine_schedules(problem).items(), key=_rank_key)
+        if self.callbacks:
+            plan = _Plan(problem)
+            ranked = [item for item in ranked if _callback_buffers(plan, item[1][0], self.callbacks) is not None]
+            if not ranked:
+                raise InvalidOptionError(
+                    "prolog/epilog callbacks on CUDA need a transform length > 1 (no cuFFT plan runs here)")
         kept = [name for name, (s, _) in ranked if s.calls <= MAX_CALLS] or [ranked[0][0]]
         return [Candidate.of("cufft", layout=name) for name in kept]
 
@@ -248,7 +348,9 @@ class CudaFFTEngine(Engine):
             return self._prepare(problem, candidate)
         except LibraryError as exc:
             fallback = "transposed" + ("+copy" if layout.endswith("+copy") else "")
-            if exc.status not in _REFUSALS or layout == fallback or fallback not in engine_schedules(problem):
+            if exc.status not in _REFUSALS or layout == fallback or fallback not in engine_schedules(problem) or (
+                    self.callbacks and _callback_buffers(_Plan(problem), engine_schedules(problem)[fallback][0],
+                                                         self.callbacks) is None):
                 raise
             if logger.isEnabledFor(20):
                 logger.info("cuFFT refused layout %s (%s); using %s", layout, exc.status, fallback)
@@ -259,24 +361,34 @@ class CudaFFTEngine(Engine):
         chosen, copy_back = engine_schedules(problem)[candidate.params["layout"]]
         cupy = runtime.import_cupy()
         handles: list[int] = []
+        keep: list[Any] = []  # device memory the callbacks read (inputs, callerInfo structs)
         try:
             with cupy.cuda.Device(self.device_id):
+                attach = _attacher(self, plan, chosen, cupy, keep) if self.callbacks else None
+                own: dict[str | None, list[int]] = {}
                 sizes = []
-                for step in chosen.steps:
-                    handle, size = _make_plan(step.kind, step.many, plan.precision)
-                    handles.append(handle)
-                    sizes.append(size)
+                for direction in ("forward", "inverse") if attach else (None,):
+                    own[direction] = []
+                    for index, step in enumerate(chosen.steps):
+                        handle, size = _make_plan(step.kind, step.many, plan.precision,
+                                                  attach(direction, index, len(chosen.steps)) if attach else ())
+                        handles.append(handle)
+                        own[direction].append(handle)
+                        sizes.append(size)
                 owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id)
                 for handle in handles:
                     cufft.LIB.cufftSetWorkArea(handle, address)
-            last: list[Any] = [None]  # the stream the plans were last set to (shared by both directions)
-            forward, inverse = (_kernel(self, plan, chosen, copy_back, handles, last, direction, cupy)
-                                for direction in ("forward", "inverse"))
+            # the stream the plans were last set to (one record per set of plans)
+            lasts: dict[str | None, list[Any]] = {direction: [None] for direction in own}
+            forward, inverse = (
+                _kernel(self, plan, chosen, copy_back, own.get(direction, own.get(None)),
+                        lasts.get(direction, lasts.get(None)), direction, cupy)
+                for direction in ("forward", "inverse"))
         except BaseException:
             for handle in handles:
                 cufft.LIB.cufftDestroy(handle)
             raise
-        return CufftPrepared(candidate, forward, inverse, handles, owner)
+        return CufftPrepared(candidate, forward, inverse, handles, (owner, keep))
 
 
 def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | None:
@@ -304,8 +416,11 @@ def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: boo
     half = plan.half
     conj_in = kind == "c2r" and direction == "forward"  # hfft = irfft(conj(a))
     conj_out = kind == "r2c" and direction == "inverse"  # ihfft = conj(rfft(a))
+    # a prolog callback conjugates its own result, an epilog callback conjugates and scales its argument
+    prolog, epilog = "prolog" in engine.callbacks, "epilog" in engine.callbacks
+    conj_in, conj_out = conj_in and not prolog, conj_out and not epilog
     sign = cufft.INVERSE if kind == "c2r" or (kind == "c2c" and direction == "inverse") else cufft.FORWARD
-    scale = scale_factor(layout, direction)
+    scale = 1.0 if epilog else scale_factor(layout, direction)
     region = tuple(slice(0, n) for n in plan.region)
     crop = plan.crop
     x_size = real_size if kind == "r2c" else complex_size

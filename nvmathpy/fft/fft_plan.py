@@ -21,16 +21,16 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import (
-    ExecutionSpaceUnavailableError,
     InvalidOperandError,
     InvalidOptionError,
     OperandMismatchError,
     PlanStateError,
 )
 from ..execution import ExecutionCUDA, as_execution, resolve_execution
+from ..kernels.ir import inputs_of
 from ..operands import Operand, unwrapper, wrap
 from ..plan import Plan, Problem, as_options
-from ._callbacks import check_inputs_used, make_callback
+from ._callbacks import _convert_input, check_inputs_used, make_callback
 from ._engines_cpu import engine_for
 from ._layout import DIRECTIONS, describe, engine_strides, make_stage
 from ._libraries import LIBRARIES
@@ -46,6 +46,18 @@ __all__ = ["FFT", "FFTOptions"]
 _SPARE_RESULTS = (
     sys.implementation.name == "cpython" and sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
 )
+
+
+def _host_input(value: Any) -> Any:
+    """A callback input as a host value (a CUDA array copied to a NumPy one)."""
+    if isinstance(value, (int, float, complex, np.number)):
+        return value
+    operand = wrap(value, "callback_inputs")
+    if operand.device == "cpu":
+        return operand.array
+    from ..cuda.runtime import import_cupy
+
+    return import_cupy().asnumpy(operand.array)
 
 
 def _raise_detached(*args: Any, **kwargs: Any) -> Any:
@@ -148,8 +160,9 @@ class FFT(Plan):
         :class:`~nvmathpy.kernels.trace.UnsupportedOperationError` naming it, and on complex
         data ordering comparisons, ``maximum``/``minimum`` and casts are rejected (comparing
         ``k`` is fine). Constants inside a callback must be real Python numbers: pass complex
-        ones through ``callback_inputs``. Callbacks run on the CPU only for now: with CUDA
-        execution they raise :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError`.
+        ones through ``callback_inputs``. Under CUDA execution the callbacks run inside cuFFT as
+        LTO callbacks (compiled with NVRTC for the device, cached on disk; not with
+        ``half_precision``).
 
     Examples
     --------
@@ -198,12 +211,6 @@ class FFT(Plan):
         super().__init__()
         self._options = as_options(options, FFTOptions)
         operand = wrap(x, "x")
-        callbacks = prolog is not None or epilog is not None
-        if callbacks and (operand.device != "cpu" or isinstance(as_execution(execution), ExecutionCUDA)):
-            raise ExecutionSpaceUnavailableError(
-                "FFT prolog/epilog callbacks are supported with CPU execution only for now "
-                f"(operand on {operand.device!r}, execution={execution!r})"
-            )
         # host operands may run on CUDA: the engine copies them over and the result back
         host_to_cuda = operand.device == "cpu" and isinstance(as_execution(execution), ExecutionCUDA)
         space = resolve_execution(execution, "cuda" if host_to_cuda else operand.device, operand.device_id)
@@ -213,19 +220,33 @@ class FFT(Plan):
             self._check_inplace(operand, layout)
             if prolog is not None:
                 raise InvalidOptionError("prolog is not allowed with inplace=True (the prolog runs on a plan-owned copy)")
+        cuda = isinstance(space, ExecutionCUDA)
         named = check_inputs_used(callback_inputs, prolog, epilog)
+        if cuda:  # callback inputs may live on the device: traced and converted on the host
+            named = {name: _host_input(value) for name, value in named.items()}
         region = tuple(min(n, m) for n, m in zip(operand.shape, layout.in_shape))
         self._prolog = make_callback(prolog, "prolog", named, region, layout.in_dtype, layout.axes[-1])
         self._epilog = make_callback(epilog, "epilog", named, layout.out_shape, layout.out_dtype, layout.axes[-1])
-        cuda = isinstance(space, ExecutionCUDA)
         if self._options.half_precision and not cuda:
             raise InvalidOptionError(
                 "FFTOptions(half_precision=True) needs CUDA execution (CuPy or torch CUDA operands)")
-        self._engine = self._make_engine(space, operand, layout, stream) if cuda else engine_for(
+        if self._options.half_precision and (prolog is not None or epilog is not None):
+            raise InvalidOptionError(
+                "FFTOptions(half_precision=True) cannot run prolog/epilog callbacks: cuFFT's LTO callbacks take "
+                "single or double precision; drop half_precision or the callbacks")
+        callbacks = {}  # the CUDA engine runs the callbacks inside cuFFT: (IR, inputs in the logical layout)
+        for role, callback, shape, dtype in (("prolog", self._prolog, region, layout.in_dtype),
+                                             ("epilog", self._epilog, layout.out_shape, layout.out_dtype)):
+            if cuda and callback is not None:
+                used = [name for name, kind in inputs_of(callback.expr).items() if kind != "value"]
+                callbacks[role] = (callback.expr, {p: _convert_input(p, named[p], shape, dtype, role) for p in used})
+        self._engine = self._make_engine(space, operand, layout, stream, callbacks) if cuda else engine_for(
             space, self._options.engines, self._options.fftw_time_limit)
         self._layout = layout
-        # the CUDA engine crops, pads and converts on the device itself
+        # the CUDA engine crops, pads and converts on the device itself, and runs the callbacks in cuFFT
         self._stage = None if cuda else make_stage(layout, operand.shape, operand.dtype, fused=self._prolog)
+        if cuda:
+            self._epilog = None
         extra = {role: str(cb.expr) for role, cb in (("prolog", self._prolog), ("epilog", self._epilog)) if cb}
         self._problem = Problem.of(
             "fft",
@@ -256,7 +277,8 @@ class FFT(Plan):
         #: autotune's private copy of an ``inplace`` operand (exists only during autotune).
         self._scratch: np.ndarray | None = None
 
-    def _make_engine(self, space: ExecutionCUDA, operand: Operand, layout: Any, stream: Any) -> Any:
+    def _make_engine(self, space: ExecutionCUDA, operand: Operand, layout: Any, stream: Any,
+                     callbacks: dict[str, Any]) -> Any:
         """The cuFFT engine, after the checks only CUDA needs (half precision, dense in-place operands)."""
         from ._cuda_engine import CudaFFTEngine, check_half_precision
 
@@ -274,7 +296,7 @@ class FFT(Plan):
                 f"x has shape {operand.shape} and strides {operand.strides}"
             )
         return CudaFFTEngine(device_id=space.device_id, stream=stream, package="cupy" if host else operand.package,
-                             host=host)
+                             host=host, callbacks=callbacks)
 
     def _cuda_fields(self, operand: Operand) -> dict[str, Any]:
         from ._cuda_engine import cuda_fields

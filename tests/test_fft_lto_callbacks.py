@@ -1,0 +1,511 @@
+"""FFT prolog/epilog callbacks as cuFFT LTO callbacks, checked without a GPU.
+
+1. NVRTC compiles every callback variant (each IR operation, load and store, the four cuFFT data
+   types, a zero-padding guard) to LTO-IR for sm_80 and sm_90 - the source asserts the exact
+   ``cufftJITCallback*`` signature of ``cufftXt.h`` - and nvJitLink links each with a kernel that
+   calls it.
+2. The generated device function itself, compiled by g++ under the tests' CUDA emulation header,
+   called for every element offset of strided, transposed and padded buffers, against the CPU
+   plan's evaluation of the same IR (``nvmathpy.fft._callbacks``).
+3. The cuFFT engine's attach sequence against the host cuFFT emulation (callbacks attached
+   before planning, the callback type of each plan's data types, one set of plans per direction)
+   and its results, for every candidate, against the CPU plan with the same callbacks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cuda.pathfinder", reason="CUDA wheels not installed (pip install 'nvmathpy[cu13]')")
+sys.path.insert(0, str(Path(__file__).parent / "kernels"))
+
+from cuda_emulation import host  # noqa: E402
+from cuda_emulation_fft import apply_callback, install  # noqa: E402
+from kernels_cases import needs_gxx, needs_nvrtc  # noqa: E402
+from kernels_emulator import compile_emulated  # noqa: E402
+from nvmathpy.errors import InvalidOptionError  # noqa: E402
+from nvmathpy.fft import FFT, FFTOptions  # noqa: E402
+from nvmathpy.fft._callbacks import make_callback  # noqa: E402
+from nvmathpy.fft._cuda_engine import engine_schedules  # noqa: E402
+from nvmathpy.fft._driver import plan_cache  # noqa: E402
+from nvmathpy.kernels.fft_callbacks import (  # noqa: E402
+    CALLBACK_DTYPES, caller_info, callback_kernel, compile_callback, peel_order)
+from nvmathpy.kernels.kernel_cache import KernelCache  # noqa: E402
+from nvmathpy.kernels.trace import erf, sigmoid, trace  # noqa: E402
+
+ARCHS = ("sm_80", "sm_90")
+DTYPES = tuple(CALLBACK_DTYPES)
+TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12}
+
+# one callback per IR operation (v: the value, w: an array input, s: a scalar, k: the index)
+OPS = {
+    "neg": lambda v: -v, "abs": lambda v: abs(v), "exp": lambda v: np.exp(v * 0.5),
+    "log": lambda v: np.log(v + 3.0), "tanh": lambda v: np.tanh(v), "erf": lambda v: erf(v),
+    "sigmoid": lambda v: sigmoid(v), "sqrt": lambda v: np.sqrt(v + 3.0), "rsqrt": lambda v: (v + 3.0) ** -0.5,
+    "pow": lambda v: v ** 3, "add_matrix": lambda v, w: v + w, "sub_scalar": lambda v, s: v - s,
+    "mul_k": lambda v, k: v * k, "div": lambda v, w: v / (w + 4.0), "maximum": lambda v, w: np.maximum(v, w),
+    "minimum": lambda v, s: np.minimum(v, s), "lt": lambda v, w: np.where(v < w, v, w),
+    "le": lambda v: np.where(v <= 0.5, v, 1.0), "gt": lambda v, k: np.where(k > 2, v, 0.0),
+    "ge": lambda v, s: np.where(v >= s, s, -v), "eq": lambda v, k: np.where(k == 1, v, 2 * v),
+    "ne": lambda v, w: np.where(v != w, v, 3.0),
+    "and_or_not": lambda v, k: np.where(((v > 0) & (k > 1)) | ~(v < 2), v, 0.0),
+    "cast_float16": lambda v: v.astype(np.float16) * 3, "cast_float32": lambda v: v.astype(np.float32) + 1,
+    "cast_float64_bool": lambda v: np.where(v.astype(bool), v.astype(np.float64), 7.0),
+}
+KINDS = {"w": "matrix", "s": "scalar"}
+
+
+def _trace(fn, names):
+    """Trace ``fn(v, ...)`` as the FFT plan does: ``k`` as the IR's column index."""
+    import inspect
+
+    params = [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+        inspect.Parameter("col" if n == "k" else n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+
+    def call(x, **kw):
+        return fn(x, **{("k" if n == "col" else n): value for n, value in kw.items()})
+
+    call.__signature__ = inspect.Signature(params)
+    return trace(call, {n: KINDS[n] for n in names if n in KINDS})
+
+
+@pytest.fixture(scope="module")
+def kcache(tmp_path_factory):
+    return KernelCache(tmp_path_factory.mktemp("fft-callbacks"))
+
+
+# -- 1. NVRTC and nvJitLink -------------------------------------------------------------------------
+
+
+def _all_ops():
+    from nvmathpy.kernels.ir import Expr
+
+    exprs = [_trace(fn, _names(fn)) for fn in OPS.values()]
+    total = exprs[0]
+    for e in exprs[1:]:
+        total = Expr("add", (total, e))
+    return total
+
+
+def _names(fn):
+    import inspect
+
+    return list(inspect.signature(fn).parameters)[1:]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_each_operation_compiles_as_load_and_store(op, dtype, kcache):
+    fn = OPS[op]
+    expr = _trace(fn, _names(fn))
+    for role in ("prolog", "epilog"):
+        kernel = callback_kernel(expr, role, dtype, 2)
+        compiled = kcache.compile(kernel.source, "sm_90", output="ltoir", options=_options())
+        assert compiled.kind == "ltoir" and compiled.code
+
+
+def _options():
+    from nvmathpy.kernels import fft_callbacks
+
+    return ["-rdc=true", "-default-device", *(f"-I{d}" for d in fft_callbacks._cufft_include_dirs())]
+
+
+_CALLER = r"""
+#include <cufftXt.h>
+extern "C" __device__ {element} {symbol}({params});
+extern "C" __global__ void nvm_caller({element}* data, unsigned long long n, void* info) {{
+  const unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {call};
+}}
+"""
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("role", "guard", "rank"), [("prolog", False, 3), ("prolog", True, 2), ("epilog", False, 1),
+                                                     ("epilog", False, 0)])
+def test_every_variant_compiles_to_ltoir_and_links(arch, dtype, role, guard, rank, kcache, monkeypatch):
+    from nvmathpy.cuda.jitlink import link
+    from nvmathpy.kernels import kernel_cache
+
+    monkeypatch.setattr(kernel_cache, "_DEFAULT", kcache)
+    fn = (lambda v, w, s, k: np.where(k < 3, np.exp(v) * w + s, np.sqrt(v) / (np.tanh(v) + 2)) + v ** 0.5
+          + np.log(v + 4.0)) if dtype.startswith("complex") else None
+    expr = _all_ops() if fn is None else _trace(fn, _names(fn))
+    kernel = callback_kernel(expr, role, dtype, rank, guard)
+    compiled = compile_callback(kernel, arch)
+    assert compiled.kind == "ltoir" and compiled.arch == arch and compiled.code
+    element = CALLBACK_DTYPES[dtype][0]
+    if role == "prolog":
+        params, call = "void*, unsigned long long, void*, void*", f"data[i] = {kernel.symbol}(data, i, info, nullptr)"
+        returns = element
+    else:
+        params = f"void*, unsigned long long, {element}, void*, void*"
+        call, returns = f"{kernel.symbol}(data, i, data[i], info, nullptr)", "void"
+    caller = _CALLER.format(element=returns, symbol=kernel.symbol, params=params, call=call).replace(
+        f"__global__ void nvm_caller({returns}*", f"__global__ void nvm_caller({element}*")
+    caller_ltoir = kcache.compile(caller, arch, output="ltoir", options=_options())
+    linked = link([compiled, caller_ltoir])
+    assert linked.kind == "cubin" and linked.code[:4] == b"\x7fELF"
+    assert linked.resources["nvm_caller"].spill_stores == 0, linked.log
+
+
+@needs_nvrtc
+def test_the_signature_check_catches_a_wrong_callback_type(kcache):
+    """The static_assert really checks: a load callback declared with the store typedef fails."""
+    from nvmathpy.errors import LibraryError
+
+    kernel = callback_kernel(_trace(lambda v: v * 2, []), "prolog", "complex64", 0)
+    wrong = kernel.source.replace("cufftJITCallbackLoadC>", "cufftJITCallbackStoreC>")
+    with pytest.raises(LibraryError, match="signature"):
+        kcache.compile(wrong, "sm_90", output="ltoir", options=_options())
+
+
+def test_callback_types_and_struct_follow_cufftxt():
+    expr = _trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"])
+    types = {(role, dt): callback_kernel(expr, role, dt, 2).callback_type for role in ("prolog", "epilog")
+             for dt in DTYPES}
+    # cufftXtCallbackType: LD_COMPLEX, LD_COMPLEX_DOUBLE, LD_REAL, LD_REAL_DOUBLE, then the ST_ ones
+    assert types == {("prolog", "complex64"): 0, ("prolog", "complex128"): 1, ("prolog", "float32"): 2,
+                     ("prolog", "float64"): 3, ("epilog", "complex64"): 4, ("epilog", "complex128"): 5,
+                     ("epilog", "float32"): 6, ("epilog", "float64"): 7}
+    kernel = callback_kernel(expr, "epilog", "complex128", 2)
+    assert [n for n, _ in kernel.info_type._fields_] == ["stride", "kw", "scale", "conj", "in0", "in0_stride", "s1"]
+    assert kernel.inputs == (("w", "matrix"), ("s", "scalar")) and kernel.uses_k
+    with pytest.raises(ValueError, match="only the index k"):
+        callback_kernel(trace(lambda x, row: x * row, {}), "prolog", "float32", 1)
+
+
+def test_user_names_never_reach_the_source():
+    expr = trace(lambda x, weird_name_xyz: x * weird_name_xyz, {"weird_name_xyz": "matrix"})
+    assert "weird_name_xyz" not in callback_kernel(expr, "prolog", "float64", 1).source
+
+
+def test_peel_order_accepts_nested_layouts_only():
+    assert peel_order((3, 7, 5), (35, 5, 1)) == (0, 1, 2)
+    assert peel_order((3, 7, 5), (1, 3, 21)) == (2, 1, 0)
+    assert peel_order((3, 7, 5), (42, 6, 1)) == (0, 1, 2)  # padded rows
+    assert peel_order((3, 1, 5), (5, 99, 1)) == (0, 2)
+    assert peel_order((4, 4), (2, 1)) is None  # overlapping
+    assert peel_order((4, 4), (0, 1)) is None  # broadcast
+
+
+# -- 2. the device function on the host (g++ under the CUDA emulation header) ----------------------
+
+REAL_FNS = [
+    lambda v, w, s, k: np.where(k < 3, np.exp(v * 0.5) * w + s, np.tanh(v) - erf(v)),
+    lambda v, w, s, k: np.sqrt(abs(v)) + np.log(abs(v) + 0.5) + sigmoid(v) * np.maximum(v, w)
+    - np.minimum(v, s) * (abs(v) + 1) ** -0.5 + v ** 3,
+    lambda v, w, s, k: np.where(((v >= w) & (k != 2)) | ~(v <= s), -v,
+                                v.astype(np.float16) + (v > 0).astype(np.float64)),
+]
+COMPLEX_FNS = [
+    lambda v, w, s, k: np.where(k < 3, np.exp(v * 0.5) * w + s, np.tanh(v) - np.sqrt(v)),
+    lambda v, w, s, k: np.log(v + 2.0) * (abs(v) + 1) ** -0.5 + v ** 3 - v ** 0.5 * s
+    + np.where((v == w) | (k >= 4), 1.0, v / w) + np.maximum(k, 2) - np.minimum(k * 0.5, 1.0),
+]
+SHAPE = (3, 7, 5)
+LAYOUTS = {"C": (35, 5, 1), "F": (1, 3, 21), "padded": (48, 6, 1)}
+
+
+def _driver(kernel):
+    """The callback source plus a kernel calling it for each offset (one emulated thread)."""
+    element = CALLBACK_DTYPES[kernel.dtype][0]
+    if kernel.role == "prolog":
+        body = f"static_cast<{element}*>(values)[i] = {kernel.symbol}(data, offsets[i], info, nullptr);"
+    else:
+        body = f"{kernel.symbol}(data, offsets[i], static_cast<const {element}*>(values)[i], info, nullptr);"
+    return kernel.source + (
+        "__global__ void nvm_cb_driver(void* data, const unsigned long long* offsets, long long n, void* info, "
+        f"void* values) {{\n  for (long long i = 0; i < n; ++i) {body}\n}}\n")
+
+
+def run_on_host(kernel, data, offsets, info, values):
+    lib = ctypes.CDLL(str(compile_emulated(_driver(kernel), "nvm_cb_driver")))
+    lib.nvm_emu_entry.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+    args = [ctypes.c_void_p(data.ctypes.data), ctypes.c_void_p(offsets.ctypes.data), ctypes.c_longlong(len(offsets)),
+            ctypes.c_void_p(ctypes.addressof(info)), ctypes.c_void_p(values.ctypes.data)]
+    argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+    lib.nvm_emu_entry(1, 1, 1, 1, 1, 1, argv)
+
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _case(rng, dtype, layout):
+    """A buffer holding a random (3, 7, 5) array with ``layout`` strides, its offsets, and inputs."""
+    strides = LAYOUTS[layout]
+    span = 1 + sum((n - 1) * s for n, s in zip(SHAPE, strides))
+    buffer = np.zeros(span, dtype)
+    logical = np.lib.stride_tricks.as_strided(buffer, SHAPE, [s * buffer.itemsize for s in strides])
+    logical[...] = _random(rng, SHAPE, dtype)
+    offsets = sum(g * s for g, s in zip(np.indices(SHAPE), strides)).astype(np.uint64)
+    w = _random(rng, (1, 7, 1), dtype) + 0.5
+    return buffer, logical, offsets, w, complex(rng.uniform(0.5, 1.5), 0.25) if np.dtype(dtype).kind == "c" else 0.75
+
+
+def _info(kernel, strides, w, s, **extra):
+    arrays = {"w": (w.ctypes.data, [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)])}
+    return caller_info(kernel, peel_order(SHAPE, strides), strides, 1, arrays=arrays, scalars={"s": s}, **extra)
+
+
+@needs_gxx
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_device_prolog_matches_the_cpu_evaluation(dtype, layout):
+    rng = np.random.default_rng()
+    fns = COMPLEX_FNS if dtype.startswith("complex") else REAL_FNS
+    for number, fn in enumerate(fns):
+        buffer, logical, offsets, w, s = _case(rng, dtype, layout)
+        inputs = {"w": w, "s": s}
+        callback = make_callback(fn, "prolog", inputs, SHAPE, np.dtype(dtype), 1)
+        kernel = callback_kernel(callback.expr, "prolog", dtype, 3)
+        conj = dtype.startswith("complex") and number == 0
+        info = _info(kernel, LAYOUTS[layout], w, s, conj=conj)
+        got = np.zeros(SHAPE, dtype)
+        run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
+        want = logical.copy()
+        callback(want)
+        if conj:
+            want = np.conj(want)
+        assert np.isfinite(want).all()
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err < TOL[dtype], (number, err)
+        # the emulated cuFFT applies the same struct the same way
+        emulated = apply_callback(kernel, ctypes.addressof(info), logical, offsets.astype(np.int64))
+        assert np.linalg.norm(emulated - want) / np.linalg.norm(want) < TOL[dtype]
+
+
+@needs_gxx
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_device_epilog_scales_conjugates_and_stores(dtype):
+    rng = np.random.default_rng()
+    fn = COMPLEX_FNS[0] if dtype.startswith("complex") else REAL_FNS[0]
+    buffer, logical, offsets, w, s = _case(rng, dtype, "F")
+    callback = make_callback(fn, "epilog", {"w": w, "s": s}, SHAPE, np.dtype(dtype), 1)
+    kernel = callback_kernel(callback.expr, "epilog", dtype, 3)
+    info = _info(kernel, LAYOUTS["F"], w, s, scale=0.125, conj=True)
+    values = _random(rng, SHAPE, dtype)
+    run_on_host(kernel, buffer, offsets.ravel().copy(), info, values)
+    want = (np.conj(values) * 0.125).astype(dtype)
+    callback(want)
+    assert np.linalg.norm(logical - want) / np.linalg.norm(want) < TOL[dtype]
+
+
+@needs_gxx
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_device_prolog_leaves_zero_padding_zero(dtype):
+    rng = np.random.default_rng()
+    buffer, logical, offsets, w, s = _case(rng, dtype, "C")
+    region = (3, 7, 3)  # the last two entries of the last axis are padding
+    fn = lambda v, w, s, k: v * w + s + k  # noqa: E731 - nonzero on zeros
+    callback = make_callback(fn, "prolog", {"w": w, "s": s}, region, np.dtype(dtype), 1)
+    kernel = callback_kernel(callback.expr, "prolog", dtype, 3, guard=True)
+    info = _info(kernel, LAYOUTS["C"], w, s, limits=region)
+    got = np.full(SHAPE, 9, dtype)
+    run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
+    want = np.zeros(SHAPE, dtype)
+    want[:, :, :3] = logical[:, :, :3]
+    callback(want[:, :, :3])
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < TOL[dtype]
+    assert not got[:, :, 3:].any()
+
+
+# -- 3. the engine's attach sequence and results against the host cuFFT emulation ------------------
+
+
+@pytest.fixture
+def emu(monkeypatch):
+    plan_cache().clear()
+    emulator = install(monkeypatch.setattr, monkeypatch.setitem)
+    yield emulator
+    plan_cache().clear()
+
+
+def operand(rng, shape, layout, dtype):
+    make = lambda s: _random(rng, s, dtype)  # noqa: E731
+    if layout == "F":
+        return make(shape[::-1]).T
+    if layout == "step":
+        return make(shape[:-1] + (2 * shape[-1],))[..., ::2]
+    if layout == "crop":
+        return make(shape[:-1] + (shape[-1] + 3,))[..., : shape[-1]]
+    if layout == "neg":
+        return make(shape)[::-1]
+    return make(shape)
+
+
+def rel_err(x, ref):
+    x, ref = np.asarray(x), np.asarray(ref)
+    assert x.shape == ref.shape and np.isfinite(x).all()
+    return np.linalg.norm((x - ref).ravel()) / np.linalg.norm(ref.ravel())
+
+
+def check_every_candidate(x, tol, direction=None, **kwargs):
+    """Each candidate of the CUDA plan (emulated) against the CPU plan with the same callbacks."""
+    want = FFT(x, execution="cpu", **kwargs).plan().execute(direction)
+    plan = FFT(host(x), **kwargs)
+    engine, problem = plan._engine, plan.problem
+    candidates = engine.candidates(problem)
+    assert candidates
+    for candidate in candidates:
+        prepared = engine.prepare(problem, candidate)
+        try:
+            call = prepared.forward if (direction or plan._layout.natural_direction) == "forward" else prepared.inverse
+            got = call(host(x.copy()) if kwargs.get("inplace") else host(x))
+            assert rel_err(got, want) < tol, candidate
+        finally:
+            prepared.free()
+    return plan
+
+
+PROLOG = lambda v, w, k: v * w + 0.5 * k  # noqa: E731
+EPILOG = lambda v, f, k: np.where(k < 3, v * f, v / (k + 1.0))  # noqa: E731
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "step", "crop", "neg"])
+@pytest.mark.parametrize(("shape", "axes"), [((17,), (0,)), ((6, 7), (0,)), ((6, 7), (1, 0)), ((4, 5, 3), (0, 2)),
+                                             ((2, 3, 4, 5), None), ((3, 2, 5, 2, 3), (4, 0, 2, 1))])
+@pytest.mark.parametrize("direction", ["forward", "inverse"])
+def test_c2c_callbacks_every_candidate(emu, shape, axes, layout, direction):
+    rng = np.random.default_rng()
+    x = operand(rng, shape, layout, np.complex128)
+    before = x.copy()
+    k_axis = (axes or tuple(range(len(shape))))[-1]
+    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], np.complex128)
+    f = rng.standard_normal(shape)
+    check_every_candidate(x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG,
+                          callback_inputs={"w": w, "f": f})
+    assert np.array_equal(x, before)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+@pytest.mark.parametrize(("shape", "axes", "s"), [((16,), (0,), None), ((5, 12), (1,), None), ((6, 9), (0,), (11,)),
+                                                  ((3, 4, 10), (0, 2), (3, 7)), ((2, 3, 2, 6), None, None)])
+def test_r2c_and_c2r_callbacks_every_candidate(emu, shape, axes, s, layout):
+    rng = np.random.default_rng()
+    x = operand(rng, shape, layout, np.float64)
+    prolog = lambda v, g: v * g - 0.25  # noqa: E731
+    epilog = lambda v, k: v * (k + 1.0)  # noqa: E731
+    check_every_candidate(x, 1e-12, axes=axes, s=s, prolog=prolog, epilog=epilog, callback_inputs={"g": 1.5})
+    spectrum = np.fft.rfftn(x, axes=axes, s=s)
+    c2r_s = s if s is not None else [shape[a] for a in (axes or range(len(shape)))]
+    check_every_candidate(spectrum, 1e-12, axes=axes, s=c2r_s, kind="c2r", prolog=lambda v, k: v * (k < 4),
+                          epilog=lambda v, b: np.exp(v) - b, callback_inputs={"b": 0.5})
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_hermitian_directions_and_norms(emu, norm):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((4, 14))
+    z = np.fft.rfft(rng.standard_normal((4, 14)))
+    gain = _random(rng, 8, np.complex128)
+    cb = dict(prolog=lambda v, k: v * (k + 1.0), epilog=lambda v, k: v + k, norm=norm)
+    check_every_candidate(x, 1e-12, "inverse", axes=[1], **cb)  # ihfft: conj(rfft) scaled, then the epilog
+    check_every_candidate(z, 1e-12, "forward", axes=[1], kind="c2r", s=[14],  # hfft: the prolog sees z itself
+                          prolog=lambda v, g: v * g, epilog=lambda v: v * 2.0, callback_inputs={"g": gain}, norm=norm)
+
+
+@pytest.mark.parametrize("n", [5, 13, 20])
+def test_prolog_before_zero_padding_after_cropping(emu, n):
+    rng = np.random.default_rng()
+    x = _random(rng, (3, 9), np.complex64)
+    check_every_candidate(x, 3e-6, axes=[1], s=[n], prolog=lambda v, k: v + 1.0 + k)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_single_precision(emu, dtype):
+    rng = np.random.default_rng()
+    x = _random(rng, (6, 33), dtype)
+    check_every_candidate(x, 3e-6, axes=[1], prolog=lambda v: np.tanh(v) if np.dtype(dtype).kind == "f" else v * 2,
+                          epilog=lambda v, k: v * np.sqrt(k + 1.0))
+
+
+def test_inplace_epilog(emu):
+    rng = np.random.default_rng()
+    x = _random(rng, (5, 8), np.complex128)
+    want = np.fft.fft(x, axis=0) * 3 + 1
+    y = host(x.copy())
+    plan = FFT(y, axes=[0], inplace=True, epilog=lambda v: v * 3 + 1)
+    assert plan.plan().execute() is y
+    assert rel_err(y, want) < 1e-12
+
+
+def test_attach_sequence(emu):
+    """Callbacks are attached before planning (the emulator asserts it), with the callback type of
+    each plan's data types, on the first/last plan only, and each direction gets plans of its own."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal((2, 3, 4, 5, 6))  # r2c over all five axes: two plans
+    plan = FFT(host(x), prolog=lambda v: v * 2, epilog=lambda v, k: v * k)
+    engine = plan._engine
+    for candidate in engine.candidates(plan.problem):
+        prepared = engine.prepare(plan.problem, candidate)
+        try:
+            handles = prepared.handles
+            steps = len(engine_schedules(plan.problem)[candidate.params["layout"]][0].steps)
+            assert steps >= 2 and len(handles) == 2 * steps and len(emu.plans) == 2 * steps  # each direction
+            assert [emu.plans[h].kind for h in handles] == (["r2c"] + ["c2c"] * (steps - 1)) * 2
+            # LD_REAL_DOUBLE on the r2c plan, ST_COMPLEX_DOUBLE on the last c2c one, nothing between
+            one = [[3]] + [[]] * (steps - 2) + [[5]]
+            assert [sorted(emu.plans[h].callbacks) for h in handles] == one * 2
+            # the two directions' structs differ (the epilog's scale), the LTO-IR is shared
+            forward, inverse = (emu.plans[h].callbacks[5] for h in (handles[steps - 1], handles[-1]))
+            assert forward[0] == inverse[0] and forward[1] != inverse[1]
+            with pytest.raises(AssertionError, match="before the plan is made"):
+                emu.set_jit_callback(handles[0], forward[0].encode(), b"x", 1, 5, [forward[1]])
+        finally:
+            prepared.free()
+    assert not emu.plans
+
+
+def test_refusals_are_clear(emu):
+    rng = np.random.default_rng()
+    with pytest.raises(InvalidOptionError, match="half_precision"):
+        FFT(host(_random(rng, 16, np.complex64)), prolog=lambda v: v, options=FFTOptions(half_precision=True))
+    with pytest.raises(InvalidOptionError, match="transform length > 1"):
+        FFT(host(_random(rng, (4, 1), np.complex128)), axes=[1], epilog=lambda v: v * 2).plan()
+
+
+def test_device_callback_inputs(emu):
+    """Callback inputs given as CUDA arrays (here the CuPy stand-in) are taken like host ones."""
+    rng = np.random.default_rng()
+    x = _random(rng, (4, 10), np.complex128)
+    w = _random(rng, 10, np.complex128)
+    got = FFT(host(x), axes=[1], prolog=lambda v, w: v * w, callback_inputs={"w": host(w)}).plan().execute()
+    assert rel_err(got, np.fft.fft(x * w, axis=1)) < 1e-12
+
+
+def test_host_operands_with_cuda_execution(emu):
+    rng = np.random.default_rng()
+    x = operand(rng, (7, 10), "F", np.float64)
+    before = x.copy()
+    w = rng.standard_normal(10)
+    got = FFT(x, axes=[1], execution="cuda", prolog=lambda v, w: v * w, epilog=lambda v, k: v * (k + 2.0),
+              callback_inputs={"w": w}).plan().execute()
+    assert type(got) is np.ndarray
+    assert rel_err(got, np.fft.rfft(x * w, axis=1) * (np.arange(6) + 2.0)) < 1e-12
+    assert np.array_equal(x, before)
+
+
+def test_a_copy_free_strategy_keeps_its_callbacks(emu):
+    """The operand is read where it lies (no staging copy) when the layout allows the callbacks."""
+    rng = np.random.default_rng()
+    x = _random(rng, (6, 16), np.complex128)[:, ::2]
+    plan = FFT(host(x), axes=[0], prolog=lambda v, k: v * k, epilog=lambda v: v * 2)
+    names = [c.params["layout"] for c in plan._engine.candidates(plan.problem)]
+    assert names[0] == "strided"
+    assert rel_err(plan.plan().execute(), np.fft.fft(x * np.arange(6)[:, None], axis=0) * 2) < 1e-12
