@@ -14,9 +14,19 @@ the device tool:
 2. GEMM 4096^3 and 8192^3 in bf16/fp16/fp32: nvmathpy (planned, autotuned) beside torch.matmul
    and cupy.matmul on the same data, TFLOP/s and ratios;
 3. GEMM + bias + GELU (tanh), fused by cuBLASLt, beside torch's mm + add + gelu;
+   custom Python epilogues (a SwiGLU-like tail, a residual add): cuBLASLt + the generated
+   elementwise kernel and the fused tiled GEMM, each and autotuned, beside torch eager
+   (mm + elementwise ops) and torch.compile (bfloat16 only: compiling costs time);
 4. host overhead of a planned ``execute()`` for a tiny GEMM (and of cupy/torch.matmul);
-5. FFT vs cupy.fft, batched small solves vs cupy.linalg.solve, eigh/svd vs cupy: run when the
-   nvmathpy CUDA engine for them exists, else reported as "engine not built".
+5. FFT 1-D/2-D/batched (c2c complex64, r2c float32) vs cupy.fft, planned and one-call;
+   FFT with a prolog/epilog callback (cuFFT LTO callbacks) vs FFT then elementwise;
+   batched small solves (10^5 x 8x8, target >= 5x) vs cupy.linalg.solve, eigh/svd n=4096 vs cupy
+   (cuSOLVER engine; reported as "engine not built" where an engine is missing).
+6. the command line on the GPU: ``python -m nvmathpy demo --space cuda`` and
+   ``python -m nvmathpy bench all --quick --space cuda --json $OUT/bench_gpu.json --plot
+   $OUT/bench_gpu.png`` (logs: ``$OUT/demo_gpu.log``, ``$OUT/bench_gpu.log``); each gets half
+   of what is left of ``--budget`` (470 s) and at most ``--cli-timeout`` s, so the whole run
+   stays within the budget; ``--skip-cli`` leaves them out.
 
 Device times use CUDA events around each call, the L2 cache flushed (a 256 MiB device memset)
 before each timed call, after warm-ups; medians are reported. The table is printed last and
@@ -36,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -178,6 +190,79 @@ def fused(tokens: int, features: int, dtypes: list[str]) -> None:
                 nvmathpy=f"failed ({type(exc).__name__}: {str(exc)[:80]})")
 
 
+# -- 3b. custom (traced Python) epilogues ------------------------------------------------------------------
+
+
+def _swiglu_tail(x: Any, gate: Any, scale: Any) -> Any:
+    return x * (gate / (1 + np.exp(-gate))) * scale
+
+
+def _residual(x: Any, r: Any, bias: Any) -> Any:
+    return np.maximum(x + bias, 0) + r
+
+
+def custom(tokens: int, features: int, dtypes: list[str], compile_dtypes: tuple[str, ...] = ("bfloat16",)) -> None:
+    """Custom epilogues (a SwiGLU-like tail, a residual add): each GEMM + epilogue candidate kind
+    and the autotuned choice, beside torch eager (mm + elementwise ops) and torch.compile."""
+    import torch
+
+    from nvmathpy.linalg import Matmul
+
+    for dtype in dtypes:
+        tdtype = getattr(torch, dtype)
+        gen = torch.Generator(device="cuda").manual_seed(2)
+        x = torch.randn(tokens, features, device="cuda", dtype=tdtype, generator=gen)
+        w = torch.randn(features, features, device="cuda", dtype=tdtype, generator=gen) / math.sqrt(features)
+        gate = torch.randn(tokens, features, device="cuda", dtype=tdtype, generator=gen)
+        r = torch.randn(tokens, features, device="cuda", dtype=tdtype, generator=gen)
+        bias = torch.randn(features, device="cuda", dtype=tdtype, generator=gen)
+
+        def eager_swiglu(x: Any, w: Any, gate: Any) -> Any:
+            return torch.mm(x, w) * (gate / (1 + torch.exp(-gate))) * 0.5
+
+        def eager_residual(x: Any, w: Any, r: Any, bias: Any) -> Any:
+            return torch.relu(torch.mm(x, w) + bias) + r
+
+        cases = [("swiglu tail", _swiglu_tail, {"gate": gate, "scale": 0.5}, eager_swiglu, (x, w, gate)),
+                 ("residual add", _residual, {"r": r, "bias": bias}, eager_residual, (x, w, r, bias))]
+        for name, fn, inputs, eager, args in cases:
+            case = f"{dtype} ({tokens}x{features}) @ ({features}x{features}), {name}"
+            values: dict[str, Any] = {}
+            t_eager = device_times(lambda: eager(*args))
+            values["torch_eager_ms"] = round(t_eager * 1e3, 3)
+            if dtype in compile_dtypes:
+                try:
+                    compiled = torch.compile(eager)
+                    values["torch_compile_ms"] = round(device_times(lambda: compiled(*args)) * 1e3, 3)
+                except Exception as exc:  # no compiler toolchain on the machine, ...
+                    values["torch_compile"] = f"n/a ({type(exc).__name__})"
+            ref = eager(*(a.float() for a in args)).float()
+            try:
+                mm = Matmul(x, w, epilogue=fn, epilogue_inputs=inputs)
+                seen = set()
+                for candidate in mm._engine.candidates(mm.problem):
+                    if candidate.label in seen:
+                        continue
+                    seen.add(candidate.label)
+                    mm._install(mm._engine.prepare(mm.problem, candidate), "heuristic")
+                    t = device_times(mm.execute)
+                    err = float(((mm.execute().float() - ref).norm() / ref.norm()).item())
+                    values[f"{candidate.label}_ms"] = round(t * 1e3, 3)
+                    values[f"{candidate.label}_err"] = f"{err:.1e}"
+                mm.autotune(effort="measure", repeats=3, force=True)
+                t_best = device_times(mm.execute)
+                values["autotuned"] = mm.candidate.label
+                values["autotuned_ms"] = round(t_best * 1e3, 3)
+                values["torch_eager/nvmathpy"] = round(t_eager / t_best, 2)
+                if "torch_compile_ms" in values:
+                    values["torch_compile/nvmathpy"] = round(values["torch_compile_ms"] / (t_best * 1e3), 2)
+                mm.free()
+            except Exception as exc:
+                values["nvmathpy"] = f"failed ({type(exc).__name__}: {str(exc)[:80]})"
+            row("custom", case, **values, target="torch_eager/nvmathpy >= 1.3")
+        del x, w, gate, r, bias
+
+
 # -- 4. host overhead -----------------------------------------------------------------------------------
 
 
@@ -211,7 +296,8 @@ def overhead() -> None:
 # -- 5. other operations (run only where their CUDA engine exists) -----------------------------------
 
 
-def _other(section: str, case: str, ours: Callable[[], object], theirs: Callable[[], object], label: str) -> None:
+def _other(section: str, case: str, ours: Callable[[], object], theirs: Callable[[], object], label: str,
+           reps: int = 15, **extra: Any) -> None:
     from nvmathpy.errors import ExecutionSpaceUnavailableError
 
     try:
@@ -222,43 +308,185 @@ def _other(section: str, case: str, ours: Callable[[], object], theirs: Callable
     except Exception as exc:
         row(section, case, result=f"failed ({type(exc).__name__}: {str(exc)[:70]})")
         return
-    t_ours, t_theirs = device_times(ours), device_times(theirs)
+    warmup = min(3, reps)
+    t_ours, t_theirs = device_times(ours, warmup, reps), device_times(theirs, warmup, reps)
     row(section, case, nvmathpy_ms=round(t_ours * 1e3, 3), **{f"{label}_ms": round(t_theirs * 1e3, 3)},
-        **{f"{label}/nvmathpy": round(t_theirs / t_ours, 2)})
+        **{f"{label}/nvmathpy": round(t_theirs / t_ours, 2)}, **extra)
 
 
 def fft_section() -> None:
-    """FFT vs cupy.fft (complex64, 1024 batches of 4096 points)."""
+    """FFT vs cupy.fft: 1-D, 2-D and batched (contiguous and strided axis), c2c complex64 and r2c
+    float32. nvmathpy planned and autotuned (``FFT.execute``) and through its one-call function
+    (plan cache), beside cupy.fft (which caches its cuFFT plans too). Target: cupy/nvmathpy >= 1.0."""
     import cupy
 
     import nvmathpy.fft as nfft
 
-    x = (cupy.random.standard_normal((1024, 4096)) + 1j * cupy.random.standard_normal((1024, 4096))).astype(
-        cupy.complex64)
-    _other("fft", "c64 1024 x 4096, axis -1", lambda: nfft.fft(x), lambda: cupy.fft.fft(x), "cupy")
+    rng = cupy.random.default_rng(5)
+
+    def c64(shape: tuple[int, ...]) -> Any:
+        return (rng.standard_normal(shape, dtype=cupy.float32)
+                + 1j * rng.standard_normal(shape, dtype=cupy.float32)).astype(cupy.complex64)
+
+    cases = [("c64 1-D 2^24", lambda: c64((1 << 24,)), (0,), "c2c"),
+             ("c64 2-D 4096^2", lambda: c64((4096, 4096)), (0, 1), "c2c"),
+             ("c64 batched 1024 x 4096, axis -1", lambda: c64((1024, 4096)), (1,), "c2c"),
+             ("c64 batched 4096 x 1024, axis 0", lambda: c64((4096, 1024)), (0,), "c2c"),
+             ("f32 r2c 2-D 4096^2", lambda: rng.standard_normal((4096, 4096), dtype=cupy.float32), (0, 1), "r2c")]
+    for case, make, axes, kind in cases:
+        x = make()
+        theirs_fn, ours_fn = (cupy.fft.fftn, nfft.fftn) if kind == "c2c" else (cupy.fft.rfftn, nfft.rfftn)
+        try:
+            reference = theirs_fn(x, axes=axes)
+            plan = nfft.FFT(x, axes=axes)
+            plan.plan()
+            plan.autotune(effort="measure", repeats=3)
+            err = float(cupy.linalg.norm(plan.execute() - reference) / cupy.linalg.norm(reference))
+            t_plan = device_times(plan.execute)
+            t_call = device_times(lambda: ours_fn(x, axes=axes))
+            t_cupy = device_times(lambda: theirs_fn(x, axes=axes))
+            row("fft", case, nvmathpy_ms=round(t_plan * 1e3, 3), nvmathpy_call_ms=round(t_call * 1e3, 3),
+                cupy_ms=round(t_cupy * 1e3, 3), **{"cupy/nvmathpy": round(t_cupy / t_plan, 2),
+                                                   "cupy/nvmathpy_call": round(t_cupy / t_call, 2)},
+                candidate=str(plan.candidate), rel_err=f"{err:.1e}", target=">= 1.0")
+            plan.free()
+        except Exception as exc:
+            row("fft", case, result=f"failed ({type(exc).__name__}: {str(exc)[:80]})")
+        del x
+
+
+def fft_callback_section() -> None:
+    """FFT with a callback vs FFT then elementwise: a window prolog and a filter epilog run inside
+    cuFFT (LTO callbacks) beside the same FFT plan without callbacks followed by the two CuPy
+    multiplications, and beside cupy.fft with them. Target: (FFT then elementwise)/callbacks >= 1.0."""
+    import cupy
+
+    import nvmathpy.fft as nfft
+
+    rng = cupy.random.default_rng(6)
+    cases = [("c64 batched 1024 x 4096, window + filter", (1024, 4096), cupy.complex64),
+             ("f32 r2c batched 1024 x 4096, window + filter", (1024, 4096), cupy.float32)]
+    for case, shape, dtype in cases:
+        try:
+            x = rng.standard_normal(shape, dtype=cupy.float32)
+            if dtype == cupy.complex64:
+                x = (x + 1j * rng.standard_normal(shape, dtype=cupy.float32)).astype(dtype)
+            fft = cupy.fft.fft if dtype == cupy.complex64 else cupy.fft.rfft
+            w = cupy.hanning(shape[1]).astype(cupy.float32)
+            filt = cupy.linspace(1, 0, fft(x[:1]).shape[1], dtype=cupy.float32)
+            reference = fft(x * w) * filt
+            fused = nfft.FFT(x, axes=[1], prolog=lambda v, w: v * w, epilog=lambda v, f: v * f,
+                             callback_inputs={"w": w, "f": filt})
+            fused.plan()
+            fused.autotune(effort="measure", repeats=3)
+            plain = nfft.FFT(x, axes=[1])
+            plain.plan()
+            plain.autotune(effort="measure", repeats=3)
+            err = float(cupy.linalg.norm(fused.execute() - reference) / cupy.linalg.norm(reference))
+
+            def unfused() -> Any:
+                plain.reset_operand(x * w)
+                return plain.execute() * filt
+
+            t_fused, t_unfused = device_times(fused.execute), device_times(unfused)
+            t_cupy = device_times(lambda: fft(x * w) * filt)
+            row("fft callbacks", case, callbacks_ms=round(t_fused * 1e3, 3), fft_then_elementwise_ms=round(
+                t_unfused * 1e3, 3), cupy_ms=round(t_cupy * 1e3, 3),
+                **{"unfused/callbacks": round(t_unfused / t_fused, 2), "cupy/callbacks": round(t_cupy / t_fused, 2)},
+                candidate=str(fused.candidate), rel_err=f"{err:.1e}", target=">= 1.0")
+            fused.free()
+            plain.free()
+        except Exception as exc:
+            row("fft callbacks", case, result=f"failed ({type(exc).__name__}: {str(exc)[:80]})")
 
 
 def solve_section() -> None:
-    """Batched small solves vs cupy.linalg.solve (10000 systems of 16x16, float64)."""
+    """Batched small solves vs cupy.linalg.solve: 10^5 systems of 8x8 (float64 and float32), the
+    one-call function (plan cache; it checks the info codes: one sync per call). Target >= 5x."""
     import cupy
 
     import nvmathpy.linalg as la
 
-    a = cupy.random.standard_normal((10000, 16, 16)) + 16 * cupy.eye(16)
-    b = cupy.random.standard_normal((10000, 16, 1))
-    _other("solve", "f64 10000 x (16x16)", lambda: la.solve(a, b), lambda: cupy.linalg.solve(a, b), "cupy")
+    rng = cupy.random.default_rng(7)
+    for dtype in ("float64", "float32"):
+        a = (rng.standard_normal((100000, 8, 8)) + 8 * cupy.eye(8)).astype(dtype)
+        b = rng.standard_normal((100000, 8, 1)).astype(dtype)
+        route = "?"
+        try:
+            x = la.solve(a, b)
+            err = float(cupy.linalg.norm(a @ x - b) / cupy.linalg.norm(b))
+            from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+
+            with CudaSolve(a, b) as probe:  # the route the one-call function's plan takes (tiny: generated kernel)
+                route = probe.plan().candidate.label
+        except Exception as exc:  # reported by _other below
+            err = float("nan")
+            print(f"[solve] {type(exc).__name__}: {exc}", flush=True)
+        _other("solve", f"{dtype} 10^5 x (8x8)", lambda: la.solve(a, b), lambda: cupy.linalg.solve(a, b), "cupy",
+               route=route, rel_err=f"{err:.1e}", target=">= 5.0")
+        _solve_routes(a, b)
+
+
+def _solve_routes(a: Any, b: Any) -> None:
+    """The batched-solve rows per route: the generated ``tiny`` kernel and cuBLAS's
+    ``getrfBatched``, each planned (``execute`` plus the info check) beside cupy.linalg.solve."""
+    import cupy
+
+    from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+
+    for label in ("tiny", "getrfBatched"):
+        try:
+            plan = CudaSolve(a, b)
+            plan.plan()
+            chosen = next(c for c in plan._engine.candidates(plan.problem) if c.label == label)
+            plan._install(plan._engine.prepare(plan.problem, chosen), "gpu_check")
+        except Exception as exc:
+            row("solve", f"{a.dtype} 10^5 x (8x8) route {label}", result=f"failed ({type(exc).__name__}: "
+                f"{str(exc)[:70]})")
+            continue
+        _other("solve", f"{a.dtype} 10^5 x (8x8) route {label}", lambda: (plan._run(), plan.check()),
+               lambda: cupy.linalg.solve(a, b), "cupy", target=">= 5.0" if label == "tiny" else "-")
+        plan.free()
 
 
 def eig_svd_section() -> None:
-    """eigh and svd vs CuPy (float64 1024x1024)."""
+    """eigh and svd vs CuPy at n = 4096 (float64; a few repetitions: these take 0.1-5 s each)."""
     import cupy
 
     import nvmathpy.linalg as la
 
-    x = cupy.random.standard_normal((1024, 1024))
+    x = cupy.random.default_rng(8).standard_normal((4096, 4096))
     sym = x + x.T
-    _other("eigh", "f64 1024x1024", lambda: la.eigh(sym), lambda: cupy.linalg.eigh(sym), "cupy")
-    _other("svd", "f64 1024x1024", lambda: la.svd(x), lambda: cupy.linalg.svd(x), "cupy")
+    _other("eigh", "f64 4096x4096", lambda: la.eigh(sym), lambda: cupy.linalg.eigh(sym), "cupy", reps=3)
+    _other("svd", "f64 4096x4096", lambda: la.svd(x), lambda: cupy.linalg.svd(x), "cupy", reps=2)
+    _other("svdvals", "f64 4096x4096", lambda: la.svdvals(x), lambda: cupy.linalg.svd(x, compute_uv=False),
+           "cupy", reps=2)
+
+
+# -- 6. the command line on the GPU (demo, bench) ----------------------------------------------------------
+
+
+def cli_section(out: Path, timeout: int) -> None:
+    """``python -m nvmathpy demo --space cuda`` and ``bench all --quick --space cuda`` (JSON and plot
+    in ``out``), each in its own process under ``timeout`` seconds, logged to ``out``."""
+    commands = {
+        "demo_gpu": ["demo", "--space", "cuda"],
+        "bench_gpu": ["bench", "all", "--quick", "--space", "cuda", "--json", str(out / "bench_gpu.json"),
+                      "--plot", str(out / "bench_gpu.png")],
+    }
+    for name, args in commands.items():
+        start = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, "-m", "nvmathpy", *args], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            text, code = done.stdout + done.stderr, done.returncode
+        except subprocess.TimeoutExpired as exc:
+            partial = [part.decode() if isinstance(part, bytes) else (part or "") for part in (exc.stdout, exc.stderr)]
+            text, code = "".join(partial) + f"\nTIMEOUT after {timeout} s", "timeout"
+        (out / f"{name}.log").write_text(text)
+        last = [line for line in text.splitlines() if line.strip()]
+        row("cli", "python -m nvmathpy " + " ".join(args[:5]), exit=code, last=(last[-1][:100] if last else ""),
+            seconds=round(time.perf_counter() - start, 1), log=f"{name}.log")
 
 
 # -- table ------------------------------------------------------------------------------------------------
@@ -276,6 +504,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the log, table and JSON")
     parser.add_argument("--skip-tests", action="store_true", help="benchmarks only")
+    parser.add_argument("--skip-cli", action="store_true", help="leave out demo/bench --space cuda")
+    parser.add_argument("--cli-timeout", type=int, default=240, help="seconds for each of demo and bench")
+    parser.add_argument("--budget", type=int, default=470,
+                        help="seconds the whole run may take: the command-line step gets what is left")
     parser.add_argument("--test-timeout", type=int, default=300)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -291,12 +523,21 @@ def main() -> None:
     row("device", "description", **device_description(0), torch=torch.__version__, cupy=cupy.__version__)
     for name, step in (("gemm", lambda: gemm([4096, 8192], ["bfloat16", "float16", "float32"])),
                        ("fused", lambda: fused(8192, 4096, ["bfloat16", "float16"])),
-                       ("overhead", overhead), ("fft", fft_section), ("solve", solve_section),
+                       ("custom", lambda: custom(8192, 4096, ["bfloat16", "float16"])),
+                       ("overhead", overhead), ("fft", fft_section), ("fft callbacks", fft_callback_section),
+                       ("solve", solve_section),
                        ("eigh/svd", eig_svd_section)):
         try:
             step()
         except Exception as exc:  # one broken section must not hide the others
             row(name, "section", result=f"failed ({type(exc).__name__}: {str(exc)[:100]})")
+    left = args.budget - (time.perf_counter() - began)
+    if args.skip_cli:
+        pass
+    elif left >= 60:  # demo and bench share what the budget leaves
+        cli_section(args.out, int(min(args.cli_timeout, left / 2)))
+    else:
+        row("cli", "demo/bench --space cuda", result=f"skipped: {left:.0f} s of the {args.budget} s budget left")
     row("total", "wall", seconds=round(time.perf_counter() - began, 1))
     text = table()
     (args.out / "gpu_check.md").write_text(text + "\n")

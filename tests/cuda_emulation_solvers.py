@@ -408,6 +408,10 @@ def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], No
     setattr_(runtime, "device_description", lambda device_id: {"gpu": "host emulation"})
     setattr_(engine, "solver_handle", lambda device_id: 0)
     setattr_(engine, "blas_handle", lambda device_id: 0)
+    from cuda_emulation import emulated_load_function  # generated kernels (the tiny route) run under g++
+    from nvmathpy.linalg import _custom_cuda
+
+    setattr_(_custom_cuda, "load_function", emulated_load_function)
     lib = cusolver.LIB
     table = {
         "cusolverDnSetStream": lambda handle, stream: em.record("cusolverDnSetStream", (stream,)) or 0,

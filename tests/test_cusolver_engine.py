@@ -102,10 +102,10 @@ def with_route(plan, label):
 
 
 @pytest.mark.parametrize("operation, n, count, expected", [
-    ("solve", 8, 100000, ["getrfBatched", "getrf"]),
+    ("solve", 8, 100000, ["tiny", "getrfBatched", "getrf"]),  # the generated route: tests/test_cuda_tiny_batched.py
     ("solve", 200, 10, ["getrf", "getrfBatched"]),
     ("lu", 8, 1, ["getrf"]),
-    ("cholesky", 16, 50, ["potrfBatched", "potrf"]),
+    ("cholesky", 16, 50, ["potrfBatched", "tiny", "potrf"]),
     ("cholesky", 64, 50, ["potrf", "potrfBatched"]),
     ("eigh", 16, 50, ["syevBatched", "syevjBatched", "syevd"]),
     ("eigh", 64, 50, ["syevd"]),
@@ -173,7 +173,7 @@ def test_batched_and_looped_routes_agree_and_autotune_chooses(em):
     b = rand(rng, (64, 8, 2), "float64")
     plan = nl.LU(dev(a))
     timings = plan.autotune(effort="exhaustive", repeats=2)
-    assert set(timings) == {"getrf", "getrfBatched"}
+    assert set(timings) == {"getrf", "getrfBatched", "tiny"}
     x_tuned = plan.solve(dev(b))
     assert rel(x_tuned, np.linalg.solve(a, b)) < 1e-12
     fresh = nl.LU(dev(a)).plan()
@@ -210,9 +210,10 @@ def test_solve_and_inv_functions(em, dtype, shapes):
 
 
 def test_batched_small_solves_take_one_batched_call(em):
-    """the 10^5 x 8x8 benchmark's route, at 1000 x 8x8: one getrfBatched and one getrsBatched"""
+    """100 x 8x8 (below the count where the generated tiny route leads, see
+    tests/test_cuda_tiny_batched.py): one getrfBatched and one getrsBatched"""
     rng = np.random.default_rng(5)
-    a, b = rand(rng, (1000, 8, 8), "float64"), rand(rng, (1000, 8, 1), "float64")
+    a, b = rand(rng, (100, 8, 8), "float64"), rand(rng, (100, 8, 1), "float64")
     x = nl.solve(dev(a), dev(b))
     assert rel(x, np.linalg.solve(a, b)) < 1e-11
     assert em.names().count("cublasDgetrfBatched") == 1 and em.names().count("cublasDgetrsBatched") == 1

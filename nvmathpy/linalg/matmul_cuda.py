@@ -15,8 +15,10 @@ the hot path is :mod:`._lt_execute`. This module is the :class:`~nvmathpy.plan.E
 
 Custom (traced Python) epilogues take the candidates of :mod:`._custom_cuda` (cuBLASLt's own
 epilogue when the expression is exactly one, else cuBLASLt + a generated elementwise kernel and
-the fused generated GEMM); NumPy operands are copied to the device and back around each call
-(:mod:`._host_operands`); FP8 operands (:mod:`._lt_fp8`) need compute capability 8.9+.
+the fused generated GEMM); stacks of tiny float32/float64 products also get the generated
+batched GEMM candidate of :mod:`._tiny_cuda` (built-in epilogues none/bias/relu/gelu); NumPy
+operands are copied to the device and back around each call (:mod:`._host_operands`); FP8
+operands (:mod:`._lt_fp8`) need compute capability 8.9+.
 
 CuPy (and torch, for torch operands) are imported only when an engine is built.
 """
@@ -180,7 +182,15 @@ class CudaMatmulEngine(Engine):
             check_device(custom_cuda.device_arch(self.device_id))
         if self.custom is not None:
             return self._custom_candidates(problem)
-        return self.lt_candidates(problem)
+        from ._tiny_cuda import tiny_candidates, tiny_leads
+
+        tiny = tiny_candidates(problem)
+        if tiny and tiny_leads(problem):
+            try:
+                return tiny + self.lt_candidates(problem)
+            except LibraryError:  # cuBLASLt offers nothing: the tiny kernel alone
+                return tiny
+        return self.lt_candidates(problem) + tiny
 
     def lt_candidates(self, problem: Problem, orders: tuple[str, ...] | None = None) -> list[Candidate]:
         """cuBLASLt candidates of a problem with a built-in (or no) epilogue, in the first of
@@ -239,6 +249,12 @@ class CudaMatmulEngine(Engine):
         return prepared
 
     def _prepare(self, problem: Problem, candidate: Candidate) -> Prepared:
+        if candidate.label == "tiny-gemm" and self.custom is None:
+            from ._tiny_cuda import tiny_call
+
+            return custom_cuda.CustomPrepared(candidate, tiny_call(
+                problem, candidate, device_id=self.device_id, package=self.package, stream=self.stream,
+                explicit_stream=self.explicit_stream, raw_storage=self.host))
         if self.custom is None:
             return self.prepare_lt(problem, candidate)
         params, label = candidate.params, candidate.label

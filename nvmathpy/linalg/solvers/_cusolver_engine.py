@@ -20,6 +20,7 @@ Routes (labels are the candidates' labels):
 ``gesvd`` / ``gesvdp``    ``cusolverDnXgesvd`` / ``Xgesvdp`` per batch element
 ``gesvdj``                ``cusolverDn<t>gesvdj`` (Jacobi) per batch element
 ``geqrf``                 ``cusolverDnXgeqrf`` + ``<t>orgqr`` / ``<t>ungqr`` (legacy API)
+``tiny``                  generated kernels for real stacks of ``n <= 32`` (:mod:`._tiny_route`)
 ========================  ============================================================
 
 Every matrix is handed over column-major without a transposing copy where the problem allows:
@@ -90,10 +91,15 @@ def candidates(problem: Problem) -> list[Candidate]:
     """The routes that compute ``problem``, best guess first.
 
     Batched routes exist only for stacks (``count > 1``) and lead for ``n <= BATCHED_MAX``.
+    Real LU, Cholesky and one-shot solves of stacks with ``n <= 32`` also have the generated
+    ``tiny`` route (:mod:`._tiny_route`), first for ``n <= 16`` and at least 256 systems, else
+    after the batched route.
 
     Examples
     --------
-    >>> [c.label for c in candidates(Problem.of("solve", n=8, count=100000, dtype="float64"))]
+    >>> [c.label for c in candidates(Problem.of("solve", n=8, count=100000, k=1, dtype="float64"))]
+    ['tiny', 'getrfBatched', 'getrf']
+    >>> [c.label for c in candidates(Problem.of("solve", n=8, count=100000, k=1, dtype="complex128"))]
     ['getrfBatched', 'getrf']
     >>> [c.label for c in candidates(Problem.of("eigh", n=4096, count=1, dtype="float32"))]
     ['syevd']
@@ -120,6 +126,10 @@ def candidates(problem: Problem) -> list[Candidate]:
         labels = labels[:1]
     elif small:
         labels.reverse()
+    from ._tiny_route import TINY, tiny_leads, tiny_offered  # the generated route for small real stacks
+
+    if tiny_offered(problem):
+        labels.insert(0 if tiny_leads(problem) else 1, TINY)
     return [Candidate.of(label) for label in labels]
 
 
@@ -665,6 +675,10 @@ class CusolverEngine(Engine):
                 return SvdRoute(candidate, ctx, problem)
             if label == "geqrf":
                 return GeqrfRoute(candidate, ctx, problem)
+            if label == "tiny" and self.operation in ("solve", "lu", "cholesky"):
+                from ._tiny_route import tiny_route
+
+                return tiny_route(self.operation, candidate, ctx, problem)
         raise InvalidOptionError(f"the cuSOLVER engine has no route {label!r}")
 
     def device(self) -> dict[str, Any]:
