@@ -202,12 +202,14 @@ class _Geometry:
         self.full = self.batch_shape + (self.m, self.n)
         self.cupy = cupy
 
-    def input_view(self, x: Any) -> ArrayRef:
+    def input_view(self, x: Any, keep: list) -> ArrayRef:
         """An epilogue input as a ``(batch, m, n)`` view (strides 0 where it broadcasts; a copy
-        only when its batch axes cannot be walked by one stride)."""
+        only when its batch axes cannot be walked by one stride). The array viewed is appended
+        to ``keep``: a copy must outlive the launch that reads it."""
         cupy = self.cupy
         x = x.reshape(aligned_shape(x.shape, len(self.result), self.a_ndim, self.b_ndim))
         x = cupy.broadcast_to(x, self.full).reshape((self.batch, self.m, self.n))
+        keep.append(x)
         return _ref(x)
 
     def operand(self, x: Any, is_a: bool, trans: bool) -> Any:
@@ -225,9 +227,11 @@ class _Geometry:
         return x
 
 
-def _input_values(geometry: _Geometry, kinds: Sequence[tuple[str, str]], inputs: Mapping[str, Any]) -> dict:
-    """Kernel argument values of the epilogue inputs (views of ``inputs`` on the product)."""
-    return epilogue_values(kinds, {name: geometry.input_view(inputs[name]) for name, kind in kinds
+def _input_values(geometry: _Geometry, kinds: Sequence[tuple[str, str]], inputs: Mapping[str, Any],
+                  keep: list) -> dict:
+    """Kernel argument values of the epilogue inputs (views of ``inputs`` on the product; the
+    arrays behind them appended to ``keep``)."""
+    return epilogue_values(kinds, {name: geometry.input_view(inputs[name], keep) for name, kind in kinds
                                    if kind != "value"})
 
 
@@ -280,7 +284,8 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
         d = lt_kernel(a, b, c, _NO_INPUTS, out)
         if total:
             pointer = _pointer(d)
-            values = {**fixed, ("d", None): pointer, **_input_values(geometry, kinds, inputs)}
+            keep: list = []  # held until the launch below has been queued
+            values = {**fixed, ("d", None): pointer, **_input_values(geometry, kinds, inputs, keep)}
             if pointer % pack_bytes == 0:
                 launch(grid, block, pack_arguments(params, values), stream())
             else:
@@ -336,7 +341,8 @@ def tiled_call(problem: Problem, candidate: Candidate, expr: Expr, *, device_id:
             if c3.strides[2] != c3.dtype.itemsize and n != 1:
                 c3 = cupy.ascontiguousarray(c3)
             c_ref = _ref(c3)
-        views = {name: geometry.input_view(inputs[name]) for name, kind in kinds if kind != "value"}
+        keep: list = []  # the viewed inputs (copies among them) live until the launch is queued
+        views = {name: geometry.input_view(inputs[name], keep) for name, kind in kinds if kind != "value"}
         values = generated.values(_ref(a3), _ref(b3), d_ref, alpha=alpha, beta=beta, c=c_ref, epilogue_inputs=views)
         launch(grid, block, pack_arguments(generated.params, values), stream())
         return d if out is not None else d.reshape(result)
