@@ -47,24 +47,10 @@ def _key(name: str, a: Any, *extra: Hashable) -> tuple:
 
 
 def _run(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
-    """Check out the cached plan of ``key`` (or build and plan one), swap operands in, use it,
-    give it back; a plan whose planning or swap failed is freed instead."""
-    plan = _CACHE.take(key)
-    try:
-        if plan is None:
-            plan = build()
-            plan.plan()
-        else:
-            swap(plan)
-    except BaseException:
-        if plan is not None:
-            plan.free()
-        raise
-    try:
-        return use(plan)
-    finally:
-        plan._release()
-        _CACHE.give(key, plan)
+    """:func:`~.functions.checkout` on the CUDA functions' cache."""
+    from .functions import checkout
+
+    return checkout(_CACHE, key, build, swap, use)
 
 
 def _stack(x: Any, execution: Any, name: str = "a", square: bool = True) -> tuple[Any, Callable[[Any], Any], str]:

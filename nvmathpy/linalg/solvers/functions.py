@@ -99,12 +99,15 @@ def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None]
     threads (and keys the cache by ``n``)."""
     threads = None if execution is None else getattr(as_execution(execution), "num_threads", None)
     if threads is None:
-        return _run_cached(key, build, swap, use)
-    return limit_threads(threads, _run_cached)((*key, threads), build, swap, use)
+        return checkout(_CACHE, key, build, swap, use)
+    return limit_threads(threads, checkout)(_CACHE, (*key, threads), build, swap, use)
 
 
-def _run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
-    plan = _CACHE.take(key)
+def checkout(cache: PlanCache, key: tuple, build: Callable[[], Any], swap: Callable[[Any], None],
+             use: Callable[[Any], Any]) -> Any:
+    """``use(plan)`` on ``cache``'s plan for ``key`` (built and planned, or with the new operands
+    swapped in), given back afterwards; a plan whose planning or swap failed is freed instead."""
+    plan = cache.take(key)
     try:
         if plan is None:
             plan = build()
@@ -119,7 +122,7 @@ def _run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None
         return use(plan)
     finally:
         plan._release()
-        _CACHE.give(key, plan)
+        cache.give(key, plan)
 
 
 # -- solve / inv ------------------------------------------------------------------------------
