@@ -21,7 +21,7 @@ from ...plan import Plan, Prepared
 from ._engine import CPULapackEngine, engine_for
 from ._operands import host_arrays
 
-__all__ = ["SolverPlan", "limit_threads", "with_threads"]
+__all__ = ["SolverPlan", "limit_threads", "matching", "with_threads"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,19 +100,7 @@ class SolverPlan(Plan):
     def _swap_in(self, name: str, new: Any, current: np.ndarray) -> np.ndarray:
         """Validate a replacement operand against the planned one and return it cast."""
         arrays, _, _ = host_arrays(None, **{name: new})
-        array = arrays[name]
-        if array.shape != current.shape:
-            raise OperandMismatchError(
-                f"reset_operands: {name} has shape {array.shape}, the plan was made for {current.shape}; "
-                "create a new plan for a new shape"
-            )
-        if array.dtype != current.dtype:
-            if np.result_type(array.dtype, current.dtype) != current.dtype:
-                raise OperandMismatchError(
-                    f"reset_operands: {name} has dtype {array.dtype}, the plan computes in {current.dtype}"
-                )
-            array = array.astype(current.dtype)
-        return array
+        return matching(name, arrays[name], current)
 
     def _bind(self, prepared: Prepared) -> Callable[..., Any]:
         compute = self._computation(prepared)
@@ -161,3 +149,20 @@ class SolverPlan(Plan):
     def execute(self) -> Any:
         """Run the planned computation on the current operands."""
         return self._run()
+
+
+def matching(name: str, array: Any, current: Any) -> Any:
+    """``array`` (a replacement for operand ``name``) checked against the planned ``current``:
+    same shape, a dtype that casts safely to the plan's (cast if it differs)."""
+    if array.shape != current.shape:
+        raise OperandMismatchError(
+            f"reset_operands: {name} has shape {array.shape}, the plan was made for {current.shape}; "
+            "create a new plan for a new shape"
+        )
+    if array.dtype != current.dtype:
+        if np.result_type(array.dtype, current.dtype) != current.dtype:
+            raise OperandMismatchError(
+                f"reset_operands: {name} has dtype {array.dtype}, the plan computes in {current.dtype}"
+            )
+        array = array.astype(current.dtype)
+    return array

@@ -30,12 +30,13 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from ...errors import InvalidOperandError, InvalidOptionError, LinAlgError, OperandMismatchError
+from ...errors import InvalidOperandError, InvalidOptionError, LinAlgError
 from ...execution import ExecutionCUDA, as_execution, resolve_execution
 from ...operands import common_package, wrap_all
 from ...plan import Plan, Problem
 from . import _cusolver_layout as layout
 from ._cusolver_engine import LURoute, SvdRoute
+from ._base import matching
 from ._engine import engine_for
 from ._factored import check_trans
 from ._lapack import lapack_dtype
@@ -203,19 +204,7 @@ class CudaPlanMixin:
 
     def _swap_in(self, name: str, new: Any, current: Any) -> Any:
         native, _, _, _ = device_arrays(None, **{name: new})
-        array = native[name]
-        if array.shape != current.shape:
-            raise OperandMismatchError(
-                f"reset_operands: {name} has shape {array.shape}, the plan was made for {current.shape}; "
-                "create a new plan for a new shape"
-            )
-        if array.dtype != current.dtype:
-            if np.result_type(array.dtype, current.dtype) != current.dtype:
-                raise OperandMismatchError(
-                    f"reset_operands: {name} has dtype {array.dtype}, the plan computes in {current.dtype}"
-                )
-            array = array.astype(current.dtype)
-        return array
+        return matching(name, native[name], current)
 
     def _release(self) -> None:
         """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
