@@ -110,8 +110,9 @@ def resolve_execution(value: Any, device: str, device_id: int | None) -> Executi
     ExecutionSpaceUnavailableError
         If CUDA is asked for (explicitly or by CUDA operands) and cannot be used here.
     InvalidOperandError
-        If the space and the operands' device disagree (CPU execution of CUDA operands, or
-        CUDA execution of host operands, which is not supported yet).
+        If the space and the operands' device disagree: CPU execution of CUDA operands, or
+        CUDA execution of host operands the caller did not hand over as NumPy arrays (callers
+        that copy NumPy operands to the device pass ``device="cuda"`` for them).
     """
     space = as_execution(value)
     if space is None:
@@ -127,7 +128,8 @@ def resolve_execution(value: Any, device: str, device_id: int | None) -> Executi
         require_cuda(space.device_id)
         if device != "cuda":
             raise InvalidOperandError(
-                "execution='cuda' with host operands is not supported yet: pass CuPy arrays or torch CUDA tensors"
+                "execution='cuda' takes NumPy arrays (copied to the device and back), CuPy arrays or torch CUDA "
+                "tensors; these host operands are none of them (move torch CPU tensors with .cuda())"
             )
     return space
 

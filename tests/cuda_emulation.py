@@ -74,6 +74,9 @@ class _Context:
     def __exit__(self, *exc):
         return False
 
+    def synchronize(self):
+        self.synchronized = True
+
 
 def _host(fn):
     return lambda *args, **kwargs: np.asarray(fn(*args, **kwargs)).view(HostArray)

@@ -432,9 +432,69 @@ def test_bad_operands_raise_before_any_call(em):
         nl.LU(dev(np.ones((3, 4))))
     with pytest.raises(InvalidOperandError, match="rows"):
         nl.LU(dev(np.eye(3))).solve(dev(np.ones(4)))
-    with pytest.raises(InvalidOperandError, match="host operands|cuda"):
-        nl.LU(np.eye(3), execution="cuda")
+    with pytest.raises(InvalidOperandError, match="execution='cuda'"):  # a device plan takes device operands
+        nl.LU(dev(np.eye(3))).solve(np.ones(3))
     assert not [n for n in em.names() if not n.endswith("bufferSize")]
+
+
+# -- NumPy operands with execution="cuda" ----------------------------------------------------------------
+
+
+def host(x):
+    """``x`` is a plain NumPy array (not the emulation's device stand-in)."""
+    assert type(x) is np.ndarray, type(x)
+    return x
+
+
+def test_numpy_operands_run_on_cuda_and_come_back_as_numpy(em):
+    rng = np.random.default_rng(18)
+    a = rand(rng, (3, 7, 7), "float64") + 4 * np.eye(7)
+    spd = hpd(rng, (3,), 7, "float64")
+    b, b2 = rand(rng, (3, 7, 2), "float64"), rand(rng, (3, 7, 2), "float64")
+    before = a.copy(), b.copy()
+    with nl.LU(a, execution="cuda") as lu:
+        assert type(lu).__name__ == "CudaLU"
+        lu.plan().execute()
+        assert rel(host(lu.solve(b)), np.linalg.solve(a, b)) < 1e-12
+        assert rel(host(lu.solve(b2, trans=1)), np.linalg.solve(np.swapaxes(a, -1, -2), b2)) < 1e-12
+        factors, pivots = lu.factors
+        host(factors), host(pivots)
+        a2 = rand(rng, (3, 7, 7), "float64") + 4 * np.eye(7)
+        lu.reset_operands(a=a2)
+        assert rel(host(lu.execute().solve(b)), np.linalg.solve(a2, b)) < 1e-12
+        assert lu.factorizations == 2
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])
+    with nl.Cholesky(spd, execution="cuda") as chol:
+        assert rel(host(chol.plan().execute().solve(b)), np.linalg.solve(spd, b)) < 1e-12
+    w, v = nl.Eigh(spd, execution="cuda").plan().execute()
+    assert rel(host(w), np.linalg.eigvalsh(spd)) < 1e-12 and host(v).shape == spd.shape
+    u, s, vh = nl.SVD(a, execution="cuda").plan().execute()
+    assert rel(host(u) * host(s)[..., None, :] @ host(vh), a) < 1e-12
+    assert any(name.startswith("cusolverDn") for name in em.names())  # it ran on the (emulated) device
+
+
+def test_numpy_operands_through_the_functions_on_cuda(em):
+    rng = np.random.default_rng(19)
+    a = rand(rng, (6, 6), "float64") + 3 * np.eye(6)
+    b = rand(rng, (6,), "float64")
+    assert rel(host(nl.solve(a, b, execution="cuda")), np.linalg.solve(a, b)) < 1e-12
+    assert rel(host(nl.inv(a, execution="cuda")), np.linalg.inv(a)) < 1e-12
+    det = nl.det(a, execution="cuda")
+    assert isinstance(det, np.float64) and rel(det, np.linalg.det(a)) < 1e-12
+    q, r = nl.qr(a, execution="cuda")
+    assert rel(host(q) @ host(r), a) < 1e-12
+    x, res, rank, s = nl.lstsq(a[:, :4], b, execution="cuda")
+    assert rel(host(x), np.linalg.lstsq(a[:, :4], b, rcond=None)[0]) < 1e-10 and rank == 4
+    lu, piv = nl.lu_factor(a, execution="cuda")
+    assert rel(host(nl.lu_solve((host(lu), host(piv)), b, execution="cuda")), np.linalg.solve(a, b)) < 1e-12
+    spd = hpd(rng, (), 6, "float64")
+    c, lower = nl.cho_factor(spd, execution="cuda")
+    assert rel(host(nl.cho_solve((host(c), lower), b, execution="cuda")), np.linalg.solve(spd, b)) < 1e-12
+    x = nl.solve_triangular(a, b, lower=True, execution="cuda")
+    assert rel(host(x), sla.solve_triangular(a, b, lower=True)) < 1e-12
+    with pytest.raises(LinAlgError, match="batch element 1"):
+        nl.solve(np.stack([a, np.zeros((6, 6))]), np.stack([b, b])[..., None], execution="cuda")
 
 
 def test_cuda_execution_without_a_driver_raises_one_clear_error():

@@ -242,3 +242,25 @@ def test_explicit_stream_orders_the_work():
         x = lu.solve(b)
     stream.synchronize()
     assert rel(x, np.linalg.solve(cupy.asnumpy(a), cupy.asnumpy(b))) < 1e-10
+
+
+def test_numpy_operands_with_cuda_execution_come_back_as_numpy():
+    rng = np.random.default_rng(11)
+    a = hpd(rng, (3, 9, 9), "float64")
+    b = rng.standard_normal((3, 9, 2))
+    before = a.copy()
+    x = nl.LU(a, execution="cuda").solve(b)
+    assert type(x) is np.ndarray and rel(x, np.linalg.solve(a, b)) < 1e-10
+    w = nl.eigvalsh(a, execution="cuda")
+    assert type(w) is np.ndarray and rel(w, np.linalg.eigvalsh(a)) < 1e-10
+    assert isinstance(nl.det(a[0], execution="cuda"), np.float64)
+    np.testing.assert_array_equal(a, before)
+
+
+def test_numpy_operands_on_an_explicit_stream_are_read_back_after_it():
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((300, 300)) + 20 * np.eye(300)
+    b = rng.standard_normal((300, 3))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    x = nl.LU(a, execution="cuda", stream=stream).solve(b)
+    assert type(x) is np.ndarray and rel(x, np.linalg.solve(a, b)) < 1e-10

@@ -54,8 +54,16 @@ def _run(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use:
 
 
 def _stack(x: Any, execution: Any, name: str = "a", square: bool = True) -> tuple[Any, Callable[[Any], Any], str]:
-    native, to_caller, _, package = device_arrays(execution, **{name: x})
-    return as_device_stack(native[name], name, square=square), to_caller, package
+    stack, to_caller, package, _ = _stack_with(x, execution, name, square)
+    return stack, to_caller, package
+
+
+def _stack_with(x: Any, execution: Any, name: str = "a", square: bool = True,
+                **others: Any) -> tuple[Any, Callable[[Any], Any], str, dict[str, Any]]:
+    """``x`` as a device stack, and the ``others`` (right-hand sides, pivots) as device arrays
+    taken the same way (NumPy operands with ``execution="cuda"`` are copied over together)."""
+    native, to_caller, _, package = device_arrays(execution, **{name: x}, **others)
+    return as_device_stack(native[name], name, square=square), to_caller, package, native
 
 
 def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
@@ -187,9 +195,9 @@ def svdvals(a: Any, /, *, execution: Any = None) -> Any:
 
 
 def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = None) -> tuple:
-    a1, to_caller, package = _stack(a, execution, square=False)
+    a1, to_caller, package, native = _stack_with(a, execution, square=False, b=b)
     return to_caller(_run(_key("lstsq", a1, package, rcond), lambda: CudaLstsq(a1, rcond=rcond),
-                          lambda p: p.reset_operands(a1), lambda p: p.execute().check().solve(b)))
+                          lambda p: p.reset_operands(a1), lambda p: p.execute().check().solve(native["b"])))
 
 
 def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
@@ -202,14 +210,15 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     lu, piv = lu_and_piv
-    lu1, to_caller, package = _stack(lu, execution, name="lu")
+    lu1, to_caller, package, native = _stack_with(lu, execution, name="lu", piv=piv, b=b)
+    piv1 = native["piv"]
 
     def use(plan: CudaLU) -> Any:
         plan.check()
-        return plan.solve(b, trans)
+        return plan.solve(native["b"], trans)
 
-    return to_caller(_run(_key("lu_solve", lu1, package), lambda: CudaLU.from_factors(lu1, piv),
-                          lambda p: p.use_factors(lu1, piv), use))
+    return to_caller(_run(_key("lu_solve", lu1, package), lambda: CudaLU.from_factors(lu1, piv1),
+                          lambda p: p.use_factors(lu1, piv1), use))
 
 
 def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
@@ -221,9 +230,9 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
 
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
     c, lower = c_and_lower
-    c1, to_caller, package = _stack(c, execution, name="c")
+    c1, to_caller, package, native = _stack_with(c, execution, name="c", b=b)
     return to_caller(_run(_key("cho_solve", c1, package, bool(lower)), lambda: CudaCholesky.from_factor(c1, lower),
-                          lambda p: p.use_factor(c1), lambda p: p.solve(b)))
+                          lambda p: p.use_factor(c1), lambda p: p.solve(native["b"])))
 
 
 def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, unit_diagonal: bool = False,
@@ -231,7 +240,7 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     """``op(T) x = b`` for the triangle of ``a`` named by ``lower`` (the other one is ignored),
     solved through an LU factorization of that triangle (cuSOLVER has no dense ``trtrs``)."""
     trans = check_trans(trans)
-    a1, to_caller, package = _stack(a, execution)
+    a1, to_caller, package, native = _stack_with(a, execution, b=b)
     cupy = import_cupy()
     triangle = cupy.tril(a1) if lower else cupy.triu(a1)
     if unit_diagonal:
@@ -241,7 +250,7 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
 
     def use(plan: CudaLU) -> Any:
         plan.execute().check()
-        return plan.solve(b, trans)
+        return plan.solve(native["b"], trans)
 
     return to_caller(_run(key, lambda: CudaLU(triangle), lambda p: p.reset_operands(triangle), use))
 

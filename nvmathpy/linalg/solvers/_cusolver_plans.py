@@ -76,20 +76,69 @@ def wants_cuda(operand: Any, execution: Any) -> bool:
 def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callable[[Any], Any], ExecutionCUDA, str]:
     """Wrap CUDA operands: ``(native CuPy arrays, to_caller, space, package)``.
 
+    NumPy operands with ``execution="cuda"`` (or an :class:`~nvmathpy.ExecutionCUDA`) are
+    copied to that device (CuPy's pool, its current stream, which is then synchronised so
+    that any stream may read them); ``package`` is then ``"numpy"`` and ``to_caller`` copies
+    results back to NumPy arrays (:func:`host_converter`).
+
     Raises the :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of
     :func:`~nvmathpy.execution.resolve_execution` where CUDA cannot be used, and
-    :class:`InvalidOperandError` for host operands with ``execution="cuda"``."""
-    space = as_execution(execution)
-    if isinstance(space, ExecutionCUDA):
+    :class:`InvalidOperandError` for host operands without ``execution="cuda"``."""
+    asked = as_execution(execution)
+    if isinstance(asked, ExecutionCUDA):
         from ...cuda.driver import require_cuda
 
-        require_cuda(space.device_id)  # the one clear error without a driver, before any wrapping
+        require_cuda(asked.device_id)  # the one clear error without a driver, before any wrapping
     wrapped = wrap_all(**arrays)
     package, device, device_id = common_package(wrapped)
-    space = resolve_execution(execution, device, device_id)
+    host = package == "numpy" and isinstance(asked, ExecutionCUDA)
+    space = resolve_execution(execution, "cuda" if host else device, device_id)
     if not isinstance(space, ExecutionCUDA):
-        raise InvalidOperandError("the CUDA solver plans need CUDA operands (CuPy arrays or torch CUDA tensors)")
+        raise InvalidOperandError("the CUDA solver plans need CUDA operands (CuPy arrays or torch CUDA tensors), "
+                                  "or NumPy arrays with execution='cuda'")
+    if host:
+        from ...cuda.runtime import import_cupy
+        from .._host_operands import upload
+
+        cupy = import_cupy()
+        with cupy.cuda.Device(space.device_id):
+            native = {k: upload(op.array, cupy) for k, op in wrapped.items()}
+            cupy.cuda.get_current_stream().synchronize()
+        return native, host_converter(cupy, space.device_id), space, package
     return {k: op.array for k, op in wrapped.items()}, converter(package), space, package
+
+
+def host_converter(cupy: Any, device_id: int) -> Callable[[Any], Any]:
+    """Results (device arrays, tuples, named tuples, scalars) back into NumPy: the device is
+    synchronised first (the plan may run on a stream of its own), then each array is copied;
+    0-d results become NumPy scalars, as NumPy's functions return them."""
+
+    def one(value: Any) -> Any:
+        if not isinstance(value, cupy.ndarray):
+            return value
+        out = cupy.asnumpy(value)
+        return out[()] if out.ndim == 0 else out
+
+    copy = _recursive(one)
+
+    def to_host(value: Any) -> Any:
+        with cupy.cuda.Device(device_id) as device:
+            device.synchronize()
+            return copy(value)
+
+    return to_host
+
+
+def _recursive(convert_one: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert_one`` applied through tuples and named tuples."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, tuple):
+            items = [convert(v) for v in value]
+            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        return convert_one(value)
+
+    return convert
 
 
 def converter(package: str) -> Callable[[Any], Any]:
@@ -97,16 +146,7 @@ def converter(package: str) -> Callable[[Any], Any]:
     if package != "torch":
         return lambda value: value
     from_dlpack = sys.modules["torch"].from_dlpack
-
-    def to_caller(value: Any) -> Any:
-        if isinstance(value, tuple):
-            items = [to_caller(v) for v in value]
-            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-        if hasattr(value, "__dlpack__"):
-            return from_dlpack(value)
-        return value
-
-    return to_caller
+    return _recursive(lambda value: from_dlpack(value) if hasattr(value, "__dlpack__") else value)
 
 
 def as_device_stack(a: Any, name: str, *, square: bool = True, dtype: Any = None) -> Any:
@@ -167,7 +207,10 @@ class CudaPlanMixin:
         Plan.__init__(self)  # type: ignore[arg-type]
         native, self._to_caller, space, package = device_arrays(execution, **arrays)
         self._package, self._device_id, self._stream_arg = package, space.device_id, stream
-        self._engine = engine_for(space, self.cpu_engine, package=package, stream=stream)  # type: ignore[attr-defined]
+        # NumPy operands on CUDA: later operands (solve(b), reset_operands) take the same way
+        self._later_execution = space if package == "numpy" else None
+        self._engine = engine_for(space, self.cpu_engine, package="cupy" if package == "numpy" else package,  # type: ignore[attr-defined]
+                                  stream=stream)
         self._cupy = cupy = self._engine.context.cupy
         if stream is not None:
             fixed = cupy.cuda.ExternalStream(self._engine.stream())
@@ -202,8 +245,13 @@ class CudaPlanMixin:
 
         return run
 
+    def _intake(self, **arrays: Any) -> dict[str, Any]:
+        """Later operands as device arrays, the way the plan's own came in (NumPy ones are
+        copied to the device when the plan was made from NumPy operands)."""
+        return device_arrays(self._later_execution, **arrays)[0]
+
     def _swap_in(self, name: str, new: Any, current: Any) -> Any:
-        native, _, _, _ = device_arrays(None, **{name: new})
+        native = self._intake(**{name: new})
         return matching(name, native[name], current)
 
     def _release(self) -> None:
@@ -230,7 +278,7 @@ class CudaPlanMixin:
 
     def _device_rhs(self, b: Any, rows: int) -> tuple[Any, bool]:
         """``b`` as a device stack ``(count, rows, k)`` in the plan's dtype (NumPy 2 rules)."""
-        native, _, _, _ = device_arrays(None, b=b)
+        native = self._intake(b=b)
         b = native["b"]
         if b.ndim == 0:
             raise InvalidOperandError("b: expected a vector (n,) or matrices (..., n, k), got a scalar")
@@ -305,7 +353,7 @@ class CudaLU(CudaPlanMixin, LU):
         """Adopt factors of ``A`` itself (``lu`` as :attr:`factors` returns it, ``piv`` 0-based):
         they are copied into the plan's buffers; no factorization is done, nothing synchronises."""
         lu = self._swap_in("lu", lu, self._a)
-        native, _, _, _ = device_arrays(None, piv=piv)
+        native = self._intake(piv=piv)
         pivots = native["piv"]
         if pivots.shape != self._batch + (self._n,):
             raise InvalidOperandError(
