@@ -68,13 +68,14 @@ def solver_closure(
     singular: list[int],
     to_caller: Callable[[Any], Any],
     what: str,
-    fast: Callable[[np.ndarray], np.ndarray] | None,
+    fast: Callable[[np.ndarray], tuple] | None,
 ) -> Callable[[Any, Any], Any]:
     """The ``solve(b, trans)`` closure of a factored plan.
 
     ``solve_one(i, b2, trans)`` solves with the factors of batch element ``i`` for a
     Fortran-friendly ``(n, k)`` right-hand side. ``fast(b)``, when given, handles the common
-    case (unbatched, NumPy, matching dtype, ``trans=0``) in one LAPACK call.
+    case (unbatched, NumPy, matching dtype, ``trans=0``) in one LAPACK call and returns its
+    output tuple (the solution first).
     """
 
     def general(b: Any, trans: Any = 0) -> Any:
@@ -103,7 +104,7 @@ def solver_closure(
 
     def solve(b: Any, trans: Any = 0) -> Any:
         if trans == 0 and type(b) is ndarray and b.dtype == dtype and 0 < b.ndim <= 2 and b.shape[0] == n:
-            return fast(b)
+            return fast(b)[0]
         return general(b, trans)
 
     return solve

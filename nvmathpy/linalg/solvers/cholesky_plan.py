@@ -8,6 +8,8 @@ copying ``A`` (for complex data the solve conjugates the right-hand side and the
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
@@ -147,7 +149,7 @@ class Cholesky(SolverPlan):
         fast = None
         if not self._batch and not (conj and flags[0][1]):
             c0, flag0 = factors[0], flags[0][0]
-            fast = lambda b: potrs(c0, b, flag0)[0]  # noqa: E731
+            fast = functools.partial(potrs, c0, lower=flag0)  # a C-level call: no Python frame
         return solver_closure(solve_one, self._n, self._batch, self._a.dtype, [], self._to_caller, "matrix", fast)
 
     @property

@@ -8,6 +8,8 @@ autotune may instead pick a Fortran copy (candidate ``view="copy"``) where that 
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
@@ -154,7 +156,7 @@ class LU(SolverPlan):
         fast = None
         if not self._batch:
             lu0, piv0, t0 = lus[0], pivs[0], 1 if transposed else 0
-            fast = lambda b: getrs(lu0, piv0, b, t0)[0]  # noqa: E731
+            fast = functools.partial(getrs, lu0, piv0, trans=t0)  # a C-level call: no Python frame
         return solver_closure(solve_one, self._n, self._batch, self._a.dtype, singular, self._to_caller, "matrix", fast)
 
     def _diagonals(self) -> tuple[np.ndarray, np.ndarray]:
