@@ -128,6 +128,20 @@ def test_autotune_picks_fastest_and_records_wisdom(wisdom):
     assert len(again.autotune(force=True, effort="exhaustive", repeats=1)) == 3
 
 
+def test_autotune_keeps_the_heuristic_choice_within_the_noise_margin(wisdom, monkeypatch):
+    from nvmathpy.plan import base
+
+    seconds = {"slow(loops=2000)": 1.00, "fast(loops=0)": 0.99, "medium(loops=200)": 1.5}
+    monkeypatch.setattr(base, "time_candidates", lambda runners, **kw: {label: seconds[label] for label, _ in runners})
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    plan.autotune(effort="exhaustive")
+    assert plan.candidate.label == "slow"  # 1% slower than the fastest: noise, the heuristic stays
+    seconds["fast(loops=0)"] = 0.9
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    plan.autotune(effort="exhaustive", force=True)
+    assert plan.candidate.label == "fast"  # 10% faster: a real difference
+
+
 def test_autotune_estimate_does_not_time(wisdom):
     plan = Scale([1.0], 2.0, wisdom=wisdom)
     assert plan.autotune(effort="estimate") == {}

@@ -13,14 +13,35 @@ from typing import Callable, Sequence
 
 from .._logging import logger
 
-__all__ = ["EFFORTS", "MEASURE_TOP", "time_candidates", "perf_counter_timer", "progress_reporter"]
+__all__ = ["EFFORTS", "KEEP_MARGIN", "MEASURE_TOP", "pick_winner", "time_candidates", "perf_counter_timer",
+           "progress_reporter"]
 
 #: Autotune effort levels: no timing (heuristic order), time the top few, time all.
 EFFORTS = ("estimate", "measure", "exhaustive")
 #: How many of the heuristic's top candidates effort "measure" times.
 MEASURE_TOP = 4
 
+#: The heuristic's first choice is kept unless another candidate is faster by more than this
+#: fraction: on a shared machine a few percent is noise, and a noise-driven pick (say a
+#: single-threaded variant timed while another process held a core) is the worse bet later.
+KEEP_MARGIN = 0.02
+
 Timer = Callable[[Callable[[], object], int], float]
+
+
+def pick_winner(timings: dict[str, float], first: str | None, margin: float = KEEP_MARGIN) -> str:
+    """The label to install: the fastest, unless ``first`` (the heuristic's choice) is within
+    ``margin`` of it.
+
+    Examples
+    --------
+    >>> pick_winner({"a": 1.00, "b": 0.99}, "a"), pick_winner({"a": 1.00, "b": 0.90}, "a")
+    ('a', 'b')
+    """
+    fastest = min(timings, key=timings.__getitem__)
+    if first in timings and timings[first] <= timings[fastest] * (1 + margin):
+        return first
+    return fastest
 
 
 def perf_counter_timer(fn: Callable[[], object], calls: int) -> float:

@@ -22,7 +22,16 @@ from typing import Any, Callable, Mapping
 
 from .._logging import logger
 from ..errors import InvalidOptionError, PlanStateError
-from .autotune import EFFORTS, MEASURE_TOP, Timer, perf_counter_timer, progress_reporter, time_candidates
+from .autotune import (
+    EFFORTS,
+    KEEP_MARGIN,
+    MEASURE_TOP,
+    Timer,
+    perf_counter_timer,
+    pick_winner,
+    progress_reporter,
+    time_candidates,
+)
 from .problem import Problem, freeze, thaw
 from .wisdom import Wisdom, default_wisdom
 
@@ -197,6 +206,10 @@ class Plan(abc.ABC):
     ) -> dict[str, float]:
         """Time candidates and keep the fastest; record it in wisdom.
 
+        The heuristic's first choice is kept when it is within
+        :data:`~nvmathpy.plan.autotune.KEEP_MARGIN` (2%) of the fastest: differences that
+        small are noise on a shared machine.
+
         Parameters
         ----------
         effort
@@ -264,7 +277,7 @@ class Plan(abc.ABC):
             raise
         finally:
             close_progress()
-        winner_label = min(timings, key=timings.__getitem__)
+        winner_label = pick_winner(timings, str(candidates[0]))
         winner = prepared[winner_label]
         for p in prepared.values():
             if p is not winner and p is not self._prepared:
@@ -281,11 +294,13 @@ class Plan(abc.ABC):
             extra=winner.wisdom_extra(),
         )
         if logger.isEnabledFor(20):
-            ranked = sorted(timings.items(), key=lambda kv: kv[1])
-            margin = ranked[1][1] / ranked[0][1] if len(ranked) > 1 else 1.0
+            others = [t for label, t in timings.items() if label != winner_label]
+            margin = min(others) / timings[winner_label] if others else 1.0
             logger.info(
-                "%s: autotune chose %s (%.3g s/call, %.2fx ahead of the runner-up) among %s",
-                type(self).__name__, winner_label, ranked[0][1], margin, json.dumps(timings),
+                "%s: autotune chose %s (%.3g s/call, %.2fx the best other; the heuristic's first choice is kept "
+                "within %.0f%% of the fastest) among %s",
+                type(self).__name__, winner_label, timings[winner_label], margin, 100 * KEEP_MARGIN,
+                json.dumps(timings),
             )
         return timings
 
