@@ -7,14 +7,42 @@ never leak between tests or into the developer's real cache.
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 
 import pytest
 
-# Modules whose doctests need an optional library: skip collecting them when it is absent.
+#: With NVMATHPY_TEST_HIDE_CUDA=1 the CUDA packages cannot be imported (as on a machine without
+#: the cu12/cu13 extras): tests/test_foundation_package.py runs part of the suite that way.
+_HIDDEN = ("cuda", "cupy", "cupyx", "nvidia")
+
+
+class _HideCuda:
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name.split(".")[0] in _HIDDEN:
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden by NVMATHPY_TEST_HIDE_CUDA)", name=name)
+        return None
+
+
+if os.environ.get("NVMATHPY_TEST_HIDE_CUDA") == "1":
+    sys.meta_path.insert(0, _HideCuda())
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package (e.g. the "cuda" namespace) is absent
+        return False
+
+
+# Modules whose doctests need an optional library: skip collecting them when it is absent
+# (the CPU-only test run, without the CUDA extras, must pass too).
 collect_ignore_glob = [
     path
-    for path, needs in (("nvmathpy/torch/*.py", "torch"), ("nvmathpy/dask/*.py", "dask"))
-    if importlib.util.find_spec(needs) is None
+    for path, needs in (("nvmathpy/torch/*.py", "torch"), ("nvmathpy/dask/*.py", "dask"),
+                        ("nvmathpy/kernels/kernel_cache.py", "cuda.pathfinder"))
+    if not _installed(needs)
 ]
 
 

@@ -79,3 +79,22 @@ def test_bench_suites_build_and_time_one_case(capsys):
     table = harness.format_table(results)
     assert "tiny fp64 2x2 planned execute" in table and "nvmathpy vs numpy.matmul" in table
     assert all(r.seconds["nvmathpy"] > 0 for r in results)
+
+
+def test_the_cpu_only_suite_passes_without_the_cuda_packages():
+    """The CPU test run must pass on a machine without the CUDA extras: here the CUDA packages
+    (cuda-pathfinder, the nvidia wheels, CuPy) are hidden from a subprocess (see conftest.py)
+    that runs the suites which touch CUDA the most; they must skip or raise the clear errors."""
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+         "tests/cuda", "tests/test_matmul_plan.py", "tests/test_fft_plan.py", "tests/test_solvers_plans.py",
+         "tests/test_cusolver_engine.py", "tests/test_cli_gpu_space.py", "nvmathpy/kernels", "nvmathpy/cuda",
+         "-k", "not hypothesis"],
+        cwd=root, capture_output=True, text=True, env={**os.environ, "NVMATHPY_TEST_HIDE_CUDA": "1"},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " skipped" in done.stdout  # the CUDA-only tests skipped, the rest passed

@@ -165,7 +165,7 @@ def test_check_finite_option():
 
 def test_cuda_execution_raises_the_clear_error():
     a, b = arrays((5, 3), (3, 4))
-    with pytest.raises(ExecutionSpaceUnavailableError, match="cuda"):
+    with pytest.raises(ExecutionSpaceUnavailableError, match="CUDA is not available"):
         la.Matmul(a, b, execution="cuda")
     with pytest.raises(ExecutionSpaceUnavailableError):
         la.matmul(a, b, execution={"name": "cuda", "device_id": 0})
