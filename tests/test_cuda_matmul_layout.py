@@ -4,7 +4,6 @@ cuBLASLt's column-major semantics (no GPU needed)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from nvmathpy.linalg.cublaslt_layout import LtMatrix, collapse_batch, emulate_lt_matmul, lt_problem

@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable
 import numpy as np
 
 from ...cuda.runtime import import_cupy
-from ...errors import InvalidOperandError, InvalidOptionError
+from ...errors import InvalidOptionError
 from ...plan import PlanCache
 from ._cusolver_plans import (
     CudaCholesky,
@@ -30,7 +30,7 @@ from ._cusolver_plans import (
     device_arrays,
 )
 from ._factored import check_trans
-from ._lapack import lapack_dtype
+from ._operands import solve_operands
 
 __all__ = ["ROUTED", "plan_cache"]
 
@@ -68,26 +68,8 @@ def _stack_with(x: Any, execution: Any, name: str = "a", square: bool = True,
 
 def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
     native, to_caller, _, package = device_arrays(execution, a=a, b=b)
-    a1 = as_device_stack(native["a"], "a")
-    b1 = native["b"]
-    try:
-        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
-    except TypeError as exc:
-        raise InvalidOperandError(f"b: {exc}") from None
     cupy = import_cupy()
-    a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
-    n = a1.shape[-1]
-    vector = b1.ndim == 1
-    b2 = b1[:, None] if vector else b1
-    if b2.ndim < 2 or b2.shape[-2] != n:
-        raise InvalidOperandError(
-            f"b: shape {b1.shape} does not match a's {a1.shape}; expected (n,) or (..., n, k) with n={n}"
-        )
-    try:
-        batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
-    except ValueError:
-        raise InvalidOperandError(f"a {a1.shape} and b {b1.shape} have batch shapes that do not broadcast") from None
-    a1, b2 = cupy.broadcast_to(a1, batch + a1.shape[-2:]), cupy.broadcast_to(b2, batch + b2.shape[-2:])
+    a1, b2, dtype, vector = solve_operands(as_device_stack(native["a"], "a"), native["b"], cupy.broadcast_to)
     if a1.size == 0 or b2.size == 0:
         x = cupy.empty(b2.shape, dtype)
     else:

@@ -18,6 +18,7 @@ from ...operands import common_package, unwrapper, wrap_all
 from ._lapack import lapack_dtype
 
 __all__ = [
+    "solve_operands",
     "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
     "identity",
 ]
@@ -138,3 +139,36 @@ def stack_of(a: np.ndarray) -> np.ndarray:
     """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
     for empty batches and empty matrices)."""
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
+def solve_operands(a1: Any, b1: Any, broadcast_to: Callable[[Any, tuple], Any]) -> tuple[Any, Any, np.dtype, bool]:
+    """``solve``'s operands under NumPy 2 rules, for host and device stacks alike.
+
+    ``a1`` is a validated ``(..., n, n)`` stack, ``b1`` the right-hand side: ``(n,)`` (a
+    vector) or ``(..., n, k)``. Returns ``(a, b, dtype, vector)``: both cast to the common
+    LAPACK dtype and broadcast (with ``broadcast_to`` of the arrays' package) to one batch,
+    ``b`` as matrices ``(..., n, k)``.
+
+    Examples
+    --------
+    >>> a, b, dtype, vector = solve_operands(np.eye(3)[None], np.ones(3, np.float32), np.broadcast_to)
+    >>> a.shape, b.shape, dtype.name, vector
+    ((1, 3, 3), (1, 3, 1), 'float64', True)
+    """
+    try:
+        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
+    except TypeError as exc:
+        raise InvalidOperandError(f"b: {exc}") from None
+    a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
+    n = a1.shape[-1]
+    vector = b1.ndim == 1
+    b2 = b1[:, None] if vector else b1
+    if b2.ndim < 2 or b2.shape[-2] != n:
+        raise InvalidOperandError(
+            f"b: shape {b1.shape} does not match a's {a1.shape}; expected (n,) or (..., n, k) with n={n}"
+        )
+    try:
+        batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise InvalidOperandError(f"a {a1.shape} and b {b1.shape} have batch shapes that do not broadcast") from None
+    return broadcast_to(a1, batch + a1.shape[-2:]), broadcast_to(b2, batch + b2.shape[-2:]), dtype, vector

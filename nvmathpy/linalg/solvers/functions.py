@@ -18,8 +18,7 @@ from ...execution import as_execution
 from ...plan import PlanCache
 from ._base import limit_threads
 from ._factored import check_trans
-from ._lapack import lapack_dtype
-from ._operands import as_stack, host_arrays
+from ._operands import as_stack, host_arrays, solve_operands
 from .cholesky_plan import Cholesky
 from .eigh_plan import Eigh
 from .lstsq_plan import Lstsq
@@ -181,25 +180,7 @@ def _solve_general(a: Any, b: Any, execution: Any) -> Any:
             return ROUTED["solve"](a, b, execution=execution)
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1, b1 = arrays["a"], arrays["b"]
-    a1 = as_stack(a1, "a")
-    try:
-        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
-    except TypeError as exc:
-        raise InvalidOperandError(f"b: {exc}") from None
-    a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
-    n = a1.shape[-1]
-    vector = b1.ndim == 1
-    b2 = b1[:, None] if vector else b1
-    if b2.ndim < 2 or b2.shape[-2] != n:
-        raise InvalidOperandError(
-            f"b: shape {b1.shape} does not match a's {a1.shape}; expected (n,) or (..., n, k) with n={n}"
-        )
-    try:
-        batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
-    except ValueError:
-        raise InvalidOperandError(f"a {a1.shape} and b {b1.shape} have batch shapes that do not broadcast") from None
-    a1 = np.broadcast_to(a1, batch + a1.shape[-2:])
-    b2 = np.broadcast_to(b2, batch + b2.shape[-2:])
+    a1, b2, dtype, vector = solve_operands(as_stack(a1, "a"), b1, np.broadcast_to)
     if a1.size == 0 or b2.size == 0:
         x = np.empty(b2.shape, dtype)
     else:
