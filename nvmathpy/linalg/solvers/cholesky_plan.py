@@ -41,7 +41,8 @@ class Cholesky(SolverPlan):
         Let the factorization reuse ``a``'s memory where possible.
     execution
         ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
+        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

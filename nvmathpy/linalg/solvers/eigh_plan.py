@@ -110,7 +110,8 @@ class Eigh(SolverPlan):
         ``"gv"``, ``"gvd"``, ``"gvx"``); ``None`` lets wisdom/autotune/heuristic choose.
     execution
         ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
+        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------

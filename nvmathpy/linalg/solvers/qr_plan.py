@@ -62,7 +62,8 @@ class QR(SolverPlan):
         Column pivoting (``geqp3``): ``A[:, p] = Q R`` with ``|diag(R)|`` decreasing.
     execution
         ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands run on cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
+        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
 
     Examples
     --------
