@@ -497,6 +497,70 @@ def test_numpy_operands_through_the_functions_on_cuda(em):
         nl.solve(np.stack([a, np.zeros((6, 6))]), np.stack([b, b])[..., None], execution="cuda")
 
 
+@pytest.mark.parametrize("dtype, computed", [("int32", "float64"), ("float16", "float32"), ("bfloat16", "float32")])
+def test_numpy_operands_on_cuda_compute_in_the_dtype_the_cpu_uses(em, dtype, computed):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    a = (np.arange(9).reshape(3, 3) % 4 + 5 * np.eye(3, dtype=int)).astype(kind)
+    b = np.arange(1, 4).astype(kind)
+    cpu = nl.LU(a).solve(b)
+    for x in (nl.LU(a, execution="cuda").solve(b), nl.solve(a, b, execution="cuda")):
+        assert host(x).dtype == np.dtype(computed) == cpu.dtype
+        assert rel(x, np.linalg.solve(up(a), up(b))) < TOL[computed]
+
+
+def test_torch_cpu_tensors_with_cuda_execution_are_refused_clearly(em):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(InvalidOperandError, match=r"\.cuda\(\)"):
+        nl.LU(torch.eye(3, dtype=torch.float64), execution="cuda")
+
+
+def test_numpy_operands_run_on_the_device_execution_names_and_are_read_back_after_a_sync(em, monkeypatch):
+    import sys
+
+    from nvmathpy.cuda import driver
+
+    monkeypatch.setattr(driver, "cuda_status", lambda: driver.CudaStatus(True, None, 2))
+    entered, synchronized, current, factored_on = [], [], [], []
+
+    class Device:  # records which device is made current, and device-wide syncs
+        def __init__(self, device_id=0):
+            self.id = device_id
+
+        def __enter__(self):
+            entered.append(self.id)
+            current.append(self.id)
+            return self
+
+        def __exit__(self, *exc):
+            current.pop()
+            return False
+
+        def synchronize(self):
+            synchronized.append(self.id)
+
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "Device", Device)
+    getrf = cusolver.LIB.cusolverDnXgetrf
+
+    def getrf_on_the_current_device(*args):
+        factored_on.append(current[-1] if current else None)
+        return getrf(*args)
+
+    monkeypatch.setattr(cusolver.LIB, "cusolverDnXgetrf", getrf_on_the_current_device)
+    rng = np.random.default_rng(20)
+    a, b = rand(rng, (5, 5), "float64") + 3 * np.eye(5), rand(rng, (5, 2), "float64")
+    second = {"name": "cuda", "device_id": 1}
+    assert rel(host(nl.solve(a, b, execution=second)), np.linalg.solve(a, b)) < 1e-12
+    assert set(entered) == {1} and synchronized and set(synchronized) == {1}
+    entered.clear()
+    lu = nl.LU(a, execution=second)
+    assert rel(host(lu.solve(b)), np.linalg.solve(a, b)) < 1e-12
+    lu.reset_operands(a=a.T.copy())
+    assert rel(host(lu.solve(b)), np.linalg.solve(a.T, b)) < 1e-12
+    assert set(entered) == {1}
+    assert factored_on == [1, 1, 1]  # the function's plan, the plan's first and second factorization
+
+
 def test_cuda_execution_without_a_driver_raises_one_clear_error():
     from nvmathpy.cuda.driver import cuda_status
 

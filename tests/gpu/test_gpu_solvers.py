@@ -259,8 +259,12 @@ def test_numpy_operands_with_cuda_execution_come_back_as_numpy():
 
 def test_numpy_operands_on_an_explicit_stream_are_read_back_after_it():
     rng = np.random.default_rng(12)
-    a = rng.standard_normal((300, 300)) + 20 * np.eye(300)
-    b = rng.standard_normal((300, 3))
+    a = rng.integers(-9, 10, (300, 300)) + 60 * np.eye(300, dtype=np.int64)  # integers: cast to float64
+    b = rng.standard_normal((300, 3)).astype(np.float32)
     stream = cupy.cuda.Stream(non_blocking=True)
-    x = nl.LU(a, execution="cuda", stream=stream).solve(b)
-    assert type(x) is np.ndarray and rel(x, np.linalg.solve(a, b)) < 1e-10
+    lu = nl.LU(a, execution="cuda", stream=stream)
+    x = lu.solve(b)
+    assert type(x) is np.ndarray and x.dtype == np.float64 and rel(x, np.linalg.solve(a, b)) < 1e-10
+    a2 = a.T.astype(np.float32)  # a float32 replacement: cast to the plan's float64 on its stream
+    lu.reset_operands(a=a2)
+    assert rel(lu.solve(b), np.linalg.solve(a2.astype(np.float64), b)) < 1e-6

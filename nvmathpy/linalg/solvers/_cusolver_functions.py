@@ -11,6 +11,7 @@ asked (``plan.check()``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Hashable
 
 import numpy as np
@@ -28,6 +29,7 @@ from ._cusolver_plans import (
     CudaSVD,
     as_device_stack,
     device_arrays,
+    on_device,
 )
 from ._factored import check_trans
 from ._operands import solve_operands
@@ -237,6 +239,19 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     return to_caller(_run(key, lambda: CudaLU(triangle), lambda p: p.reset_operands(triangle), use))
 
 
+def _on_its_device(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run with the device ``execution=`` names current (NumPy operands are copied there,
+    and every array the function makes must be made there too)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, execution: Any = None, **kwargs: Any) -> Any:
+        with on_device(execution):
+            return fn(*args, execution=execution, **kwargs)
+
+    return run
+
+
 #: The functions that :mod:`.functions` routes here for CUDA operands, by name.
-ROUTED = {fn.__name__: fn for fn in (solve, inv, det, slogdet, cholesky, qr, eigh, eigvalsh, svd, svdvals, lstsq,
-                                      lu_factor, lu_solve, cho_factor, cho_solve, solve_triangular)}
+ROUTED = {fn.__name__: _on_its_device(fn) for fn in (solve, inv, det, slogdet, cholesky, qr, eigh, eigvalsh, svd,
+                                                      svdvals, lstsq, lu_factor, lu_solve, cho_factor, cho_solve,
+                                                      solve_triangular)}

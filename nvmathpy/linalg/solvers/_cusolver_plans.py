@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import numpy as np
 
@@ -77,9 +77,10 @@ def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callab
     """Wrap CUDA operands: ``(native CuPy arrays, to_caller, space, package)``.
 
     NumPy operands with ``execution="cuda"`` (or an :class:`~nvmathpy.ExecutionCUDA`) are
-    copied to that device (CuPy's pool, its current stream, which is then synchronised so
-    that any stream may read them); ``package`` is then ``"numpy"`` and ``to_caller`` copies
-    results back to NumPy arrays (:func:`host_converter`).
+    cast to their LAPACK dtype on the host (integers to float64, half precision to float32, as
+    on the CPU; pivots ``piv`` keep theirs) and copied to that device (CuPy's pool, its current
+    stream, which is then synchronised so that any stream may read them); ``package`` is then
+    ``"numpy"`` and ``to_caller`` copies results back to NumPy arrays (:func:`host_converter`).
 
     Raises the :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of
     :func:`~nvmathpy.execution.resolve_execution` where CUDA cannot be used, and
@@ -101,11 +102,42 @@ def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callab
         from .._host_operands import upload
 
         cupy = import_cupy()
+        host_arrays = {k: op.array if k == "piv" else _host_cast(k, op.array) for k, op in wrapped.items()}
         with cupy.cuda.Device(space.device_id):
-            native = {k: upload(op.array, cupy) for k, op in wrapped.items()}
+            native = {k: upload(array, cupy) for k, array in host_arrays.items()}
             cupy.cuda.get_current_stream().synchronize()
         return native, host_converter(cupy, space.device_id), space, package
     return {k: op.array for k, op in wrapped.items()}, converter(package), space, package
+
+
+def _host_cast(name: str, array: np.ndarray) -> np.ndarray:
+    """A host operand in the dtype LAPACK computes it in (no copy when it already is)."""
+    try:
+        return array.astype(lapack_dtype(array.dtype), copy=False)
+    except TypeError as exc:
+        raise InvalidOperandError(f"{name}: {exc}") from None
+
+
+def on_device(execution: Any) -> Any:
+    """A context making the CUDA device ``execution`` names current (a null context when
+    ``execution`` names none: CUDA operands then run on the current device, as CuPy's own
+    functions do). Checks the driver first, so that no-driver machines get the one clear error."""
+    space = as_execution(execution)
+    if not isinstance(space, ExecutionCUDA):
+        return contextlib.nullcontext()
+    from ...cuda.driver import require_cuda
+    from ...cuda.runtime import import_cupy
+
+    require_cuda(space.device_id)
+    return import_cupy().cuda.Device(space.device_id)
+
+
+@contextlib.contextmanager
+def _within(*contexts: Any) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for context in contexts:
+            stack.enter_context(context)
+        yield
 
 
 def host_converter(cupy: Any, device_id: int) -> Callable[[Any], Any]:
@@ -220,6 +252,9 @@ class CudaPlanMixin:
             self._on_stream = lambda: cupy.cuda.ExternalStream(current())
         else:
             self._on_stream = contextlib.nullcontext
+        if package == "numpy":  # the caller's current device may be another one: enter the plan's
+            stream_context, device_id = self._on_stream, space.device_id
+            self._on_stream = lambda: _within(cupy.cuda.Device(device_id), stream_context())
         self.num_threads = None
         self.factorizations = 0
         self._clear_derived()  # type: ignore[attr-defined]
@@ -252,7 +287,8 @@ class CudaPlanMixin:
 
     def _swap_in(self, name: str, new: Any, current: Any) -> Any:
         native = self._intake(**{name: new})
-        return matching(name, native[name], current)
+        with self._on_stream():  # a cast to the plan's dtype is ordered with the plan's work
+            return matching(name, native[name], current)
 
     def _release(self) -> None:
         """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
