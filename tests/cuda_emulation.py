@@ -78,6 +78,53 @@ class _Context:
         self.synchronized = True
 
 
+class RecordingDevice(_Context):
+    """A ``cupy.cuda.Device`` stand-in that keeps the stack of current devices (``current``,
+    a list shared by all instances: set it per test) and the devices synchronised."""
+
+    current: list = []
+    synchronized: list = []
+
+    def __init__(self, device_id=0):
+        self.id = device_id
+
+    def __enter__(self):
+        self.current.append(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        self.current.pop()
+        return False
+
+    def synchronize(self):
+        self.synchronized.append(self.id)
+
+
+def record_devices(monkeypatch, cupy, devices=2):
+    """Make ``devices`` devices usable and record which is current (see :class:`RecordingDevice`);
+    returns ``(current, synchronized)``."""
+    from nvmathpy.cuda import driver
+
+    monkeypatch.setattr(driver, "cuda_status", lambda: driver.CudaStatus(True, None, devices))
+    monkeypatch.setattr(RecordingDevice, "current", [])
+    monkeypatch.setattr(RecordingDevice, "synchronized", [])
+    monkeypatch.setattr(cupy.cuda, "Device", RecordingDevice)
+    return RecordingDevice.current, RecordingDevice.synchronized
+
+
+def devices_of_calls(monkeypatch, lib, name, current):
+    """Wrap ``lib.<name>`` so that each call records the current device (the top of
+    ``current`` from :func:`record_devices`, ``None`` if none was entered); returns the record."""
+    seen, original = [], getattr(lib, name)
+
+    def call(*args):
+        seen.append(current[-1] if current else None)
+        return original(*args)
+
+    monkeypatch.setattr(lib, name, call)
+    return seen
+
+
 def _host(fn):
     return lambda *args, **kwargs: np.asarray(fn(*args, **kwargs)).view(HostArray)
 

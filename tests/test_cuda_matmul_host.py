@@ -130,3 +130,14 @@ def test_torch_cpu_operands_on_cuda_are_refused_clearly(emulated):
     a = torch.ones((3, 4))
     with pytest.raises(InvalidOperandError, match="host operands"):
         Matmul(a, a.T, execution="cuda")
+
+
+def test_numpy_operands_run_on_the_device_execution_names(emulated, monkeypatch):
+    current, _ = cuda_emulation.record_devices(monkeypatch, emulated)
+    multiplied_on = cuda_emulation.devices_of_calls(monkeypatch, lt.LIB, "cublasLtMatmul", current)
+    rng = np.random.default_rng(5)
+    a, b = rand(rng, (9, 5), "float64"), rand(rng, (5, 4), "float64")
+    with Matmul(a, b, execution={"name": "cuda", "device_id": 1}) as mm:
+        mm.plan()
+        check(mm.execute(), up(a) @ up(b), "float64")
+    assert multiplied_on == [1]

@@ -14,7 +14,7 @@ travel as their raw storage (uint16/uint8 views); results come back viewed as th
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -86,12 +86,19 @@ def upload(x: np.ndarray, cupy: Any) -> Any:
     return cupy.asarray(x if x.flags.c_contiguous else np.ascontiguousarray(x))  # (keeps 0-d arrays 0-d)
 
 
-def on_device(kernel: Callable[..., Any], problem: Problem, stream: int | None = None) -> Callable[..., Any]:
+def on_device(kernel: Callable[..., Any], problem: Problem, stream: int | None = None,
+              device_id: int = 0) -> Callable[..., Any]:
     """``kernel`` (on device arrays) as a kernel on host arrays: upload, run, download, all on
-    ``stream`` (the plan's ``stream=``; ``None``: CuPy's current stream)."""
+    device ``device_id`` (made current for the call: the caller's may be another) and on
+    ``stream`` (the plan's ``stream=``; ``None``: CuPy's current stream of that device)."""
     cupy = import_cupy()
-    on_stream = (lambda: cupy.cuda.ExternalStream(stream)) if stream is not None else contextlib.nullcontext
+    stream_context = (lambda: cupy.cuda.ExternalStream(stream)) if stream is not None else contextlib.nullcontext
     result_dtype = _numpy_dtype(problem.get("result_dtype") or problem.get("dtype"))
+
+    @contextlib.contextmanager
+    def on_stream() -> Iterator[None]:
+        with cupy.cuda.Device(device_id), stream_context():
+            yield
 
     def to_host(x: Any) -> np.ndarray:
         out = cupy.asnumpy(x)

@@ -245,7 +245,7 @@ class CudaMatmulEngine(Engine):
             return self._prepare(problem, candidate)
         problem = host_operands.device_problem(problem)
         prepared = self._prepare(problem, candidate)
-        prepared.kernel = host_operands.on_device(prepared.kernel, problem, self.explicit_stream)
+        prepared.kernel = host_operands.on_device(prepared.kernel, problem, self.explicit_stream, self.device_id)
         return prepared
 
     def _prepare(self, problem: Problem, candidate: Candidate) -> Prepared:
