@@ -47,11 +47,19 @@ def timed(fn: Callable[[], object], budget: float) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def compare(contenders: dict[str, Callable[[], object]], rounds: int, budget: float) -> dict[str, list[float]]:
-    """Seconds per call of each contender in each of ``rounds`` interleaved rounds."""
+def compare(contenders: dict[str, Callable[[], object]], rounds: int, budget: float,
+            settle: float = 0.0) -> dict[str, list[float]]:
+    """Seconds per call of each contender in each of ``rounds`` interleaved rounds.
+
+    ``settle``: seconds of idleness before each sample. SciPy's and NumPy's OpenBLAS each keep
+    their worker threads spinning for a while after a call; without a pause, a contender on one
+    library pays for the previous contender's spinning threads (up to 2x at n=1024 here), which
+    measures the interleaving, not the contender. The pipeline row measures that effect itself."""
     samples: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
+            if settle:
+                time.sleep(settle)
             samples[name].append(timed(fn, budget))
     return samples
 
@@ -116,6 +124,10 @@ def bench_one_shot(rng, rounds, budget):
             "nvmathpy.scipy solve", "scipy solve", ">= 5x" if n == 4 else "")
 
 
+#: Idle seconds before each sample of the large rows (see :func:`compare`).
+SETTLE = 0.3
+
+
 def bench_large(rng, n, rounds, budget):
     a, b = rng_matrix(rng, n), rng.standard_normal(n)  # C-ordered
     t = compare({
@@ -123,16 +135,23 @@ def bench_large(rng, n, rounds, budget):
         "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(a), b),
         "nvmathpy.scipy solve": lambda: nsl.solve(a, b),
         "scipy solve": lambda: sla.solve(a, b),
-    }, rounds, budget)
+    }, rounds, budget, SETTLE)
     row(f"LU factor+solve n={n}, C-ordered", t, "nvmathpy LU(a).solve(b)", "scipy lu_factor+lu_solve", ">= 1.4x")
     row(f"solve n={n}, C-ordered", t, "nvmathpy.scipy solve", "scipy solve", "")
+    m = rng.standard_normal((300, 300))  # a pipeline step: a NumPy product, then the factor+solve
+    t = compare({
+        "nvmathpy: a NumPy product, then LU(a).solve(b)": lambda: (m @ m, nl.LU(a).solve(b)),
+        "scipy: a NumPy product, then lu_factor+lu_solve": lambda: (m @ m, sla.lu_solve(sla.lu_factor(a), b)),
+    }, rounds, budget, SETTLE)
+    row(f"pipeline: 300^2 NumPy product + LU factor+solve n={n}", t, "nvmathpy: a NumPy product, then LU(a).solve(b)",
+        "scipy: a NumPy product, then lu_factor+lu_solve", "")
     s = spd(rng, n)
     t = compare({
         "nvmathpy Cholesky(a).solve(b)": lambda: nl.Cholesky(s).solve(b),
         "scipy cho_factor+cho_solve": lambda: sla.cho_solve(sla.cho_factor(s), b),
         "nvmathpy.scipy cholesky": lambda: nsl.cholesky(s),
         "scipy cholesky": lambda: sla.cholesky(s),
-    }, rounds, budget)
+    }, rounds, budget, SETTLE)
     row(f"Cholesky factor+solve n={n}, C-ordered", t, "nvmathpy Cholesky(a).solve(b)", "scipy cho_factor+cho_solve",
         ">= 1.4x")
     row(f"cholesky n={n}, C-ordered", t, "nvmathpy.scipy cholesky", "scipy cholesky", "")
@@ -143,7 +162,7 @@ def bench_large(rng, n, rounds, budget):
         "scipy eigh (default evr)": lambda: sla.eigh(h),
         "nvmathpy eigh": lambda: nl.eigh(h),
         "numpy eigh": lambda: np.linalg.eigh(h),
-    }, max(1, rounds // 2), budget)
+    }, max(1, rounds // 2), budget, SETTLE)
     row(f"eigh n={n}", t, "nvmathpy.scipy eigh", "scipy eigh (default evr)", ">= 1.3x")
     row(f"eigh n={n}", t, "nvmathpy eigh", "numpy eigh", "")
     m = rng.standard_normal((n // 2, n // 4))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import InvalidOptionError, LinAlgError
 from ...plan import Candidate, Problem
+from . import _numpy_lapack as numpy_lapack
 from ._lapack import routines
 from ._operands import as_rhs, batch_index, host_arrays, stack_of
 
@@ -23,23 +24,35 @@ __all__ = ["TRANS", "check_trans", "solver_closure", "stack_factors", "view_cand
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
 
-def view_candidates(label: str) -> Callable[[Problem], list[Candidate]]:
-    """Candidates of a factorization that can read C-ordered input through its transposed
-    view (``view="transpose"``, no copy) or a Fortran copy (``view="copy"``)."""
+#: From this order on, factorizations are offered on NumPy's OpenBLAS first (one thread pool
+#: with NumPy's products; see :mod:`._numpy_lapack`). Below it the calls are short enough that
+#: ctypes' few microseconds per call would show, and OpenBLAS runs them on one thread anyway.
+NUMPY_LAPACK_FROM = 256
+
+
+def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidate]]:
+    """Candidates of a factorization (routines ``label`` and ``solve``) that can read
+    C-ordered input through its transposed view (``view="transpose"``, no copy) or a Fortran
+    copy (``view="copy"``); large ones on NumPy's OpenBLAS first (``lapack="numpy"``)."""
 
     def candidates(problem: Problem) -> list[Candidate]:
-        if problem.get("layout") == "C":
-            return [Candidate.of(label, view="transpose"), Candidate.of(label, view="copy")]
-        return [Candidate.of(label, view="direct")]
+        views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
+        out = [Candidate.of(label, view=view) for view in views]
+        if (problem.get("n") or 0) >= NUMPY_LAPACK_FROM and numpy_lapack.available(problem.get("dtype"), label, solve):
+            out.insert(0, Candidate.of(label, lapack="numpy", view=views[0]))
+        return out
 
     return candidates
 
 
 def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[str, Any]]:
-    """The engine setup of such a factorization: its two LAPACK routines and the view flag."""
+    """The engine setup of such a factorization: its two LAPACK routines (SciPy's, or NumPy's
+    OpenBLAS for ``lapack="numpy"``) and the view flag."""
 
     def setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
-        f, s = routines(np.dtype(problem.get("dtype")), factor, solve)
+        dtype = np.dtype(problem.get("dtype"))
+        on_numpy = candidate.params.get("lapack") == "numpy"
+        f, s = numpy_lapack.routines(dtype, factor, solve) if on_numpy else routines(dtype, factor, solve)
         return {factor: f, solve: s, "transpose": candidate.params["view"] == "transpose"}
 
     return setup

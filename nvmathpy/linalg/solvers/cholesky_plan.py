@@ -57,7 +57,7 @@ class Cholesky(SolverPlan):
     array([1., 1.])
     """
 
-    cpu_engine = CPULapackEngine("cholesky", view_candidates("potrf"), view_setup("potrf", "potrs"))
+    cpu_engine = CPULapackEngine("cholesky", view_candidates("potrf", "potrs"), view_setup("potrf", "potrs"))
 
     def __init__(self, a: Any, /, *, lower: bool = True, overwrite_a: bool = False, execution: Any = None):
         super().__init__(execution, a=a)

@@ -54,7 +54,7 @@ class LU(SolverPlan):
     [1. 2.] -6.0 1
     """
 
-    cpu_engine = CPULapackEngine("lu", view_candidates("getrf"), view_setup("getrf", "getrs"))
+    cpu_engine = CPULapackEngine("lu", view_candidates("getrf", "getrs"), view_setup("getrf", "getrs"))
 
     def __init__(self, a: Any, /, *, overwrite_a: bool = False, execution: Any = None):
         super().__init__(execution, a=a)

@@ -1,0 +1,147 @@
+"""LU and Cholesky on NumPy's own OpenBLAS (``lapack="numpy"`` candidates, n >= 256).
+
+The wrappers (nvmathpy/linalg/solvers/_numpy_lapack.py) call the Fortran entry points of the
+OpenBLAS NumPy loaded, with SciPy's f2py calling conventions; here they are compared with
+SciPy's wrappers and float64 references, through the plans, on odd orders, every LAPACK dtype,
+C / F / strided layouts and batches, with singular and non-positive-definite members.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+from nvmathpy.errors import LinAlgError
+from nvmathpy.linalg import LU, Cholesky
+from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers._factored import NUMPY_LAPACK_FROM
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
+N = NUMPY_LAPACK_FROM + 1  # odd, just above the threshold
+
+pytestmark = pytest.mark.skipif(not numpy_lapack.available(np.float64, "getrf", "getrs", "potrf", "potrs"),
+                                reason="NumPy's BLAS exports no LAPACK here")
+
+
+def rand(rng, shape, dtype, layout="C"):
+    full = shape[:-1] + (2 * shape[-1],) if layout == "strided" else shape
+    x = rng.standard_normal(full)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(full)
+    x = x.astype(dtype)
+    if layout == "F":
+        return np.asfortranarray(x) if x.ndim == 2 else np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+    return x[..., ::2] if layout == "strided" else x
+
+
+def wide(x):
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def rel(x, ref):
+    x, ref = wide(x), wide(ref)
+    assert x.shape == ref.shape and np.isfinite(x).all()
+    return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+
+def hpd(rng, shape, dtype, layout="C"):
+    g = wide(rand(rng, shape, dtype))
+    a = g @ np.swapaxes(g.conj(), -1, -2) + shape[-1] * np.eye(shape[-1])
+    a = a.astype(dtype)
+    if layout == "F":
+        return np.swapaxes(np.ascontiguousarray(np.swapaxes(a, -1, -2)), -1, -2)
+    return a
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_lu_on_numpy_openblas(dtype, layout, batch):
+    rng = np.random.default_rng(1)
+    a = rand(rng, batch + (N, N), dtype, layout) + 4 * np.sqrt(N) * np.eye(N, dtype=dtype)
+    before = a.copy()
+    with LU(a) as lu:
+        lu.plan()
+        assert lu.candidate.params.get("lapack") == "numpy"
+        for trans in (0, 1, 2):
+            b = rand(rng, batch + (N, 3), dtype)
+            op = {0: a, 1: np.swapaxes(a, -1, -2), 2: np.swapaxes(a.conj(), -1, -2)}[trans]
+            assert rel(wide(op) @ wide(lu.solve(b, trans=trans)), b) < TOL[dtype]
+        if not batch:
+            vector = rand(rng, (N,), dtype)
+            assert rel(wide(a) @ wide(lu.solve(vector)), vector) < TOL[dtype]
+            factors, piv = lu.factors
+            ref_lu, ref_piv = sla.lu_factor(wide(a))
+            assert np.array_equal(piv, ref_piv)  # the same pivots as LAPACK's getrf through SciPy
+            assert rel(factors, ref_lu) < TOL[dtype]
+            sign, logdet = lu.slogdet()  # the determinant itself overflows at this order
+            ref_sign, ref_logdet = np.linalg.slogdet(wide(a))
+            assert abs(sign - ref_sign) < 1e2 * TOL[dtype] and abs(logdet - ref_logdet) < 1e2 * TOL[dtype] * abs(ref_logdet)
+    np.testing.assert_array_equal(a, before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_on_numpy_openblas(dtype, layout, lower):
+    rng = np.random.default_rng(2)
+    a = hpd(rng, (2, N, N), dtype, layout)
+    before = a.copy()
+    with Cholesky(a, lower=lower) as ch:
+        ch.plan()
+        assert ch.candidate.params.get("lapack") == "numpy"
+        b = rand(rng, (2, N, 2), dtype)
+        assert rel(wide(a) @ wide(ch.solve(b)), b) < TOL[dtype]
+        ref = np.linalg.cholesky(wide(a))
+        assert rel(ch.factor, ref if lower else np.swapaxes(ref.conj(), -1, -2)) < TOL[dtype]
+    np.testing.assert_array_equal(a, before)
+
+
+def test_small_orders_stay_on_scipy():
+    a = np.eye(NUMPY_LAPACK_FROM - 1) * 2
+    assert LU(a).plan().candidate.params.get("lapack") is None
+    assert Cholesky(a).plan().candidate.params.get("lapack") is None
+
+
+def test_singular_and_not_positive_definite_members_are_named():
+    rng = np.random.default_rng(3)
+    a = rand(rng, (3, N, N), "float64") + 4 * np.sqrt(N) * np.eye(N)
+    a[1, :, 5] = 0  # a zero column: exactly singular
+    lu = LU(a)
+    lu.plan()
+    with pytest.raises(LinAlgError, match=r"batch element 1"):
+        lu.solve(np.ones((3, N, 1)))
+    s = hpd(rng, (3, N, N), "float64")
+    s[2, 7, 7] = -1.0
+    with pytest.raises(LinAlgError, match=r"batch element 2"):
+        Cholesky(s).plan().execute()
+
+
+def test_the_wrappers_keep_scipys_conventions():
+    rng = np.random.default_rng(4)
+    a = np.asfortranarray(rng.standard_normal((N, N)))  # not diagonally dominant: rows are swapped
+    keep = a.copy()
+    getrf, getrs, potrf, potrs = numpy_lapack.routines(a.dtype, "getrf", "getrs", "potrf", "potrs")
+    lu, piv, info = getrf(a)
+    ref_lu, ref_piv, _ = sla.lapack.dgetrf(a)
+    assert info == 0 and piv.dtype == np.int32 and np.array_equal(piv, ref_piv) and np.allclose(lu, ref_lu)
+    assert not np.array_equal(piv, np.arange(N))
+    np.testing.assert_array_equal(a, keep)  # overwrite_a=0: the input is untouched
+    for b in (rng.standard_normal(N), rng.standard_normal((N, 2))):
+        for trans in (0, 1):
+            x, info = getrs(lu, piv, b, trans=trans)
+            assert info == 0 and x.shape == b.shape
+            assert np.allclose(x, sla.lapack.dgetrs(ref_lu, ref_piv, b, trans=trans)[0])
+    mine = a.copy(order="F")
+    assert getrf(mine, overwrite_a=1)[0] is mine  # allowed: factored in place
+    s = a @ a.T + N * np.eye(N)
+    for lower in (0, 1):
+        c, info = potrf(s, lower=lower)
+        ref, _ = sla.lapack.dpotrf(s, lower=lower)
+        assert info == 0 and np.allclose(c, ref)  # clean=1: the other triangle zeroed as SciPy does
+        x, info = potrs(c, np.ones(N), lower=lower)
+        assert np.allclose(s @ x, 1.0)
+    assert potrf(-s)[1] > 0  # not positive definite: info names the minor
