@@ -19,18 +19,24 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
 import platform
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import threading
+import types
 from pathlib import Path
+from typing import Any, Callable
 
 from ..errors import MissingDependencyError
 from ..plan.wisdom import cache_dir
 
-__all__ = ["available", "compile_c", "FLAGS", "SIMD_DECLARATIONS", "VECTOR_FUNCTIONS"]
+__all__ = ["available", "compile_c", "compile_extension", "FLAGS", "SIMD_DECLARATIONS", "VECTOR_FUNCTIONS"]
 
 #: Compiler flags: fast but IEEE-faithful (no -ffast-math: NaN and infinity behave as in NumPy).
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd")
@@ -43,8 +49,11 @@ SIMD_DECLARATIONS = "#include <math.h>\n" + "".join(
     f"#pragma omp declare simd notinbranch\n{ctype} {name}{suffix}({ctype});\n"
     for name in VECTOR_FUNCTIONS for ctype, suffix in (("float", "f"), ("double", ""))
 )
+#: Flags for CPython extensions (no libmvec: they call no vector math).
+_EXTENSION_LIBS = ("-lm",)
 _LOCK = threading.Lock()
 _LOADED: dict[str, ctypes.CDLL] = {}
+_EXTENSIONS: dict[str, types.ModuleType] = {}
 
 
 def _compiler() -> str | None:
@@ -73,20 +82,25 @@ def _works(path: str) -> bool:
     return True
 
 
+def _disabled() -> bool:
+    """Whether compiling is switched off (``NVMATHPY_CPU_JIT=off``) or unsupported here."""
+    if os.environ.get("NVMATHPY_CPU_JIT", "on").strip().lower() in ("off", "0", "false", "no"):
+        return True
+    return platform.system() != "Linux"
+
+
 def available() -> bool:
     """Whether generated C kernels can be compiled here (a C compiler with libmvec, and
     ``NVMATHPY_CPU_JIT`` not ``off``)."""
-    if os.environ.get("NVMATHPY_CPU_JIT", "on").strip().lower() in ("off", "0", "false", "no"):
-        return False
-    if platform.system() != "Linux":
+    if _disabled():
         return False
     path = _compiler()
     return path is not None and _works(path)
 
 
-def _key(source: str, compiler: str) -> str:
-    text = "\n".join([source, " ".join(FLAGS + _LIBS), _compiler_version(compiler), platform.machine(),
-                      platform.processor(), _cpu_model()])
+def _key(source: str, compiler: str, flags: tuple[str, ...] = FLAGS + _LIBS, extra: tuple[str, ...] = ()) -> str:
+    text = "\n".join([source, " ".join(flags), _compiler_version(compiler), platform.machine(),
+                      platform.processor(), _cpu_model(), *extra])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -101,16 +115,20 @@ def _cpu_model() -> str:
     return ""
 
 
-def _build(compiler: str, source: str, directory: Path) -> Path:
-    """Compile ``source`` into a library under ``directory`` (atomically); returns its path."""
+def _build(compiler: str, source: str, directory: Path, flags: tuple[str, ...] = FLAGS, libs: tuple[str, ...] = _LIBS,
+           key: str | None = None) -> Path:
+    """Compile ``source`` into a library under ``directory`` (atomically); returns its path.
+
+    ``flags`` go before the source file and ``libs`` after it; ``key`` names the result
+    (default: :func:`_key` of ``source`` with those flags)."""
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"{_key(source, compiler)}.so"
+    target = directory / f"{key or _key(source, compiler, flags + libs)}.so"
     fd, tmp_source = tempfile.mkstemp(suffix=".c", dir=directory)
     tmp_library = tmp_source[:-2] + ".so"
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(source)
-        result = subprocess.run([compiler, *FLAGS, tmp_source, "-o", tmp_library, *_LIBS],
+        result = subprocess.run([compiler, *flags, tmp_source, "-o", tmp_library, *libs],
                                 capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise MissingDependencyError(f"the C compiler {compiler!r} failed on a generated kernel:\n{result.stderr}")
@@ -146,22 +164,96 @@ def compile_c(source: str) -> ctypes.CDLL:
 
 
 def _load(compiler: str, source: str) -> ctypes.CDLL:
-    key = _key(source, compiler)
+    directory = cache_dir() / "cpu_kernels"
+    return _cached(_key(source, compiler), _LOADED, lambda path: ctypes.CDLL(str(path)),
+                   lambda: _build(compiler, source, directory), "a generated CPU kernel")
+
+
+def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[], Path], what: str) -> Any:
+    """``memo[key]``, else ``load`` of the cached ``<key>.so`` (a file that does not load - corrupt,
+    foreign - is rebuilt), else ``load`` of what ``build`` makes; failures to load a fresh build
+    raise :class:`MissingDependencyError` naming ``what``."""
     with _LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
-        directory = cache_dir() / "cpu_kernels"
-        path = directory / f"{key}.so"
-        library = None
+        if key in memo:
+            return memo[key]
+        path = cache_dir() / "cpu_kernels" / f"{key}.so"
+        loaded = None
         if path.exists():
             try:
-                library = ctypes.CDLL(str(path))
-            except OSError:  # a corrupt or foreign entry: rebuild it
-                library = None
-        if library is None:
+                loaded = load(path)
+            except (OSError, ImportError):
+                loaded = None
+        if loaded is None:
+            built = build()  # raises MissingDependencyError itself when compiling fails
             try:
-                library = ctypes.CDLL(str(_build(compiler, source, directory)))
-            except OSError as exc:  # e.g. a libmvec without a vector variant the kernel calls
-                raise MissingDependencyError(f"a generated CPU kernel could not be loaded: {exc}") from exc
-        _LOADED[key] = library
-        return library
+                loaded = load(built)
+            except (OSError, ImportError) as exc:  # e.g. a libmvec without a vector variant the kernel calls
+                raise MissingDependencyError(f"{what} could not be loaded: {exc}") from exc
+        memo[key] = loaded
+        return loaded
+
+
+def _extension_flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Compiler flags for a CPython extension (Python's and NumPy's headers) and the parts of
+    the cache key that tie a build to this interpreter and NumPy."""
+    include = sysconfig.get_paths().get("include") or ""
+    if not include or not os.path.exists(os.path.join(include, "Python.h")):
+        raise MissingDependencyError(f"CPython extensions need Python's headers (no Python.h in {include!r})")
+    flags = FLAGS + ("-I", include)
+    extra = [sys.version, sys.implementation.cache_tag or "", str(sysconfig.get_config_var("SOABI"))]
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    else:
+        flags += ("-I", numpy.get_include())
+        extra.append(f"numpy {numpy.__version__}")
+    return flags, tuple(extra)
+
+
+def compile_extension(module_name: str, source: str) -> types.ModuleType:
+    """The CPython extension module ``module_name`` built from the C ``source`` (from memory,
+    from the disk cache, or compiled now).
+
+    ``source`` must define ``PyInit_<module_name>``; it may use the NumPy C API (NumPy's
+    headers are on the include path; call ``import_array()`` in the init function). Builds are
+    cached like :func:`compile_c`'s, keyed also by the Python version and ABI and the NumPy
+    version; a cached file that cannot be loaded is rebuilt.
+
+    Raises
+    ------
+    MissingDependencyError
+        If there is no C compiler or no ``Python.h``, ``NVMATHPY_CPU_JIT`` is ``off``, or the
+        compilation or the import fails.
+
+    Examples
+    --------
+    >>> src = (
+    ...     "#include <Python.h>\\n"
+    ...     "static PyObject *twice(PyObject *self, PyObject *x) {\\n"
+    ...     "    return PyFloat_FromDouble(2 * PyFloat_AsDouble(x));\\n}\\n"
+    ...     "static PyMethodDef methods[] = {{\\"twice\\", twice, METH_O, NULL}, {NULL, NULL, 0, NULL}};\\n"
+    ...     "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \\"doc_twice\\", NULL, -1, methods};\\n"
+    ...     "PyMODINIT_FUNC PyInit_doc_twice(void) { return PyModule_Create(&def); }\\n")
+    >>> compile_extension("doc_twice", src).twice(1.25)
+    2.5
+    """
+    compiler = _compiler()
+    if compiler is None or _disabled():
+        raise MissingDependencyError("compiled extensions need a C compiler ($CC or cc) and NVMATHPY_CPU_JIT on")
+    flags, extra = _extension_flags()
+    key = _key(source, compiler, flags + _EXTENSION_LIBS, (module_name, *extra))
+    directory = cache_dir() / "cpu_kernels"
+    return _cached(key, _EXTENSIONS, lambda path: _import_extension(module_name, path),
+                   lambda: _build(compiler, source, directory, flags, _EXTENSION_LIBS, key),
+                   f"the compiled extension {module_name!r}")
+
+
+def _import_extension(module_name: str, path: Path) -> types.ModuleType:
+    loader = importlib.machinery.ExtensionFileLoader(module_name, str(path))
+    spec = importlib.util.spec_from_file_location(module_name, str(path), loader=loader)
+    if spec is None:  # pragma: no cover - a loader is given
+        raise ImportError(f"no import spec for {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
+from ._fast import fast_module
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of,
 )
@@ -83,6 +84,11 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     array([-4. ,  4.5])
     """
     lu, piv = lu_and_piv
+    fast = fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        x = fast.lu_solve(lu, piv, b, trans, check_finite)
+        if x is not NotImplemented:
+            return x
     if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
             and lu.dtype.char in "fdFD" and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
         if check_finite:
@@ -222,6 +228,11 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``A x = b`` with :func:`cho_factor`'s result, as :func:`scipy.linalg.cho_solve`."""
     c, lower = c_and_lower
+    fast = fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        x = fast.cho_solve(c, b, lower, check_finite)
+        if x is not NotImplemented:
+            return x
     if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
             and c.dtype.char in "fdFD" and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):

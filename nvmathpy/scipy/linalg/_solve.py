@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.solvers._operands import stack_of
+from ._fast import fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_one, lapack_pair, over_batch, raise_singular, to_caller_of,
@@ -57,6 +58,17 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             and a.dtype.char in EPS and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
             and not (transposed and a.dtype.kind == "c")):
         structure = kind or detect(a)
+        if structure == "gen":
+            fast = fast_module()
+            if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+                result = fast.solve_gen(a, b, transposed, check_finite)
+                if result is not NotImplemented:
+                    x, rcond = result
+                    if x is None:
+                        raise_singular([0])
+                    if not rcond >= EPS[a.dtype.char]:
+                        warn_ill_conditioned([(0, rcond)])
+                    return x
         # The general path reads every entry: NaN/Inf in a or b then shows up in the norm LAPACK
         # computes for the condition estimate, or in x, and only then are the inputs scanned.
         deferred = check_finite and structure == "gen"
