@@ -1,5 +1,5 @@
-"""The compiled small-matrix paths of nvmathpy.scipy.linalg (``_fast``): ``cho_solve``,
-``lu_solve`` and general ``solve`` agree with SciPy and with the Python fallback, keep
+"""The compiled small-matrix paths of nvmathpy.scipy.linalg (``linalg/solvers/_fast_lapack.py``):
+``cho_solve``, ``lu_solve`` and general ``solve`` agree with SciPy and with the Python fallback, keep
 SciPy's errors and warnings, leave inputs alone, decline what they do not handle; and
 ``cpu_jit.compile_extension`` caches its builds."""
 
@@ -16,7 +16,8 @@ from test_solvers_helpers import DTYPES, rand, relerr, spd, tol, well, wide
 import nvmathpy.scipy.linalg as nla
 from nvmathpy.errors import MissingDependencyError
 from nvmathpy.kernels import cpu_jit
-from nvmathpy.scipy.linalg import _decomp, _fast, _solve
+from nvmathpy.linalg.solvers import _fast_lapack as _fast
+from nvmathpy.scipy.linalg import _decomp, _solve
 
 FAST = _fast.fast_module()
 needs_fast = pytest.mark.skipif(FAST is None, reason="the compiled extension cannot be built here")
@@ -287,3 +288,45 @@ def test_compile_extension_caches(tmp_path, monkeypatch):
     (directory / f"{key}.so").write_bytes(b"not a library")
     assert cpu_jit.compile_extension(name2, source2).value() == 7
     assert (directory / f"{key}.so").read_bytes()[:4] == b"\x7fELF"
+
+
+class _Counting:
+    """The compiled module, counting the calls of its functions."""
+
+    def __init__(self, module):
+        self.module, self.calls = module, []
+
+    def __getattr__(self, name):
+        function = getattr(self.module, name)
+
+        def counted(*args):
+            self.calls.append(name)
+            return function(*args)
+
+        return counted
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_plans_factored_solves_take_one_compiled_call(monkeypatch, dtype, order):
+    from nvmathpy.linalg import LU, Cholesky
+    from nvmathpy.linalg.solvers import _factored
+
+    rng = np.random.default_rng(31)
+    a = np.asarray(well(rng, 7, dtype), order=order)
+    s = np.asarray(spd(rng, 7, dtype), order=order)
+    b, bs = rand(rng, (7,), dtype), rand(rng, (7, 2), dtype)
+    counting = _Counting(FAST)
+    monkeypatch.setattr(_factored, "fast_module", lambda: counting)
+    lu, ch = LU(a), Cholesky(s)
+    compiled = [lu.solve(b), lu.solve(bs), ch.solve(b), ch.solve(bs)]
+    assert "lu_solve" in counting.calls
+    if not (order == "C" and np.dtype(dtype).kind == "c"):  # conj(A)'s factor: the general path
+        assert "cho_solve" in counting.calls
+    monkeypatch.setattr(_factored, "fast_module", lambda: None)
+    library = [LU(a).solve(b), LU(a).solve(bs), Cholesky(s).solve(b), Cholesky(s).solve(bs)]
+    for x, y in zip(compiled, library):
+        assert x.dtype == y.dtype and x.shape == y.shape and relerr(x, y) < tol(dtype, 7)
+    assert relerr(wide(a) @ wide(compiled[0]), b) < tol(dtype, 7)
+    assert relerr(wide(s) @ wide(compiled[3]), bs) < tol(dtype, 7)

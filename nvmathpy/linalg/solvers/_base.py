@@ -50,6 +50,8 @@ def with_threads(method: F) -> F:
 
     @functools.wraps(method)
     def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
+        if self.num_threads is None:  # the common case, kept to one extra call
+            return method(self, *args, **kwargs)
         return limit_threads(self.num_threads, method)(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -15,10 +15,12 @@ import numpy as np
 from ...errors import InvalidOptionError, LinAlgError
 from ...plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
+from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
 from ._operands import as_rhs, batch_index, host_arrays, stack_of
 
-__all__ = ["TRANS", "check_trans", "solver_closure", "stack_factors", "view_candidates", "view_setup"]
+__all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
+           "view_setup"]
 
 #: Accepted spellings of ``trans``.
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
@@ -81,14 +83,14 @@ def solver_closure(
     singular: list[int],
     to_caller: Callable[[Any], Any],
     what: str,
-    fast: Callable[[np.ndarray], tuple] | None,
+    fast: Callable[[np.ndarray], Any] | None,
 ) -> Callable[[Any, Any], Any]:
     """The ``solve(b, trans)`` closure of a factored plan.
 
     ``solve_one(i, b2, trans)`` solves with the factors of batch element ``i`` for a
     Fortran-friendly ``(n, k)`` right-hand side. ``fast(b)``, when given, handles the common
-    case (unbatched, NumPy, matching dtype, ``trans=0``) in one LAPACK call and returns its
-    output tuple (the solution first).
+    case (unbatched, NumPy, matching dtype, ``trans=0``) in one call and returns the solution,
+    or ``NotImplemented`` to leave it to the general path (see :func:`one_call_solve`).
     """
 
     def general(b: Any, trans: Any = 0) -> Any:
@@ -117,7 +119,25 @@ def solver_closure(
 
     def solve(b: Any, trans: Any = 0) -> Any:
         if trans == 0 and type(b) is ndarray and b.dtype == dtype and 0 < b.ndim <= 2 and b.shape[0] == n:
-            return fast(b)[0]
+            x = fast(b)
+            if x is not NotImplemented:
+                return x
         return general(b, trans)
 
     return solve
+
+
+def one_call_solve(routine: str, factors: np.ndarray, *args: Any, library: Callable[..., tuple]) -> Callable[..., Any]:
+    """``fast(b)`` for :func:`solver_closure`: the compiled ``routine`` of
+    :mod:`._fast_lapack` (``"lu_solve"`` or ``"cho_solve"``) on ``factors`` and ``args`` for
+    small Fortran-ordered factors (one C call: no f2py argument handling), else ``library``
+    (the LAPACK wrapper, already bound to its arguments) returning the solution."""
+    compiled = fast_module() if factors.shape[-1] <= SMALL_COMPILED and factors.flags.f_contiguous else None
+    if compiled is None:
+        return lambda b: library(b)[0]
+    function = getattr(compiled, routine)
+    if routine == "lu_solve":
+        piv, trans = args
+        return lambda b: function(factors, piv, b, trans, False)
+    (lower,) = args
+    return lambda b: function(factors, b, lower, False)

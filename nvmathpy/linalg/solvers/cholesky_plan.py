@@ -18,7 +18,7 @@ from ...errors import LinAlgError
 from ...plan import Prepared, Problem
 from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
-from ._factored import solver_closure, stack_factors, view_candidates, view_setup
+from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of
 
 __all__ = ["Cholesky"]
@@ -150,7 +150,7 @@ class Cholesky(SolverPlan):
         fast = None
         if not self._batch and not (conj and flags[0][1]):
             c0, flag0 = factors[0], flags[0][0]
-            fast = functools.partial(potrs, c0, lower=flag0)  # a C-level call: no Python frame
+            fast = one_call_solve("cho_solve", c0, flag0, library=functools.partial(potrs, c0, lower=flag0))
         return solver_closure(solve_one, self._n, self._batch, self._a.dtype, [], self._to_caller, "matrix", fast)
 
     @property

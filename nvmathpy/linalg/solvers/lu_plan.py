@@ -18,7 +18,7 @@ from ...errors import InvalidOperandError
 from ...plan import Prepared, Problem
 from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
-from ._factored import solver_closure, stack_factors, view_candidates, view_setup
+from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of
 
 __all__ = ["LU"]
@@ -157,7 +157,7 @@ class LU(SolverPlan):
         fast = None
         if not self._batch:
             lu0, piv0, t0 = lus[0], pivs[0], 1 if transposed else 0
-            fast = functools.partial(getrs, lu0, piv0, trans=t0)  # a C-level call: no Python frame
+            fast = one_call_solve("lu_solve", lu0, piv0, t0, library=functools.partial(getrs, lu0, piv0, trans=t0))
         return solver_closure(solve_one, self._n, self._batch, self._a.dtype, singular, self._to_caller, "matrix", fast)
 
     def _diagonals(self) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
-from ._fast import fast_module
+from ...linalg.solvers._fast_lapack import fast_module
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of,
 )

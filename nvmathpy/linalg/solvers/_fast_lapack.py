@@ -1,7 +1,8 @@
 """Whole small ``cho_solve`` / ``lu_solve`` / general ``solve`` calls in one C function.
 
 For matrices up to 64 x 64 the cost of :func:`scipy.linalg.cho_solve` and friends is Python
-and f2py overhead, not arithmetic. This module holds the C source of a small CPython
+and f2py overhead, not arithmetic; the scipy.linalg drop-in and the factored solves of the
+LU and Cholesky plans use this module to avoid it. This module holds the C source of a small CPython
 extension (compiled at run time by :func:`nvmathpy.kernels.cpu_jit.compile_extension`, cached
 on disk) whose functions validate the operands, scan them for NaN/Inf, allocate the result
 and call SciPy's own LAPACK (the function pointers of :mod:`scipy.linalg.cython_lapack`)
@@ -20,9 +21,11 @@ from __future__ import annotations
 import functools
 import types
 
-__all__ = ["SOURCE", "MODULE_NAME", "fast_module"]
+__all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "fast_module"]
 
-MODULE_NAME = "_nvmathpy_scipy_linalg_fast"
+MODULE_NAME = "_nvmathpy_fast_lapack"
+#: The largest order the compiled functions take (larger ones are declined).
+MAX_ORDER = 64
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -33,7 +36,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXN 64
+#define MAXN @MAXN@
 #define STACK_BYTES 16384
 
 typedef void (*potrs_t)(char *, int *, int *, void *, int *, void *, int *, int *);
@@ -353,7 +356,7 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
     import_array();
     return PyModule_Create(&module);
 }
-""".replace("@MODULE@", MODULE_NAME)
+""".replace("@MODULE@", MODULE_NAME).replace("@MAXN@", str(MAX_ORDER))
 
 
 @functools.lru_cache(maxsize=None)
