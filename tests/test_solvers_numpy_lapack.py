@@ -15,11 +15,10 @@ import scipy.linalg as sla
 from nvmathpy.errors import LinAlgError
 from nvmathpy.linalg import LU, Cholesky
 from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers._factored import NUMPY_LAPACK_FROM
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
-N = NUMPY_LAPACK_FROM + 1  # odd, just above the threshold
+N = numpy_lapack.FROM_ORDER + 1  # odd, just above the threshold
 
 pytestmark = pytest.mark.skipif(not numpy_lapack.available(np.float64, "getrf", "getrs", "potrf", "potrs"),
                                 reason="NumPy's BLAS exports no LAPACK here")
@@ -101,7 +100,7 @@ def test_cholesky_on_numpy_openblas(dtype, layout, lower):
 
 
 def test_small_orders_stay_on_scipy():
-    a = np.eye(NUMPY_LAPACK_FROM - 1) * 2
+    a = np.eye(numpy_lapack.FROM_ORDER - 1) * 2
     assert LU(a).plan().candidate.params.get("lapack") is None
     assert Cholesky(a).plan().candidate.params.get("lapack") is None
 
@@ -145,3 +144,34 @@ def test_the_wrappers_keep_scipys_conventions():
         x, info = potrs(c, np.ones(N), lower=lower)
         assert np.allclose(s @ x, 1.0)
     assert potrf(-s)[1] > 0  # not positive definite: info names the minor
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch, dtype, layout):
+    import nvmathpy.scipy.linalg as nsl
+    from nvmathpy.scipy.linalg import _decomp, _structured
+
+    used = []
+    real = numpy_lapack.for_order
+
+    def counted(n, dtype_, *names):
+        found = real(n, dtype_, *names)
+        used.extend(names if found else ())
+        return found
+
+    monkeypatch.setattr(_decomp, "for_order", counted)
+    monkeypatch.setattr(_structured, "for_order", counted)
+    rng = np.random.default_rng(5)
+    a = rand(rng, (N, N), dtype, layout) + 4 * np.sqrt(N) * np.eye(N, dtype=dtype)
+    s = hpd(rng, (N, N), dtype, layout)
+    b = rand(rng, (N, 2), dtype)
+    lu_piv = nsl.lu_factor(a)
+    ref = sla.lu_factor(a)
+    assert np.array_equal(lu_piv[1], ref[1]) and rel(lu_piv[0], ref[0]) < TOL[dtype]
+    assert rel(nsl.lu_solve(lu_piv, b), sla.lu_solve(ref, b)) < TOL[dtype]
+    c = nsl.cho_factor(s)
+    assert rel(nsl.cho_solve(c, b), sla.cho_solve(sla.cho_factor(s), b)) < TOL[dtype]
+    assert rel(nsl.cholesky(s, lower=True), sla.cholesky(s, lower=True)) < TOL[dtype]
+    assert rel(nsl.solve(a, b), sla.solve(a, b)) < TOL[dtype]
+    assert {"getrf", "getrs", "potrf", "potrs"} <= set(used)

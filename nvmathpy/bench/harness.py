@@ -82,22 +82,36 @@ def measure(fn: Callable[[], object], min_seconds: float = 0.02, timer: Timer = 
     return max(1, int(min_seconds / max(first, 1e-7))), first
 
 
+#: Before each sample of a call longer than :data:`SETTLE_FROM`, the process idles this long.
+SETTLE_SECONDS = 0.25
+SETTLE_FROM = 1e-3
+
+
 def run_cases(cases: Sequence[Case], *, repeats: int = 7, min_seconds: float = 0.02,
-              progress: Callable[[str], None] | None = None, timer: Timer = host_timer) -> list[Result]:
+              progress: Callable[[str], None] | None = None, timer: Timer = host_timer,
+              settle: float = SETTLE_SECONDS) -> list[Result]:
     """Time every implementation of every case: interleaved rounds, median seconds per call.
 
     ``timer`` takes each sample: the host clock by default; on the GPU, CUDA events
     (:attr:`nvmathpy.demos._space.Space.timer`), so that device work is what is measured.
+    Before each sample of an implementation whose call takes over a millisecond the process
+    idles ``settle`` seconds: NumPy's and SciPy's OpenBLAS keep their worker threads spinning
+    for a while after a call, and without the pause an implementation on one of them pays for
+    the previous implementation's threads (measured: 2-6x at n=512-1024 on 2 cores), which
+    measures the interleaving, not the implementation.
     """
     results = []
     for case in cases:
         if progress:
             progress(f"{case.suite}: {case.name}")
-        plans = {label: measure(fn, min_seconds, timer)[0] for label, fn in case.impls.items()}
+        plans = {label: measure(fn, min_seconds, timer) for label, fn in case.impls.items()}
         samples: dict[str, list[float]] = {label: [] for label in case.impls}
         for _ in range(repeats):
             for label, fn in case.impls.items():
-                samples[label].append(timer(fn, plans[label]))
+                calls, first = plans[label]
+                if settle and first > SETTLE_FROM:
+                    time.sleep(settle)
+                samples[label].append(timer(fn, calls))
         results.append(Result(case.suite, case.name, case.baseline, case.threads,
                               {label: statistics.median(s) for label, s in samples.items()}, case.note))
     return results

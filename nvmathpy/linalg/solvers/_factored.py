@@ -26,12 +26,6 @@ __all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_fa
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
 
-#: From this order on, factorizations are offered on NumPy's OpenBLAS first (one thread pool
-#: with NumPy's products; see :mod:`._numpy_lapack`). Below it the calls are short enough that
-#: ctypes' few microseconds per call would show, and OpenBLAS runs them on one thread anyway.
-NUMPY_LAPACK_FROM = 256
-
-
 def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidate]]:
     """Candidates of a factorization (routines ``label`` and ``solve``) that can read
     C-ordered input through its transposed view (``view="transpose"``, no copy) or a Fortran
@@ -40,7 +34,8 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
     def candidates(problem: Problem) -> list[Candidate]:
         views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
         out = [Candidate.of(label, view=view) for view in views]
-        if (problem.get("n") or 0) >= NUMPY_LAPACK_FROM and numpy_lapack.available(problem.get("dtype"), label, solve):
+        if (problem.get("n") or 0) >= numpy_lapack.FROM_ORDER and numpy_lapack.available(problem.get("dtype"), label,
+                                                                                           solve):
             out.insert(0, Candidate.of(label, lapack="numpy", view=views[0]))
         return out
 

@@ -26,7 +26,12 @@ import numpy as np
 
 from .._cblas import _numpy_blas
 
-__all__ = ["routines", "available"]
+__all__ = ["FROM_ORDER", "available", "for_order", "routines"]
+
+#: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
+#: pool with NumPy's products). Below it the calls are short enough that ctypes' few
+#: microseconds per call would show, and OpenBLAS runs them on one thread anyway.
+FROM_ORDER = 256
 
 _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 _TRANS = {0: b"N", 1: b"T", 2: b"C"}
@@ -152,3 +157,11 @@ def routines(dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...]:
     """
     dtype = np.dtype(dtype)
     return tuple(_MAKERS[name](dtype) for name in names)
+
+
+def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
+    """NumPy's routines ``names`` for matrices of order ``n`` when that order is large
+    (:data:`FROM_ORDER`) and they exist, else ``None`` (the caller keeps SciPy's)."""
+    if n < FROM_ORDER or not available(dtype, *names):
+        return None
+    return routines(dtype, *names)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ...linalg.solvers._numpy_lapack import for_order
+
 __all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 
 #: ``assume_a`` spellings -> the kernel used (``tridiagonal``/``banded`` run the general LU).
@@ -109,6 +111,9 @@ def _general(dtype_char: str) -> tuple[Any, Any, Any, Any]:
 def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool) -> tuple[np.ndarray, float]:
     """:func:`solve_slice` of a general matrix (pivoted LU), the common case kept short."""
     getrf, lange, gecon, getrs = _general(a.dtype.char)
+    on_numpy = for_order(a.shape[0], a.dtype, "getrf", "getrs")  # large: NumPy's thread pool
+    if on_numpy:
+        getrf, getrs = on_numpy
     if a.flags.f_contiguous:
         view, t, norm = a, 0, "1"
     elif a.flags.c_contiguous:
