@@ -40,6 +40,9 @@ class Case:
         Label -> zero-argument callable. The nvmathpy entry is labelled ``"nvmathpy"``.
     threads
         The thread budget the case runs at (for the table), if the suite varies it.
+    settle
+        Idle :data:`SETTLE_SECONDS` before each sample (for long BLAS/LAPACK calls whose
+        implementations run on different OpenBLAS copies; see :func:`run_cases`).
     """
 
     suite: str
@@ -48,6 +51,7 @@ class Case:
     impls: dict[str, Callable[[], object]]
     threads: int | None = None
     note: str = ""
+    settle: bool = False
 
 
 @dataclass
@@ -82,36 +86,33 @@ def measure(fn: Callable[[], object], min_seconds: float = 0.02, timer: Timer = 
     return max(1, int(min_seconds / max(first, 1e-7))), first
 
 
-#: Before each sample of a call longer than :data:`SETTLE_FROM`, the process idles this long.
+#: Seconds a ``settle`` case idles before each sample.
 SETTLE_SECONDS = 0.25
-SETTLE_FROM = 1e-3
 
 
 def run_cases(cases: Sequence[Case], *, repeats: int = 7, min_seconds: float = 0.02,
-              progress: Callable[[str], None] | None = None, timer: Timer = host_timer,
-              settle: float = SETTLE_SECONDS) -> list[Result]:
+              progress: Callable[[str], None] | None = None, timer: Timer = host_timer) -> list[Result]:
     """Time every implementation of every case: interleaved rounds, median seconds per call.
 
     ``timer`` takes each sample: the host clock by default; on the GPU, CUDA events
     (:attr:`nvmathpy.demos._space.Space.timer`), so that device work is what is measured.
-    Before each sample of an implementation whose call takes over a millisecond the process
-    idles ``settle`` seconds: NumPy's and SciPy's OpenBLAS keep their worker threads spinning
-    for a while after a call, and without the pause an implementation on one of them pays for
-    the previous implementation's threads (measured: 2-6x at n=512-1024 on 2 cores), which
-    measures the interleaving, not the implementation.
+    Before each sample of a ``settle`` case the process idles :data:`SETTLE_SECONDS`: NumPy's
+    and SciPy's OpenBLAS keep their worker threads spinning for a while after a call, and
+    without the pause an implementation on one of them pays for the previous implementation's
+    threads (measured: 2-6x at n=512-1024 on 2 cores), which measures the interleaving, not
+    the implementation.
     """
     results = []
     for case in cases:
         if progress:
             progress(f"{case.suite}: {case.name}")
-        plans = {label: measure(fn, min_seconds, timer) for label, fn in case.impls.items()}
+        plans = {label: measure(fn, min_seconds, timer)[0] for label, fn in case.impls.items()}
         samples: dict[str, list[float]] = {label: [] for label in case.impls}
         for _ in range(repeats):
             for label, fn in case.impls.items():
-                calls, first = plans[label]
-                if settle and first > SETTLE_FROM:
-                    time.sleep(settle)
-                samples[label].append(timer(fn, calls))
+                if case.settle:
+                    time.sleep(SETTLE_SECONDS)
+                samples[label].append(timer(fn, plans[label]))
         results.append(Result(case.suite, case.name, case.baseline, case.threads,
                               {label: statistics.median(s) for label, s in samples.items()}, case.note))
     return results

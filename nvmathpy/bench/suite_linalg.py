@@ -53,13 +53,13 @@ def cases(quick: bool) -> list[Case]:
     sym = (spd + spd.T) / 2
     out.append(Case("linalg", f"LU factor+solve n={n}, C-ordered", "scipy lu_factor+lu_solve", {
         "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(big), rhs),
-        "nvmathpy": lambda: nl.LU(big).solve(rhs)}))
+        "nvmathpy": lambda: nl.LU(big).solve(rhs)}, settle=True))
     out.append(Case("linalg", f"Cholesky factor+solve n={n}, C-ordered", "scipy cho_factor+cho_solve", {
         "scipy cho_factor+cho_solve": lambda: sla.cho_solve(sla.cho_factor(spd), rhs),
-        "nvmathpy": lambda: nl.Cholesky(spd).solve(rhs)}))
+        "nvmathpy": lambda: nl.Cholesky(spd).solve(rhs)}, settle=True))
     out.append(Case("linalg", f"eigh n={n}", "scipy eigh", {
         "scipy eigh": lambda: sla.eigh(sym), "numpy eigh": lambda: np.linalg.eigh(sym),
-        "nvmathpy": lambda: nsl.eigh(sym)}, note="nvmathpy.scipy.linalg.eigh"))
+        "nvmathpy": lambda: nsl.eigh(sym)}, note="nvmathpy.scipy.linalg.eigh", settle=True))
     count = 2000 if quick else 10_000
     for n in (3, 4, 8):
         a, b = _general(rng, n, (count,)), rng.standard_normal((count, n, 1))
