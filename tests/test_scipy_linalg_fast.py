@@ -19,7 +19,7 @@ from nvmathpy.kernels import cpu_jit
 from nvmathpy.linalg.solvers import _fast_lapack as _fast
 from nvmathpy.scipy.linalg import _decomp, _solve
 
-FAST = _fast.fast_module()
+FAST = _fast.fast_module(wait=True)
 needs_fast = pytest.mark.skipif(FAST is None, reason="the compiled extension cannot be built here")
 
 SIZES = (1, 2, 4, 7, 16)
@@ -249,15 +249,15 @@ def test_fast_module_none_without_compiler(monkeypatch):
     monkeypatch.setenv("NVMATHPY_CPU_JIT", "off")
     with pytest.raises(MissingDependencyError):
         cpu_jit.compile_extension("nvm_never_built", "int f(void) { return 1; }")
-    _fast.fast_module.cache_clear()
+    _fast.reset()
     try:
-        assert _fast.fast_module() is None
+        assert _fast.fast_module(wait=True) is None
         rng = np.random.default_rng(1)
         a = well(rng, 4, np.float64)
         b = rand(rng, (4,), np.float64)
         np.testing.assert_allclose(nla.solve(a, b), sla.solve(a, b), rtol=1e-12)
     finally:
-        _fast.fast_module.cache_clear()
+        _fast.reset()
 
 
 def _extension_source(name: str, value: int) -> str:
@@ -330,3 +330,31 @@ def test_the_plans_factored_solves_take_one_compiled_call(monkeypatch, dtype, or
         assert x.dtype == y.dtype and x.shape == y.shape and relerr(x, y) < tol(dtype, 7)
     assert relerr(wide(a) @ wide(compiled[0]), b) < tol(dtype, 7)
     assert relerr(wide(s) @ wide(compiled[3]), bs) < tol(dtype, 7)
+
+
+def test_a_first_call_never_waits_for_the_compiler(monkeypatch, tmp_path):
+    """Not built yet: the first call gets the Python path at once and the build runs on a
+    background thread; afterwards the compiled module is there."""
+    monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(tmp_path / "fresh"))
+    monkeypatch.setattr(cpu_jit, "_EXTENSIONS", {})
+    started = []
+    real_build = cpu_jit._build
+
+    def slow_build(*args, **kwargs):
+        started.append(True)
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(cpu_jit, "_build", slow_build)
+    _fast.reset()
+    try:
+        first = _fast.fast_module()
+        assert first is None  # nothing cached: no waiting, the Python paths run
+        rng = np.random.default_rng(2)
+        a, b = well(rng, 5, np.float64), rand(rng, (5,), np.float64)
+        np.testing.assert_allclose(nla.solve(a, b), sla.solve(a, b), rtol=1e-12)
+        module = _fast.fast_module(wait=True)
+        if cpu_jit._compiler() is not None:
+            assert started and module is not None and _fast.fast_module() is module
+            np.testing.assert_allclose(nla.solve(a, b), sla.solve(a, b), rtol=1e-12)
+    finally:
+        _fast.reset()

@@ -169,10 +169,11 @@ def _load(compiler: str, source: str) -> ctypes.CDLL:
                    lambda: _build(compiler, source, directory), "a generated CPU kernel")
 
 
-def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[], Path], what: str) -> Any:
+def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[], Path] | None, what: str) -> Any:
     """``memo[key]``, else ``load`` of the cached ``<key>.so`` (a file that does not load - corrupt,
-    foreign - is rebuilt), else ``load`` of what ``build`` makes; failures to load a fresh build
-    raise :class:`MissingDependencyError` naming ``what``."""
+    foreign - is rebuilt), else ``load`` of what ``build`` makes (``build=None``: ``None``, nothing
+    is compiled); failures to load a fresh build raise :class:`MissingDependencyError` naming
+    ``what``."""
     with _LOCK:
         if key in memo:
             return memo[key]
@@ -184,6 +185,8 @@ def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[
             except (OSError, ImportError):
                 loaded = None
         if loaded is None:
+            if build is None:
+                return None
             built = build()  # raises MissingDependencyError itself when compiling fails
             try:
                 loaded = load(built)
@@ -211,9 +214,9 @@ def _extension_flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return flags, tuple(extra)
 
 
-def compile_extension(module_name: str, source: str) -> types.ModuleType:
+def compile_extension(module_name: str, source: str, *, build: bool = True) -> types.ModuleType | None:
     """The CPython extension module ``module_name`` built from the C ``source`` (from memory,
-    from the disk cache, or compiled now).
+    from the disk cache, or compiled now; with ``build=False``, ``None`` instead of compiling).
 
     ``source`` must define ``PyInit_<module_name>``; it may use the NumPy C API (NumPy's
     headers are on the include path; call ``import_array()`` in the init function). Builds are
@@ -245,7 +248,7 @@ def compile_extension(module_name: str, source: str) -> types.ModuleType:
     key = _key(source, compiler, flags + _EXTENSION_LIBS, (module_name, *extra))
     directory = cache_dir() / "cpu_kernels"
     return _cached(key, _EXTENSIONS, lambda path: _import_extension(module_name, path),
-                   lambda: _build(compiler, source, directory, flags, _EXTENSION_LIBS, key),
+                   (lambda: _build(compiler, source, directory, flags, _EXTENSION_LIBS, key)) if build else None,
                    f"the compiled extension {module_name!r}")
 
 

@@ -18,10 +18,10 @@ function pointers filled once by ``set_lapack``.
 
 from __future__ import annotations
 
-import functools
+import threading
 import types
 
-__all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "fast_module"]
+__all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "fast_module", "reset"]
 
 MODULE_NAME = "_nvmathpy_fast_lapack"
 #: The largest order the compiled functions take (larger ones are declined).
@@ -359,25 +359,71 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
 """.replace("@MODULE@", MODULE_NAME).replace("@MAXN@", str(MAX_ORDER))
 
 
-@functools.lru_cache(maxsize=None)
-def fast_module() -> types.ModuleType | None:
-    """The compiled extension with SciPy's LAPACK installed, or ``None`` when it cannot be
-    built or loaded here (never raises).
+_LOCK = threading.Lock()
+_MODULE: types.ModuleType | None = None
+#: Whether :data:`_MODULE` is final (loaded, or known to be unavailable here).
+_SETTLED = False
+_BUILDER: threading.Thread | None = None
+
+
+def fast_module(wait: bool = False) -> types.ModuleType | None:
+    """The compiled extension with SciPy's LAPACK installed, or ``None`` (never raises).
+
+    The first call loads it from the disk cache (milliseconds); when it is not built yet it is
+    compiled on a background thread (about a second) and callers get ``None`` - their Python
+    paths - until it is ready, so that no call waits for the compiler. ``wait=True`` waits for
+    a build in progress. ``None`` for good where it cannot be built (no C compiler or
+    ``Python.h``, ``NVMATHPY_CPU_JIT=off``).
 
     Examples
     --------
     >>> import numpy as np
-    >>> fast = fast_module()
+    >>> fast = fast_module(wait=True)
     >>> fast is None or fast.cho_solve(np.asfortranarray([[2.0]]), np.array([4.0]), False, True).tolist() == [1.0]
     True
     """
+    if _SETTLED:
+        return _MODULE
+    return _first_use(wait)
+
+
+def _first_use(wait: bool) -> types.ModuleType | None:
+    global _BUILDER
+    with _LOCK:
+        if not _SETTLED and _BUILDER is None and not _install(build=False):
+            _BUILDER = threading.Thread(target=_install, kwargs={"build": True}, name="nvmathpy-fast-lapack",
+                                        daemon=True)
+            _BUILDER.start()
+        builder = _BUILDER
+    if wait and builder is not None:
+        builder.join()
+    return _MODULE
+
+
+def _install(build: bool) -> bool:
+    """Load (``build=False``: only from the cache) or build the extension; ``False`` when it
+    is not built yet, else settle :data:`_MODULE` (the module, or ``None`` on any failure)."""
+    global _MODULE, _SETTLED
     try:
         from scipy.linalg import cython_lapack
 
         from ...kernels.cpu_jit import compile_extension
 
-        module = compile_extension(MODULE_NAME, SOURCE)
+        module = compile_extension(MODULE_NAME, SOURCE, build=build)
+        if module is None:
+            return False
         module.set_lapack(cython_lapack.__pyx_capi__)
-        return module
     except Exception:  # noqa: BLE001 - a speed-up only: any failure means the Python paths
-        return None
+        module = None
+    _MODULE, _SETTLED = module, True
+    return True
+
+
+def reset() -> None:
+    """Forget the extension: the next :func:`fast_module` loads or builds it again (for tests
+    that change the environment)."""
+    global _MODULE, _SETTLED, _BUILDER
+    with _LOCK:
+        if _BUILDER is not None:
+            _BUILDER.join()
+        _MODULE, _SETTLED, _BUILDER = None, False, None
