@@ -10,7 +10,7 @@ the device tool:
 ``python3 -m pip install --no-index --no-deps <carried wheel> &&``.) It finishes in well under
 8 minutes on an H200:
 
-1. ``pytest tests/gpu -q`` (log: ``$OUT/pytest_gpu.log``; at most 300 s);
+1. ``pytest tests/gpu -q`` (log: ``$OUT/pytest_gpu.log``; at most ``--test-timeout``, 200 s);
 2. GEMM 4096^3 and 8192^3 in bf16/fp16/fp32: nvmathpy (planned, autotuned) beside torch.matmul
    and cupy.matmul on the same data, TFLOP/s and ratios;
 3. GEMM + bias + GELU (tanh), fused by cuBLASLt, beside torch's mm + add + gelu;
@@ -30,8 +30,11 @@ the device tool:
 
 Device times use CUDA events around each call, the L2 cache flushed (a 256 MiB device memset)
 before each timed call, after warm-ups; medians are reported. The table is printed last and
-written to ``$OUT/gpu_check.md`` (all numbers also in ``$OUT/gpu_check.json``). Wisdom is kept in
-``$OUT`` so the run starts cold.
+written to ``$OUT/gpu_check.md`` (all numbers also in ``$OUT/gpu_check.json``), both rewritten
+after every row, so a run stopped early still leaves its table. Wisdom and compiled kernels go
+to a fresh temporary folder (the run starts cold, and ``$OUT`` holds only the seven files named
+here: the device tool brings back few files). Sections start only while ``--budget`` leaves
+time for them; without torch the sections that compare with it are skipped, the rest run.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -53,11 +57,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 ROWS: list[dict[str, Any]] = []
+#: Where the table and JSON are (re)written after every row (set by ``main``).
+OUT: Path | None = None
 
 
 def row(section: str, case: str, **values: Any) -> None:
     ROWS.append({"section": section, "case": case, **values})
     print(f"[{section}] {case}: " + ", ".join(f"{k}={v}" for k, v in values.items()), flush=True)
+    if OUT is not None:  # a run killed at its time limit still leaves everything measured so far
+        (OUT / "gpu_check.md").write_text(table() + "\n")
+        (OUT / "gpu_check.json").write_text(json.dumps(ROWS, indent=1, default=str))
 
 
 # -- timing --------------------------------------------------------------------------------------------
@@ -96,6 +105,12 @@ def host_overhead(fn: Callable[[], object], batches: int = 20, per_batch: int = 
 # -- 1. tests ---------------------------------------------------------------------------------------
 
 
+def _partial(exc: subprocess.TimeoutExpired) -> str:
+    """What a timed-out child wrote (bytes even under ``text=True``)."""
+    return "".join(part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
+                   for part in (exc.stdout, exc.stderr))
+
+
 def run_tests(out: Path, timeout: int) -> None:
     log = out / "pytest_gpu.log"
     start = time.perf_counter()
@@ -105,8 +120,8 @@ def run_tests(out: Path, timeout: int) -> None:
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         text, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
-        text, code = f"{exc.stdout or ''}\nTIMEOUT after {timeout} s", "timeout"
-    log.write_text(text if isinstance(text, str) else text.decode())
+        text, code = _partial(exc) + f"\nTIMEOUT after {timeout} s", "timeout"
+    log.write_text(text)
     summary = [line for line in str(text).splitlines() if " passed" in line or " failed" in line or "error" in line]
     row("tests", "pytest tests/gpu", exit=code, summary=(summary[-1] if summary else "no summary"),
         seconds=round(time.perf_counter() - start, 1))
@@ -458,9 +473,9 @@ def eig_svd_section() -> None:
     x = cupy.random.default_rng(8).standard_normal((4096, 4096))
     sym = x + x.T
     _other("eigh", "f64 4096x4096", lambda: la.eigh(sym), lambda: cupy.linalg.eigh(sym), "cupy", reps=3)
-    _other("svd", "f64 4096x4096", lambda: la.svd(x), lambda: cupy.linalg.svd(x), "cupy", reps=2)
+    _other("svd", "f64 4096x4096", lambda: la.svd(x), lambda: cupy.linalg.svd(x), "cupy", reps=1)
     _other("svdvals", "f64 4096x4096", lambda: la.svdvals(x), lambda: cupy.linalg.svd(x, compute_uv=False),
-           "cupy", reps=2)
+           "cupy", reps=1)
 
 
 # -- 6. the command line on the GPU (demo, bench) ----------------------------------------------------------
@@ -481,8 +496,7 @@ def cli_section(out: Path, timeout: int) -> None:
                                   timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
             text, code = done.stdout + done.stderr, done.returncode
         except subprocess.TimeoutExpired as exc:
-            partial = [part.decode() if isinstance(part, bytes) else (part or "") for part in (exc.stdout, exc.stderr)]
-            text, code = "".join(partial) + f"\nTIMEOUT after {timeout} s", "timeout"
+            text, code = _partial(exc) + f"\nTIMEOUT after {timeout} s", "timeout"
         (out / f"{name}.log").write_text(text)
         last = [line for line in text.splitlines() if line.strip()]
         row("cli", "python -m nvmathpy " + " ".join(args[:5]), exit=code, last=(last[-1][:100] if last else ""),
@@ -500,49 +514,75 @@ def table() -> str:
     return "\n".join(lines)
 
 
+#: Seconds of the budget a section is assumed to need at most; it starts only if that much is left.
+SECTION_SECONDS = {"gemm": 60, "fused": 30, "custom": 60, "overhead": 10, "fft": 30, "fft callbacks": 30,
+                   "solve": 30, "eigh/svd": 60}
+#: Sections that compare with torch (skipped without it).
+NEEDS_TORCH = ("gemm", "fused", "custom", "overhead")
+
+
 def main() -> None:
+    global OUT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the log, table and JSON")
     parser.add_argument("--skip-tests", action="store_true", help="benchmarks only")
     parser.add_argument("--skip-cli", action="store_true", help="leave out demo/bench --space cuda")
     parser.add_argument("--cli-timeout", type=int, default=240, help="seconds for each of demo and bench")
     parser.add_argument("--budget", type=int, default=470,
-                        help="seconds the whole run may take: the command-line step gets what is left")
-    parser.add_argument("--test-timeout", type=int, default=300)
+                        help="seconds the whole run may take: sections start only while it leaves time for them")
+    parser.add_argument("--test-timeout", type=int, default=200)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    os.environ["NVMATHPY_CACHE_DIR"] = str(args.out / "cache")
+    OUT = args.out
+    os.environ["NVMATHPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="nvmathpy-gpu-check-")
     began = time.perf_counter()
+
+    def left() -> float:
+        return args.budget - (time.perf_counter() - began)
+
     if not args.skip_tests:
-        run_tests(args.out, args.test_timeout)
-    import cupy
-    import torch
+        run_tests(args.out, int(min(args.test_timeout, max(30, left() - 120))))
+    try:
+        import cupy
+    except ImportError as exc:  # nothing below can run: say so in the table
+        row("device", "cupy", result=f"not importable ({exc}); the benchmarks need CuPy for CUDA 13")
+        return
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    try:
+        from nvmathpy.cuda.runtime import device_description
 
-    from nvmathpy.cuda.runtime import device_description
-
-    row("device", "description", **device_description(0), torch=torch.__version__, cupy=cupy.__version__)
+        described = device_description(0)
+    except Exception as exc:  # the benchmarks may still run
+        described = {"description": f"failed ({type(exc).__name__}: {str(exc)[:80]})"}
+    row("device", "description", **described, torch=getattr(torch, "__version__", "not installed"),
+        cupy=getattr(cupy, "__version__", "?"))
     for name, step in (("gemm", lambda: gemm([4096, 8192], ["bfloat16", "float16", "float32"])),
                        ("fused", lambda: fused(8192, 4096, ["bfloat16", "float16"])),
                        ("custom", lambda: custom(8192, 4096, ["bfloat16", "float16"])),
                        ("overhead", overhead), ("fft", fft_section), ("fft callbacks", fft_callback_section),
                        ("solve", solve_section),
                        ("eigh/svd", eig_svd_section)):
+        if torch is None and name in NEEDS_TORCH:
+            row(name, "section", result="skipped: torch is not installed")
+            continue
+        if left() < SECTION_SECONDS[name]:
+            row(name, "section", result=f"skipped: {left():.0f} s of the {args.budget} s budget left")
+            continue
         try:
             step()
         except Exception as exc:  # one broken section must not hide the others
             row(name, "section", result=f"failed ({type(exc).__name__}: {str(exc)[:100]})")
-    left = args.budget - (time.perf_counter() - began)
     if args.skip_cli:
         pass
-    elif left >= 60:  # demo and bench share what the budget leaves
-        cli_section(args.out, int(min(args.cli_timeout, left / 2)))
+    elif left() >= 60:  # demo and bench share what the budget leaves
+        cli_section(args.out, int(min(args.cli_timeout, left() / 2)))
     else:
-        row("cli", "demo/bench --space cuda", result=f"skipped: {left:.0f} s of the {args.budget} s budget left")
+        row("cli", "demo/bench --space cuda", result=f"skipped: {left():.0f} s of the {args.budget} s budget left")
     row("total", "wall", seconds=round(time.perf_counter() - began, 1))
-    text = table()
-    (args.out / "gpu_check.md").write_text(text + "\n")
-    (args.out / "gpu_check.json").write_text(json.dumps(ROWS, indent=1, default=str))
-    print("\n" + text)
+    print("\n" + table())
 
 
 if __name__ == "__main__":

@@ -304,7 +304,7 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
     setattr_(fft_callbacks, "callback_kernel", recorded)
     buffers: list[Any] = []
 
-    def allocate(nbytes: int, package: str, device_id: int) -> tuple[Any, int]:
+    def allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:
         if nbytes == 0:
             return None, 0
         buffer = (ctypes.c_char * nbytes)()

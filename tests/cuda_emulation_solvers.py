@@ -382,9 +382,14 @@ class Emulation:
         return run
 
 
-def _allocate(nbytes: int, package: str, device_id: int) -> tuple[Any, int]:
+#: ``(bytes, stream)`` of every device workspace the engine asked for.
+ALLOCATIONS: list[tuple[int, Any]] = []
+
+
+def _allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:
     if nbytes == 0:
         return None, 0
+    ALLOCATIONS.append((nbytes, stream))
     buffer = np.empty(nbytes, np.uint8)
     return buffer, buffer.ctypes.data
 

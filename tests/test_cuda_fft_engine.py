@@ -245,7 +245,7 @@ def test_plan_parameters_work_area_and_stream(emu, rng):
 
 
 def test_current_stream_followed_per_call(emu, rng, monkeypatch):
-    streams = iter([11, 11, 22])
+    streams = iter([5, 11, 11, 22])  # planning reads it once (the work area's stream), then each call
     monkeypatch.setattr(sys.modules["cupy"].cuda, "get_current_stream", lambda: type("S", (), {"ptr": next(streams)}))
     plan = FFT(host(cplx(rng, 16))).plan()
     for _ in range(3):

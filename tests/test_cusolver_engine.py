@@ -406,12 +406,17 @@ def test_solve_triangular(em, lower, trans, unit):
 def test_an_explicit_stream_reaches_every_library_call(em):
     rng = np.random.default_rng(15)
     a, b = rand(rng, (4, 5, 5), "float64"), rand(rng, (4, 5, 1), "float64")
+    from cuda_emulation_solvers import ALLOCATIONS
+
     for label in ("getrf", "getrfBatched"):
         em.calls.clear()
+        ALLOCATIONS.clear()
         plan = with_route(nl.LU(dev(a), stream=1234), label)
         assert rel(plan.execute().solve(dev(b)), np.linalg.solve(a, b)) < 1e-12
         streams = [args[0] for name, args in em.calls if name in ("cusolverDnSetStream", "cublasSetStream_v2")]
         assert streams and set(streams) == {1234}
+        # workspaces come from the pool of the stream they are used on (no reuse while in flight)
+        assert all(stream == 1234 for _, stream in ALLOCATIONS)
 
 
 # -- what CUDA cannot do yet, and bad input ---------------------------------------------------------------

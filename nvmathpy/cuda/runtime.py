@@ -17,6 +17,8 @@ CuPy and torch are imported inside the functions that need them; nothing here ru
 
 from __future__ import annotations
 
+import contextlib
+
 import functools
 import sys
 from typing import Any, Callable, Mapping
@@ -104,21 +106,29 @@ def current_stream_pointer(package: str, device_id: int) -> Callable[[], int]:
     return lambda: get().ptr
 
 
-def allocate(nbytes: int, package: str, device_id: int) -> tuple[Any, int]:
+def allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:
     """``(owner, address)`` of ``nbytes`` of device memory from the package's allocator.
 
     Keep ``owner`` alive as long as the memory is used; dropping it returns the memory to the
-    pool. ``nbytes == 0`` gives ``(None, 0)``.
+    pool. ``nbytes == 0`` gives ``(None, 0)``. ``stream`` is the ``cudaStream_t`` the memory
+    will be used on (``None``: the current one): the memory is allocated with that stream
+    current, because both CuPy's pool and torch's caching allocator hand freed memory out again
+    only to work on the stream it was allocated on - memory allocated on another stream could
+    be reused while a kernel on the plan's stream still reads it.
     """
     if nbytes == 0:
         return None, 0
     if package == "torch":
         torch = sys.modules["torch"]
-        buffer = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device_id}")
+        on_stream = (torch.cuda.stream(torch.cuda.ExternalStream(stream, device=f"cuda:{device_id}"))
+                     if stream is not None else contextlib.nullcontext())
+        with on_stream:
+            buffer = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device_id}")
         return buffer, buffer.data_ptr()
     cupy = import_cupy()
     with cupy.cuda.Device(device_id):
-        memory = cupy.cuda.alloc(nbytes)
+        with cupy.cuda.ExternalStream(stream) if stream is not None else contextlib.nullcontext():
+            memory = cupy.cuda.alloc(nbytes)
     return memory, memory.ptr
 
 

@@ -375,7 +375,7 @@ class CudaFFTEngine(Engine):
                         handles.append(handle)
                         own[direction].append(handle)
                         sizes.append(size)
-                owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id)
+                owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id, self.stream())
                 for handle in handles:
                     cufft.LIB.cufftSetWorkArea(handle, address)
             # the stream the plans were last set to (one record per set of plans)

@@ -77,7 +77,7 @@ class LtPrepared(Prepared):
         self.spec, self.descriptors, self.algo = spec, descriptors, algo
         self._engine = engine
         self._buffers: list[Any] = []
-        owner, address = runtime.allocate(workspace_bytes, engine.package, engine.device_id)
+        owner, address = runtime.allocate(workspace_bytes, engine.package, engine.device_id, engine.stream())
         self._buffers.append(owner)
         self.kernel: Callable[..., Any] | None = build_kernel(spec, Launch(
             handle=engine.handle, desc=descriptors.desc, a=descriptors.a, b=descriptors.b, d=descriptors.d,
@@ -92,7 +92,8 @@ class LtPrepared(Prepared):
         if not results:
             raise LibraryError(f"cuBLASLt has no algorithm for {_describe(self.spec)} with operand alignments "
                                f"{alignments} bytes; pass operands aligned to 256 bytes")
-        owner, address = runtime.allocate(results[0].workspaceSize, self._engine.package, self._engine.device_id)
+        owner, address = runtime.allocate(results[0].workspaceSize, self._engine.package, self._engine.device_id,
+                                          self._engine.stream())
         self._buffers.append(owner)
         return results[0].algo, address, results[0].workspaceSize
 

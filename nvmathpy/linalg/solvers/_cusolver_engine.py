@@ -171,7 +171,8 @@ class Workspaces:
     def need(self, device_bytes: int, host_bytes: int = 0) -> None:
         """Make sure at least this much is allocated (device from the package's pool)."""
         if device_bytes > self.device_bytes:
-            owner, self.device = runtime.allocate(int(device_bytes), self._ctx.package, self._ctx.device_id)
+            owner, self.device = runtime.allocate(int(device_bytes), self._ctx.package, self._ctx.device_id,
+                                                  self._ctx.stream())
             self._owners.append(owner)
             self.device_bytes = int(device_bytes)
         if host_bytes > self.host_bytes:
