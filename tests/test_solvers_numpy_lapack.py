@@ -175,3 +175,23 @@ def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch,
     assert rel(nsl.cholesky(s, lower=True), sla.cholesky(s, lower=True)) < TOL[dtype]
     assert rel(nsl.solve(a, b), sla.solve(a, b)) < TOL[dtype]
     assert {"getrf", "getrs", "potrf", "potrs"} <= set(used)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
+@pytest.mark.parametrize("lower", [True, False])
+def test_large_eigh_runs_numpys_syevd(dtype, lower):
+    import nvmathpy.scipy.linalg as nsl
+    from nvmathpy.linalg import Eigh
+
+    rng = np.random.default_rng(6)
+    a = hpd(rng, (N, N), dtype) - N * np.eye(N, dtype=dtype)  # indefinite
+    triangle = np.tril(a) if lower else np.triu(a)  # only the named triangle may be read
+    with Eigh(triangle, lower=lower) as plan:
+        plan.plan()
+        assert plan.candidate.label == "numpy"
+        w, v = plan.execute()
+    ref = np.linalg.eigvalsh(wide(a))
+    assert rel(w, ref) < TOL[dtype] * 10
+    assert rel(wide(a) @ wide(v), wide(v) * wide(w)) < TOL[dtype] * 100
+    w2 = nsl.eigh(a, lower=lower, eigvals_only=True)
+    assert rel(w2, sla.eigh(a, lower=lower, eigvals_only=True)) < TOL[dtype] * 10

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import InvalidOperandError, InvalidOptionError, LinAlgError
 from ...plan import Candidate, Prepared, Problem
+from . import _numpy_lapack as numpy_lapack
 from ._base import SolverPlan
 from ._engine import CPULapackEngine
 from ._factored import stack_factors
@@ -37,6 +38,8 @@ def _candidates(problem: Problem) -> list[Candidate]:
         labels = ["evr", "evx", "evd"]
     elif problem.get("n") <= 32:
         labels = ["ev", "evd", "evr", "evx", "numpy"]
+    elif problem.get("n") >= numpy_lapack.FROM_ORDER:  # the same ?syevd, on NumPy's thread pool (_numpy_lapack)
+        labels = ["numpy", "evd", "evr", "ev", "evx"]
     else:
         labels = ["evd", "evr", "ev", "evx", "numpy"]
     return [Candidate.of(label) for label in labels]
