@@ -34,8 +34,7 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
     def candidates(problem: Problem) -> list[Candidate]:
         views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
         out = [Candidate.of(label, view=view) for view in views]
-        if (problem.get("n") or 0) >= numpy_lapack.FROM_ORDER and numpy_lapack.available(problem.get("dtype"), label,
-                                                                                           solve):
+        if numpy_lapack.suits(problem.get("n") or 0, problem.get("dtype"), label, solve):
             out.insert(0, Candidate.of(label, lapack="numpy", view=views[0]))
         return out
 

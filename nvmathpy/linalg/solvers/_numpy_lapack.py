@@ -26,7 +26,7 @@ import numpy as np
 
 from .._cblas import _numpy_blas
 
-__all__ = ["FROM_ORDER", "available", "for_order", "routines"]
+__all__ = ["FROM_ORDER", "available", "for_order", "routines", "suits"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few
@@ -54,7 +54,8 @@ def _symbol(name: str) -> tuple[Any, type] | None:
 def available(dtype: np.dtype, *names: str) -> bool:
     """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype``."""
     prefix = _PREFIX.get(np.dtype(dtype).name)
-    return prefix is not None and all(_symbol(prefix + name) is not None for name in names)
+    return prefix is not None and _numpy_blas() is not None and all(_symbol(prefix + name) is not None
+                                                                     for name in names)
 
 
 def _fortran(x: np.ndarray, dtype: np.dtype, overwrite: bool) -> np.ndarray:
@@ -155,13 +156,21 @@ def routines(dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...]:
     >>> np.round(x, 12).tolist()
     [1.0, 2.0]
     """
-    dtype = np.dtype(dtype)
-    return tuple(_MAKERS[name](dtype) for name in names)
+    return tuple(_routine(name, np.dtype(dtype).name) for name in names)
+
+
+@functools.lru_cache(maxsize=None)
+def _routine(name: str, dtype_name: str) -> Callable[..., Any]:
+    return _MAKERS[name](np.dtype(dtype_name))
+
+
+def suits(n: int, dtype: Any, *names: str) -> bool:
+    """Whether matrices of order ``n`` run on NumPy's OpenBLAS: the order is large
+    (:data:`FROM_ORDER`) and the routines ``names`` exist for ``dtype`` (none named: any)."""
+    return n >= FROM_ORDER and available(dtype, *names)
 
 
 def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
-    """NumPy's routines ``names`` for matrices of order ``n`` when that order is large
-    (:data:`FROM_ORDER`) and they exist, else ``None`` (the caller keeps SciPy's)."""
-    if n < FROM_ORDER or not available(dtype, *names):
-        return None
-    return routines(dtype, *names)
+    """NumPy's routines ``names`` for matrices of order ``n`` when :func:`suits`, else ``None``
+    (the caller keeps SciPy's)."""
+    return routines(dtype, *names) if suits(n, dtype, *names) else None

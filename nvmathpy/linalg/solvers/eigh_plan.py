@@ -38,7 +38,7 @@ def _candidates(problem: Problem) -> list[Candidate]:
         labels = ["evr", "evx", "evd"]
     elif problem.get("n") <= 32:
         labels = ["ev", "evd", "evr", "evx", "numpy"]
-    elif problem.get("n") >= numpy_lapack.FROM_ORDER:  # the same ?syevd, on NumPy's thread pool (_numpy_lapack)
+    elif numpy_lapack.suits(problem.get("n"), problem.get("dtype")):  # the same ?syevd, on NumPy's thread pool
         labels = ["numpy", "evd", "evr", "ev", "evx"]
     else:
         labels = ["evd", "evr", "ev", "evx", "numpy"]
