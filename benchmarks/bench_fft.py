@@ -118,17 +118,77 @@ def check(result: Any, x: np.ndarray, kind: str, axes: Any) -> float:
     return float(np.linalg.norm(result - ref) / np.linalg.norm(ref))
 
 
+#: The DCT/DST cases of ``--trig``: (label, shape, axes); every case runs DCT-II and DST-III.
+TRIG_CASES = [
+    ("1-D 1000", (1000,), (0,)),
+    ("1-D 4096", (4096,), (0,)),
+    ("1-D 2^20", (1 << 20,), (0,)),
+    ("batched 1024x4096", (1024, 4096), (1,)),
+    ("2-D 2048^2", (2048, 2048), (0, 1)),
+]
+
+
+def trig_main(budgets: list[int], repeats: int, sample: float) -> int:
+    """The DCT/DST table: nvmathpy's tuned plans beside scipy.fft and ducc0 called directly."""
+    import importlib.util
+
+    import scipy.fft
+
+    from nvmathpy.execution import ExecutionCPU
+    from nvmathpy.fft import DCT, DST
+
+    ducc0 = importlib.import_module("ducc0") if importlib.util.find_spec("ducc0") else None
+    rng = np.random.default_rng(0)
+    print("# DCT/DST benchmark (times in microseconds, medians of interleaved samples)\n")
+    print("| case | transform | dtype | thr | scipy.fft | ducc0 | nvmathpy | choice | vs scipy.fft | vs best lib |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ratios: dict[int, list[float]] = {t: [] for t in budgets}
+    for label, shape, axes in TRIG_CASES:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype)
+            for transform, type_, plan_class in (("dct", 2, DCT), ("dst", 3, DST)):
+                for threads in budgets:
+                    with plan_class(x, type=type_, axes=axes, execution=ExecutionCPU(threads)) as tuned:
+                        tuned.autotune(effort="measure", repeats=3)
+                    plan = plan_class(x, type=type_, axes=axes, execution=ExecutionCPU(threads)).plan()  # from wisdom
+                    ref = getattr(scipy.fft, transform + "n")(x.astype(np.float64), type=type_, axes=axes)
+                    err = np.linalg.norm(plan.execute() - ref) / np.linalg.norm(ref)
+                    assert err < (1e-4 if dtype == np.float32 else 1e-10), (label, err)
+                    runners = {"scipy.fft": lambda: getattr(scipy.fft, transform + "n")(x, type=type_, axes=axes,
+                                                                                         workers=threads)}
+                    if ducc0 is not None:
+                        runners["ducc0"] = lambda: getattr(ducc0.fft, transform)(x, type=type_, axes=axes,
+                                                                                  nthreads=threads)
+                    runners["nvmathpy"] = plan.execute
+                    times = interleaved(runners, repeats, sample)
+                    best = min((n for n in times if n != "nvmathpy"), key=times.__getitem__)
+                    ratios[threads].append(times["scipy.fft"] / times["nvmathpy"])
+                    ducc = f"{times['ducc0'] * 1e6:.0f}" if "ducc0" in times else "-"
+                    print(f"| {label} | {transform.upper()}-{'I' * min(type_, 3) if type_ < 4 else 'IV'} | "
+                          f"{np.dtype(dtype).name} | {threads} | {times['scipy.fft'] * 1e6:.0f} | {ducc} | "
+                          f"{times['nvmathpy'] * 1e6:.0f} | {plan.candidate} | {ratios[threads][-1]:.2f}x | "
+                          f"{times['nvmathpy'] / times[best]:.2f}x ({best}) |", flush=True)
+    print()
+    for threads, values in ratios.items():
+        gmean = math.exp(sum(map(math.log, values)) / len(values))
+        print(f"geometric mean speed-up over scipy.fft (workers={threads}): {gmean:.2f}x over {len(values)} cases")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 cases, 2 threads, fewer repeats")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread budgets")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--trig", action="store_true", help="the DCT/DST cases instead of the FFT ones")
     args = parser.parse_args()
     budgets = [2] if args.quick else [int(t) for t in args.threads.split(",")]
     repeats = args.repeats or (3 if args.quick else 5)
     sample = 0.005 if args.quick else 0.015
     os.environ["NVMATHPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="nvmathpy-bench-")
     os.environ.setdefault("KMP_BLOCKTIME", "0")  # MKL's OpenMP threads must not spin between calls
+    if args.trig:
+        return trig_main(budgets, repeats, sample)
 
     from threadpoolctl import threadpool_info
 

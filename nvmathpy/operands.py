@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import InvalidOperandError
+from .errors import InvalidOperandError, OperandMismatchError
 
-__all__ = ["Operand", "wrap", "wrap_all", "unwrapper", "common_package", "SUPPORTED_DTYPES"]
+__all__ = ["Operand", "wrap", "wrap_all", "wrap_matching", "unwrapper", "common_package", "SUPPORTED_DTYPES"]
 
 #: dtypes the operations accept, by name (float16/bfloat16 compute in float32).
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
@@ -196,6 +196,30 @@ def wrap(x: Any, name: str = "operand") -> Operand:
         f"{name}: expected a NumPy, CuPy or PyTorch array (or a DLPack producer), "
         f"got {type(x).__module__}.{type(x).__qualname__}"
     )
+
+
+def wrap_matching(x: Any, planned: dict[str, Any], name: str = "x") -> Operand:
+    """Wrap ``x`` for ``reset_operand``: it must have the ``planned`` values of the
+    :class:`Operand` attributes named there (package, device, shape, dtype, strides...).
+
+    Raises
+    ------
+    OperandMismatchError
+        Naming the first attribute that differs.
+
+    Examples
+    --------
+    >>> planned = {"shape": (3,), "dtype": np.dtype(np.float64)}
+    >>> wrap_matching(np.zeros(3), planned).shape
+    (3,)
+    """
+    operand = wrap(x, name)
+    for what, value in planned.items():
+        found = getattr(operand, what)
+        if found != value:
+            raise OperandMismatchError(
+                f"reset_operand: {name} has {what} {found!r} but the plan was made for {value!r}; create a new plan")
+    return operand
 
 
 def wrap_all(**arrays: Any) -> dict[str, Operand]:

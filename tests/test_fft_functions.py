@@ -247,12 +247,10 @@ def test_hypothesis_shapes_axes(shape, data, kind, norm):
     assert rel_err(got, want) < 1e-12
 
 
-@pytest.mark.parametrize("name", nfft.__all__)
-def test_signatures_match_numpy(name):
+@pytest.mark.parametrize("name", [n for n in nfft.__all__ if n not in ("FFT", "FFTOptions", "DCT", "DST")])
+def test_signatures_match_numpy(name):  # the plan classes are nvmathpy's own
     import inspect
 
-    if name in ("FFT", "FFTOptions"):
-        pytest.skip("nvmathpy plan classes, not numpy.fft functions")
     def params(fn):
         return [(p.name, p.default, p.kind) for p in inspect.signature(fn).parameters.values()]
 

@@ -86,7 +86,7 @@ class Library:
         raise NotImplementedError
 
 
-_SCIPY_FUNCTIONS = ("fftn", "ifftn", "rfftn", "ihfftn", "hfftn", "irfftn")
+_SCIPY_FUNCTIONS = ("fftn", "ifftn", "rfftn", "ihfftn", "hfftn", "irfftn", "dctn", "idctn", "dstn", "idstn")
 
 
 def _scipy_fft_functions() -> Any:

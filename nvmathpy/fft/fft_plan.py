@@ -23,12 +23,11 @@ import numpy as np
 from ..errors import (
     InvalidOperandError,
     InvalidOptionError,
-    OperandMismatchError,
     PlanStateError,
 )
 from ..execution import ExecutionCUDA, as_execution, resolve_execution
 from ..kernels.ir import inputs_of
-from ..operands import Operand, unwrapper, wrap
+from ..operands import Operand, unwrapper, wrap, wrap_matching
 from ..plan import Plan, Problem, as_options
 from ._callbacks import _convert_input, check_inputs_used, make_callback
 from ._engines_cpu import engine_for
@@ -406,13 +405,7 @@ class FFT(Plan):
             If ``x`` differs from the planned operand in any of those.
         """
         self._check_alive("reset_operand")
-        operand = wrap(x, "x")
-        for what, planned in self._signature.items():
-            found = getattr(operand, what)
-            if found != planned:
-                raise OperandMismatchError(
-                    f"reset_operand: x has {what} {found!r} but the plan was made for {planned!r}; create a new plan"
-                )
+        operand = wrap_matching(x, self._signature)
         self._swap_operand(operand, x)
 
     def _swap_operand(self, operand: Operand, user: Any) -> None:

@@ -12,8 +12,11 @@ This module is also a uarray backend for :mod:`scipy.fft`::
     with scipy.fft.set_backend(nvmathpy.scipy.fft):
         y = scipy.fft.fft(x)
 
+The DCT/DST functions (``dct``, ``idct``, ``dst``, ``idst`` and their ``n`` forms) run on
+:class:`nvmathpy.fft.DCT`/:class:`~nvmathpy.fft.DST` plans, choosing between scipy.fft and ducc0.
+
 It declines (returns ``NotImplemented``, so SciPy falls back to its own backend) any function
-it does not implement (DCT/DST, FHT), any operand that is not a NumPy array or a plain
+it does not implement (FHT), any operand that is not a NumPy array or a plain
 array-like of numbers (CuPy, torch, dask, object arrays...), and any ``plan`` that is not an
 nvmathpy FFT plan.
 
@@ -41,11 +44,13 @@ from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, 
 
 from ..fft._driver import plan_cache, transform
 from ..fft.fft_plan import FFT
+from ..fft.trig_plan import trig_transform
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
     "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
     "next_fast_len", "prev_fast_len", "get_workers", "set_workers", "plan_cache",
+    "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn",
 ]  # fmt: skip
 
 
@@ -81,14 +86,40 @@ def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str)
     return _named(function, name, what)
 
 
-def _named(function: Callable[..., Any], name: str, what: str) -> Callable[..., Any]:
+def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
+    def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
+        s = None if n is None else (n,)
+        return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
+                              orthogonalize=orthogonalize, threads=_threads(workers), inverse=inverse)  # fmt: skip
+
+    return _named(function, name, what, _TRIG_NOTE)
+
+
+def _trig_multi_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
+    def run(x, type, s, axes, norm, workers, orthogonalize):
+        return trig_transform(x, transform=transform, type=type, s=s, axes=axes, norm=norm,
+                              orthogonalize=orthogonalize, threads=_threads(workers), inverse=inverse)  # fmt: skip
+
+    if name == "dctn":  # SciPy 1.17 makes orthogonalize keyword-only here alone
+        def function(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, orthogonalize=None):
+            return run(x, type, s, axes, norm, workers, orthogonalize)
+    else:
+        def function(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
+            return run(x, type, s, axes, norm, workers, orthogonalize)
+
+    return _named(function, name, what, _TRIG_NOTE)
+
+
+_FFT_NOTE = ("``workers`` is the thread budget; ``plan`` may be an :class:`nvmathpy.fft.FFT` for this transform;\n"
+             "``overwrite_x`` is accepted and the input is never modified.\n")
+_TRIG_NOTE = ("``workers`` is the thread budget; ``overwrite_x`` is accepted and the input is never modified.\n"
+              "A DCT-I over fewer than 2 points raises ``ValueError`` (SciPy raises ``RuntimeError``).\n")
+
+
+def _named(function: Callable[..., Any], name: str, what: str, note: str = _FFT_NOTE) -> Callable[..., Any]:
     function.__name__ = function.__qualname__ = name
     function.__module__ = __name__
-    function.__doc__ = (
-        f"{what} (as :func:`scipy.fft.{name}`, same signature and results).\n\n"
-        "``workers`` is the thread budget; ``plan`` may be an :class:`nvmathpy.fft.FFT` for this transform;\n"
-        "``overwrite_x`` is accepted and the input is never modified.\n"
-    )
+    function.__doc__ = f"{what} (as :func:`scipy.fft.{name}`, same signature and results).\n\n{note}"
     return function
 
 
@@ -110,6 +141,14 @@ hfft2 = _multi_d("hfft2", "c2r", "forward", (-2, -1), "2-D transform of a Hermit
 ihfft2 = _multi_d("ihfft2", "r2c", "inverse", (-2, -1), "Inverse of hfft2 for real input")
 hfftn = _multi_d("hfftn", "c2r", "forward", None, "N-D transform of a Hermitian-symmetric signal")
 ihfftn = _multi_d("ihfftn", "r2c", "inverse", None, "Inverse of hfftn for real input")
+dct = _trig_one_d("dct", "dct", False, "1-D discrete cosine transform")
+idct = _trig_one_d("idct", "dct", True, "1-D inverse discrete cosine transform")
+dst = _trig_one_d("dst", "dst", False, "1-D discrete sine transform")
+idst = _trig_one_d("idst", "dst", True, "1-D inverse discrete sine transform")
+dctn = _trig_multi_d("dctn", "dct", False, "N-D discrete cosine transform")
+idctn = _trig_multi_d("idctn", "dct", True, "N-D inverse discrete cosine transform")
+dstn = _trig_multi_d("dstn", "dst", False, "N-D discrete sine transform")
+idstn = _trig_multi_d("idstn", "dst", True, "N-D inverse discrete sine transform")
 
 # -- the uarray backend ------------------------------------------------------------------------
 
@@ -118,7 +157,7 @@ __ua_domain__ = "numpy.scipy.fft"
 _TRANSFORMS = {
     f.__name__: f
     for f in (fft, ifft, rfft, irfft, hfft, ihfft, fft2, ifft2, fftn, ifftn, rfft2, irfft2, rfftn, irfftn,
-              hfft2, ihfft2, hfftn, ihfftn)
+              hfft2, ihfft2, hfftn, ihfftn, dct, idct, dst, idst, dctn, idctn, dstn, idstn)
 }  # fmt: skip
 _PLAIN = (list, tuple, int, float, complex, np.generic)
 

@@ -1,0 +1,223 @@
+"""The :class:`DCT` and :class:`DST` plans (SciPy's real-to-real transforms), and their one-call path.
+
+A plan stages its operand (crop or zero-pad to the planned lengths, convert to the real dtype
+it computes in; a complex operand is transformed as its real and imaginary parts, as SciPy
+does), then runs the chosen library candidate (:mod:`._trig_engine`: scipy.fft or ducc0,
+with a thread count). :func:`trig_transform` serves the ``nvmathpy.scipy.fft`` functions
+through a plan cache. CPU only: cuFFT has no real-to-real transforms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ExecutionSpaceUnavailableError, InvalidOptionError, PlanStateError
+from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
+from ..operands import unwrapper, wrap, wrap_matching
+from ..plan import Plan, PlanCache, Problem
+from ._driver import _frozen, wrap_input
+from ._layout import DIRECTIONS
+from ._trig_engine import TrigEngine, TrigLayout, default_budget, describe_trig
+
+__all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
+
+
+def _stage(layout: TrigLayout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    """``x -> input the engine transforms``: cropped/zero-padded to the layout's shape and in
+    its dtype (``x`` itself when it already is)."""
+    dtype, target = layout.dtype, layout.shape
+    if target == shape:
+        return lambda x: x if x.dtype == dtype else x.astype(dtype)
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, target))
+
+    def staged(x: np.ndarray) -> np.ndarray:
+        padded = np.zeros(target, dtype)
+        padded[region] = x[region]
+        return padded
+
+    return staged
+
+
+class DCT(Plan):
+    """A planned discrete cosine transform (SciPy's ``dctn``/``idctn``) over axes of one operand.
+
+    Parameters
+    ----------
+    x
+        A NumPy array or PyTorch CPU tensor: real (bool and integers compute in float64,
+        float16 in float32) or complex (its real and imaginary parts are transformed; with a
+        non-default ``orthogonalize`` too, where SciPy 1.17's complex branch drops that
+        argument and computes the default).
+    type
+        The transform type, 1-4 (as SciPy's).
+    axes
+        Axes to transform (default: the last ``len(s)`` axes, or all).
+    s
+        Lengths along ``axes``; the operand is cropped or zero-padded to them (``None``/``-1``
+        entries keep the operand's length).
+    norm
+        ``"backward"`` (default; the inverse is scaled), ``"ortho"`` or ``"forward"``.
+    orthogonalize
+        SciPy's ``orthogonalize``: ``None`` means ``norm == "ortho"``.
+    execution
+        ``"cpu"``, ``ExecutionCPU(num_threads=...)`` (the thread budget) or ``None``. CUDA is
+        refused: cuFFT has no real-to-real transforms.
+    options
+        ``{"engines": ("scipy",)}`` or ``("ducc0",)`` restricts the libraries tried.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft
+    >>> x = np.random.default_rng(0).standard_normal((3, 10))
+    >>> with DCT(x, type=2, axes=[1], norm="ortho") as plan:
+    ...     y = plan.plan().execute()
+    ...     z = plan.execute(direction="inverse")       # SciPy's idctn of the same type
+    >>> bool(np.allclose(y, scipy.fft.dct(x, norm="ortho"))), bool(np.allclose(z, scipy.fft.idct(x, norm="ortho")))
+    (True, True)
+    """
+
+    transform = "dct"
+
+    def __init__(self, x: Any, /, *, type: int = 2, axes: Any = None, s: Any = None, norm: str | None = "backward",
+                 orthogonalize: bool | None = None, execution: Any = None, options: Any = None):
+        super().__init__()
+        operand = wrap(x, "x")
+        requested = as_execution(execution)
+        space = requested if isinstance(requested, ExecutionCUDA) else resolve_execution(
+            execution, operand.device, operand.device_id)
+        if not isinstance(space, ExecutionCPU):
+            raise ExecutionSpaceUnavailableError(
+                f"{self.transform.upper()}: no engine for execution space {space.name!r} (cuFFT has no "
+                "real-to-real transforms); pass NumPy or torch CPU operands, or execution='cpu'")
+        if options is not None and not isinstance(options, dict):
+            raise InvalidOptionError(f"options={options!r} is not allowed; allowed: None or a dict with 'engines'")
+        unknown = sorted(set(options or {}) - {"engines"})
+        if unknown:
+            raise InvalidOptionError(f"options: {unknown} not allowed; allowed: ['engines']")
+        engines = (options or {}).get("engines")
+        if isinstance(engines, str):
+            engines = (engines,)
+        layout = describe_trig(operand.shape, operand.dtype, transform=self.transform, type=type, axes=axes, s=s,
+                               norm=norm, orthogonalize=orthogonalize)
+        self._engine = TrigEngine(default_budget(space.num_threads), None if engines is None else tuple(engines))
+        self._layout = layout
+        self._complex = operand.dtype.kind == "c"
+        self._stage = _stage(layout, operand.shape)
+        self._problem = Problem.of(
+            "trig", transform=layout.transform, type=layout.type, axes=list(layout.axes), shape=list(layout.shape),
+            dtype=layout.dtype.name, norm=layout.norm, orthogonalize=layout.orthogonalize, complex=self._complex,
+            threads=self._engine.budget,
+        )
+        if not self._engine.candidates(self._problem):
+            raise InvalidOptionError(
+                f"options: engines={list(self._engine.libraries)} cannot compute orthogonalize="
+                f"{layout.orthogonalize} with norm={layout.norm!r} (only scipy.fft can); allow 'scipy'")
+        self._bind_operand(operand, x)
+
+    def _bind_operand(self, operand: Any, user: Any) -> None:
+        self._operand, self._user = operand, user
+        self._signature = {what: getattr(operand, what) for what in ("package", "device", "shape", "dtype", "strides")}
+        self._unwrap = unwrapper(operand)
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of every result (the operand's, with the planned lengths on ``axes``)."""
+        return self._layout.shape
+
+    def _bind(self, prepared: Any) -> Callable[..., Any]:
+        calls = {"forward": prepared.forward, "inverse": prepared.inverse}
+        calls[None] = calls["forward"]
+        x, stage, unwrap, split = self._operand.array, self._stage, self._unwrap, self._complex
+
+        def run(direction: str | None = None) -> Any:
+            fn = calls.get(direction)
+            if fn is None:
+                raise InvalidOptionError(f"execute: direction={direction!r} is not allowed; allowed: {list(DIRECTIONS)}")
+            if split:
+                result = fn(stage(x.real)) + 1j * fn(stage(x.imag))
+            else:
+                result = fn(stage(x))
+            return result if unwrap is None else unwrap(result)
+
+        return run
+
+    def execute(self, direction: str | None = None) -> Any:
+        """Transform the current operand: ``"forward"`` (default; SciPy's ``dctn``/``dstn``) or
+        ``"inverse"`` (``idctn``/``idstn`` of the same type). Returns a new array of the
+        operand's package."""
+        return self._run(direction)
+
+    def reset_operand(self, x: Any, /) -> None:
+        """Point the plan at a new operand of the planned shape, dtype, strides and package.
+
+        Raises
+        ------
+        OperandMismatchError
+            If ``x`` differs from the planned operand in any of those.
+        """
+        self._check_alive("reset_operand")
+        operand = wrap_matching(x, self._signature)
+        self._bind_operand(operand, x)
+        self._rebind()
+
+    def _release(self) -> None:
+        """Drop the references to the caller's arrays (a cached plan must not keep them alive)."""
+        self._operand = self._user = None
+        self._run = _raise_released
+
+    #: Same as :meth:`reset_operand` (the spelling other nvmathpy plans use).
+    reset_operands = reset_operand
+
+
+def _raise_released(*args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError("this plan has no operand bound; call reset_operand(x) first")
+
+
+class DST(DCT):
+    """A planned discrete sine transform (SciPy's ``dstn``/``idstn``); everything else as :class:`DCT`.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft
+    >>> x = np.random.default_rng(1).standard_normal(12)
+    >>> bool(np.allclose(DST(x, type=1).plan().execute(), scipy.fft.dst(x, type=1)))
+    True
+    """
+
+    transform = "dst"
+
+
+_CACHE = PlanCache(maxsize=64)
+_PLANS = {"dct": DCT, "dst": DST}
+
+
+def trig_plan_cache() -> PlanCache:
+    """The plan cache of the one-call DCT/DST functions (``resize``/``clear``/``hits``/``misses``)."""
+    return _CACHE
+
+
+def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm: Any, orthogonalize: Any,
+                   threads: int, inverse: bool) -> Any:
+    """Run one DCT/DST through the plan cache: a hit binds ``x`` to a ready plan (no re-planning)."""
+    operand = wrap_input(x, "x")
+    if operand.array is not x and operand.package == "numpy":  # a list or another array-like
+        x = operand.array
+    key = (transform, type, operand.package, operand.shape, operand.strides, operand.dtype.str, _frozen(axes),
+           _frozen(s), norm, orthogonalize, threads)
+    plan = _CACHE.take(key)
+    try:
+        if plan is None:
+            plan = _PLANS[transform](x, type=type, axes=axes, s=s, norm=norm, orthogonalize=orthogonalize,
+                                     execution=ExecutionCPU(threads)).plan()
+        else:
+            plan.reset_operand(x)
+        result = plan.execute("inverse" if inverse else "forward")
+    except BaseException:
+        if plan is not None:
+            plan.free()
+        raise
+    plan._release()
+    _CACHE.give(key, plan)
+    return result
