@@ -382,3 +382,38 @@ def test_reset_operands_accepts_another_layout():
     g = np.asfortranarray(well(rng, 6, np.float64))
     lu.reset_operands(a=g)
     assert relerr(lu.solve(np.ones(6), trans=1), np.linalg.solve(g.T, np.ones(6))) < 1e-12
+
+
+# -- memory: a dropped plan is freed at once --------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda a, b: LU(a), lambda a, b: Cholesky(a @ a.T), lambda a, b: QR(a), lambda a, b: Eigh(a + a.T),
+    lambda a, b: SVD(a), lambda a, b: Lstsq(a),
+], ids=["LU", "Cholesky", "QR", "Eigh", "SVD", "Lstsq"])
+def test_a_dropped_plan_is_freed_without_the_garbage_collector(make):
+    """The closures a plan binds hold it weakly: no plan -> closure -> plan cycle keeps a
+    dropped plan's factors alive until the cyclic collector runs."""
+    import gc
+    import weakref
+
+    rng = np.random.default_rng(3)
+    a = rand(rng, (40, 40), np.float64) + 40 * np.eye(40)
+    b = rand(rng, (40, 2), np.float64)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        plan = make(a, b)
+        plan.autotune(effort="exhaustive", repeats=1)
+        assert plan.execute() is not None
+        if hasattr(plan, "solve"):
+            x = plan.solve(b)
+            assert (x[0] if isinstance(x, tuple) else x).shape[0] == 40  # Lstsq: (x, residuals, rank, s)
+        if isinstance(plan, (LU, Cholesky, Lstsq)):
+            assert plan.execute() is plan  # the plan itself, not its stand-in
+        ref = weakref.ref(plan)
+        del plan
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -158,6 +158,11 @@ class Plan(abc.ABC):
         """A no-argument call autotune times; by default the bound closure itself."""
         return self._bind(prepared)
 
+    def _closure_for(self, prepared: Prepared) -> Callable[..., Any]:
+        """:meth:`_bind`'s closure as :meth:`_install`/:meth:`_rebind` keep it in ``_run``
+        (a subclass whose closures use the plan itself binds them weakly here)."""
+        return self._bind(prepared)
+
     # -- introspection ---------------------------------------------------------------------
 
     @property
@@ -306,7 +311,7 @@ class Plan(abc.ABC):
 
     def _install(self, prepared: Prepared, how: str) -> None:
         """Make ``prepared`` current: bind first (may raise), then swap and free the old one."""
-        run = self._bind(prepared)
+        run = self._closure_for(prepared)
         old, self._prepared, self._run, self.chosen_by = self._prepared, prepared, run, how
         if old is not None and old is not prepared:
             old.free()
@@ -314,7 +319,7 @@ class Plan(abc.ABC):
     def _rebind(self) -> None:
         """Rebuild the hot-path closure after operands changed (for ``reset_operands``)."""
         if self._prepared is not None:
-            self._run = self._bind(self._prepared)
+            self._run = self._closure_for(self._prepared)
 
     def free(self) -> None:
         """Release everything the plan holds. Idempotent."""

@@ -193,12 +193,13 @@ class QR(SolverPlan):
         self._computed()
         ormqr, trtrs = self._prepared.state["ormqr"], self._prepared.state["trtrs"]
         parts = self._state
-        herm = "C" if self._a.dtype.kind == "c" else "T"
+        dtype = self._a.dtype
+        herm = "C" if dtype.kind == "c" else "T"
 
-        def solve_one(i: int, b2: np.ndarray, trans: int) -> np.ndarray:
+        def solve_one(i: int, b2: np.ndarray, trans: int) -> np.ndarray:  # holds no plan: no cycle
             qr, tau, perm = parts[i][0], parts[i][1], parts[i][2]
             if n == 0:
-                return np.zeros((0, b2.shape[1]), self._a.dtype)
+                return np.zeros((0, b2.shape[1]), dtype)
             c = ormqr("L", herm, qr[:, :n], tau, np.array(b2, order="F"), max(1, b2.shape[1]) * 64)[0]
             x, info = trtrs(qr, c[:n], lower=0)[:2] if qr.shape[0] == n else trtrs(qr[:n], c[:n], lower=0)[:2]
             if info > 0:
@@ -209,4 +210,4 @@ class QR(SolverPlan):
                 return out
             return x
 
-        return solver_closure(solve_one, m, self._batch, self._a.dtype, [], self._to_caller, "matrix", None)
+        return solver_closure(solve_one, m, self._batch, dtype, [], self._to_caller, "matrix", None)
