@@ -31,7 +31,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
-from nvmathpy.bench.suite_fft import CASES, FFTW_TIME_LIMIT, QUICK, direct_runners, make_input  # noqa: E402
+from nvmathpy.bench.suite_fft import (  # noqa: E402
+    CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, make_input, trig_runners,
+)
 
 def median_seconds(fn: Callable[[], Any], sample: float) -> Callable[[], float]:
     """A sampler: each call times enough back-to-back calls of ``fn`` to last ``sample`` seconds."""
@@ -118,26 +120,13 @@ def check(result: Any, x: np.ndarray, kind: str, axes: Any) -> float:
     return float(np.linalg.norm(result - ref) / np.linalg.norm(ref))
 
 
-#: The DCT/DST cases of ``--trig``: (label, shape, axes); every case runs DCT-II and DST-III.
-TRIG_CASES = [
-    ("1-D 1000", (1000,), (0,)),
-    ("1-D 4096", (4096,), (0,)),
-    ("1-D 2^20", (1 << 20,), (0,)),
-    ("batched 1024x4096", (1024, 4096), (1,)),
-    ("2-D 2048^2", (2048, 2048), (0, 1)),
-]
-
-
 def trig_main(budgets: list[int], repeats: int, sample: float) -> int:
     """The DCT/DST table: nvmathpy's tuned plans beside scipy.fft and ducc0 called directly."""
-    import importlib.util
-
     import scipy.fft
 
     from nvmathpy.execution import ExecutionCPU
     from nvmathpy.fft import DCT, DST
 
-    ducc0 = importlib.import_module("ducc0") if importlib.util.find_spec("ducc0") else None
     rng = np.random.default_rng(0)
     print("# DCT/DST benchmark (times in microseconds, medians of interleaved samples)\n")
     print("| case | transform | dtype | thr | scipy.fft | ducc0 | nvmathpy | choice | vs scipy.fft | vs best lib |")
@@ -154,11 +143,7 @@ def trig_main(budgets: list[int], repeats: int, sample: float) -> int:
                     ref = getattr(scipy.fft, transform + "n")(x.astype(np.float64), type=type_, axes=axes)
                     err = np.linalg.norm(plan.execute() - ref) / np.linalg.norm(ref)
                     assert err < (1e-4 if dtype == np.float32 else 1e-10), (label, err)
-                    runners = {"scipy.fft": lambda: getattr(scipy.fft, transform + "n")(x, type=type_, axes=axes,
-                                                                                         workers=threads)}
-                    if ducc0 is not None:
-                        runners["ducc0"] = lambda: getattr(ducc0.fft, transform)(x, type=type_, axes=axes,
-                                                                                  nthreads=threads)
+                    runners = trig_runners(x, transform, type_, axes, threads)
                     runners["nvmathpy"] = plan.execute
                     times = interleaved(runners, repeats, sample)
                     best = min((n for n in times if n != "nvmathpy"), key=times.__getitem__)

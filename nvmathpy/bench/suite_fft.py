@@ -11,7 +11,8 @@ import numpy as np
 
 from .harness import Case
 
-__all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "cases", "make_input", "direct_runners"]
+__all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "TRIG_CASES", "TRIG_QUICK", "cases", "make_input", "direct_runners",
+           "trig_runners"]
 
 CASES = [  # (label, kind, shape, axes)
     ("1-D 1000", "c2c", (1000,), None),
@@ -27,6 +28,15 @@ CASES = [  # (label, kind, shape, axes)
     ("r2c 2^20", "r2c", (1 << 20,), None),
     ("r2c 2048^2", "r2c", (2048, 2048), None),
 ]
+#: DCT/DST cases: (label, shape, axes); each runs DCT-II and DST-III.
+TRIG_CASES = [
+    ("1-D 1000", (1000,), (0,)),
+    ("1-D 4096", (4096,), (0,)),
+    ("1-D 2^20", (1 << 20,), (0,)),
+    ("batched 1024x4096", (1024, 4096), (1,)),
+    ("2-D 2048^2", (2048, 2048), (0, 1)),
+]
+TRIG_QUICK = {"1-D 4096"}
 #: Seconds FFTW may plan one candidate while tuning (keeps a full run near 10 minutes).
 FFTW_TIME_LIMIT = 3.0
 QUICK = {"1-D 1024", "1-D 65536", "1-D 10007 (prime)", "2-D 512^2", "r2c 2^20"}
@@ -99,4 +109,43 @@ def cases(quick: bool) -> list[Case]:
                 runners["nvmathpy"] = plan.execute
                 out.append(Case("fft", f"{label} {x.dtype.name}", "scipy.fft", runners, threads=threads,
                                 note=str(plan.candidate)))
+    return out + trig_cases(quick, rng)
+
+
+def trig_runners(x: np.ndarray, transform: str, type_: int, axes: Any, threads: int) -> dict[str, Callable[[], Any]]:
+    """scipy.fft's ``dctn``/``dstn`` with ``workers`` and, when installed, ducc0's with ``nthreads``."""
+    import importlib.util
+
+    import scipy.fft
+
+    function = getattr(scipy.fft, transform + "n")
+    runners = {"scipy.fft": lambda: function(x, type=type_, axes=axes, workers=threads)}
+    if importlib.util.find_spec("ducc0") is not None:
+        import ducc0
+
+        direct = getattr(ducc0.fft, transform)
+        runners["ducc0"] = lambda: direct(x, type=type_, axes=axes, nthreads=threads)
+    return runners
+
+
+def trig_cases(quick: bool, rng: np.random.Generator) -> list[Case]:
+    """DCT-II and DST-III plans, tuned, beside scipy.fft and ducc0 at 2 threads."""
+    from ..execution import ExecutionCPU
+    from ..fft import DCT, DST
+
+    out: list[Case] = []
+    for label, shape, axes in TRIG_CASES:
+        if quick and label not in TRIG_QUICK:
+            continue
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype)
+            for name, type_, plan_class in (("dct", 2, DCT), ("dst", 3, DST)):
+                with plan_class(x, type=type_, axes=axes, execution=ExecutionCPU(2)) as tuning:
+                    tuning.autotune(effort="measure", repeats=3)
+                plan = plan_class(x, type=type_, axes=axes, execution=ExecutionCPU(2)).plan()  # from wisdom
+                runners = trig_runners(x, name, type_, axes, 2)
+                runners["nvmathpy"] = plan.execute
+                roman = {2: "II", 3: "III"}[type_]
+                out.append(Case("fft", f"{name.upper()}-{roman} {label} {x.dtype.name}", "scipy.fft", runners,
+                                threads=2, note=str(plan.candidate)))
     return out
