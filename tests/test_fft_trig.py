@@ -264,3 +264,16 @@ class TestBackend:
         torch = pytest.importorskip("torch")
         assert nsf.__ua_function__(scipy.fft.dct, (torch.ones(4),), {}) is NotImplemented
         assert nsf.__ua_function__(scipy.fft.dctn, (np.ones(4, dtype=object),), {}) is NotImplemented
+
+
+def test_bench_suite_cases_compute_the_same_transform(monkeypatch):
+    from nvmathpy.bench import suite_fft
+
+    monkeypatch.setattr(suite_fft, "TRIG_CASES", [("1-D 96", (96,), (0,)), ("2-D 12x10", (12, 10), (0, 1))])
+    cases = suite_fft.trig_cases(False, np.random.default_rng(0))
+    assert len(cases) == 2 * 2 * 2 and all(c.baseline == "scipy.fft" and c.threads == 2 for c in cases)
+    for case in cases:
+        results = {label: np.asarray(fn()) for label, fn in case.impls.items()}
+        assert {"scipy.fft", "nvmathpy"} <= set(results)
+        for label, value in results.items():
+            assert rel_err(value, results["scipy.fft"]) < 1e-5, (case.name, label)
