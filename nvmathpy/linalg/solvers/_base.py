@@ -63,6 +63,8 @@ class SolverPlan(Plan):
 
     #: The CPU engine of the concrete plan class.
     cpu_engine: ClassVar[CPULapackEngine]
+    #: Whether :meth:`_closure_for` binds on a weak stand-in (see there).
+    _bind_weakly: ClassVar[bool] = True
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SolverPlan":
         # CUDA operands (or execution="cuda") get the class's cuSOLVER variant (a subclass,
@@ -90,12 +92,16 @@ class SolverPlan(Plan):
         return {} if self.num_threads is None else {"num_threads": self.num_threads}
 
     def _closure_for(self, prepared: Prepared) -> Callable[..., Any]:
-        """``_bind``'s closure made on a weak proxy of the plan. The solver closures use the plan
+        """``_bind``'s closure made on a weak stand-in of the plan. The solver closures use the plan
         (to store factors), and a plan -> ``_run`` -> plan cycle would keep every dropped plan
         and its factors alive until the cyclic garbage collector runs: ``LU(a).solve(b)`` in a
         loop then held several 8 MB factors at n = 1024 and took fresh memory each time
         (300-500 page faults per call, measured). A closure returning the plan returns the
-        plan itself, not the proxy."""
+        plan itself, not the stand-in. Plans whose closures read operands on every call
+        (``_bind_weakly = False``) bind directly: they live in the plan cache, whose eviction
+        frees them (which breaks the cycle)."""
+        if not self._bind_weakly:
+            return self._bind(prepared)
         plan = weakref.ref(self)
         run = _weak_stand_in(self)._bind(prepared)
 

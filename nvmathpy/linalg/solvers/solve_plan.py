@@ -70,6 +70,10 @@ class Solve(SolverPlan):
     """
 
     cpu_engine = CPULapackEngine("solve", _candidates, _setup)
+    #: Its closures read the operands on every call (the one-call fast path swaps them in
+    #: without rebinding); a weak stand-in would add a forwarded lookup to each, and the
+    #: plan lives in the plan cache, which frees it on eviction.
+    _bind_weakly = False
 
     def __init__(self, a: Any, /, b: Any = None, *, execution: Any = None):
         super().__init__(execution, a=a, b=b)
