@@ -114,10 +114,7 @@ class DCT(Plan):
             raise InvalidOptionError(
                 f"options: engines={list(self._engine.libraries)} cannot compute orthogonalize="
                 f"{layout.orthogonalize} with norm={layout.norm!r} (only scipy.fft can); allow 'scipy'")
-        self._bind_operand(operand, x)
-
-    def _bind_operand(self, operand: Any, user: Any) -> None:
-        self._operand, self._user = operand, user
+        self._operand = operand
         self._signature = {what: getattr(operand, what) for what in ("package", "device", "shape", "dtype", "strides")}
         self._unwrap = unwrapper(operand)
 
@@ -158,13 +155,12 @@ class DCT(Plan):
             If ``x`` differs from the planned operand in any of those.
         """
         self._check_alive("reset_operand")
-        operand = wrap_matching(x, self._signature)
-        self._bind_operand(operand, x)
+        self._operand = wrap_matching(x, self._signature)
         self._rebind()
 
     def _release(self) -> None:
         """Drop the references to the caller's arrays (a cached plan must not keep them alive)."""
-        self._operand = self._user = None
+        self._operand = None
         self._run = _raise_released
 
     #: Same as :meth:`reset_operand` (the spelling other nvmathpy plans use).

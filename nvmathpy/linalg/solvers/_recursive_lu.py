@@ -5,8 +5,8 @@ here) two threads take 20 ms against 26.7 ms on one (1.3x), while a product of t
 scales 1.85x. Splitting the columns in halves (Toledo's recursion) puts almost all the work
 into two large calls per level, a triangular solve and a matrix product, which OpenBLAS runs on
 every core at full speed; only narrow panels (:data:`LEAF` columns) go to ``?getrf`` itself.
-Measured here (medians, several runs on a shared machine): n = 512 2.4-3.0 ms against
-3.8-5.9 ms, n = 1024 13.3-17 ms against 17.6-20.7 ms.
+Measured here (medians, several runs on a shared machine): n = 512 2.4-3.1 ms against
+3.5-5.9 ms, n = 1024 13.3-17.2 ms against 17.6-22.8 ms.
 
 The pivots are chosen as LAPACK chooses them (the largest magnitude in the column, first
 one on ties), so the factors and pivots are LAPACK's, up to rounding: every row interchange a
