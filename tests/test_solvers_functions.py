@@ -282,10 +282,10 @@ def test_plan_cache_hits_and_resize():
     cache.clear()
     a = well(np.random.default_rng(0), 5, np.float64, (3,))
     for _ in range(4):
-        nl.det(a)
+        nl.inv(a)
     assert cache.hits >= 3
     cache.resize(0)
-    nl.det(a)
+    nl.inv(a)
     assert len(cache) == 0
     cache.resize(64)
 
@@ -471,3 +471,41 @@ def test_one_call_inverse_and_solve_in_chunks(monkeypatch, n):
     for call in (lambda: nl.inv(a), lambda: nl.solve(a, b)):
         with pytest.raises(np.linalg.LinAlgError, match="batch element 33"):
             call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("layout", ["C", "F", "transposed"])
+def test_inv_fast_path_layouts_batches_and_singular_members(dtype, layout):
+    import weakref
+
+    from nvmathpy.errors import LinAlgError
+
+    rng = np.random.default_rng(11)
+    for batch in ((), (3,)):
+        a = well(rng, 7, dtype, batch)
+        a = {"C": a, "F": np.asfortranarray(a) if not batch else a, "transposed": np.swapaxes(a, -1, -2)}[layout]
+        got = nl.inv(a)
+        assert got.dtype == a.dtype and relerr(got, np.linalg.inv(wide(a))) < 1e2 * tol(dtype)
+        ref = weakref.ref(a)
+        del a
+        assert ref() is None  # the cached plan keeps no reference to the caller's array
+    singular = well(rng, 4, dtype, (3,))
+    singular[1] = 0
+    with pytest.raises(LinAlgError, match="batch element 1"):
+        nl.inv(singular)
+
+
+def test_small_determinants_are_numpys_and_large_ones_run_the_lu_plan():
+    rng = np.random.default_rng(12)
+    small = rng.standard_normal((5, 9, 9))
+    assert np.array_equal(nl.det(small), np.linalg.det(small))  # NumPy's own gufunc: the same numbers
+    sign, logabs = nl.slogdet(small)
+    ref_sign, ref_logabs = np.linalg.slogdet(small)
+    assert np.array_equal(sign, ref_sign) and np.array_equal(logabs, ref_logabs)
+    cache = functions.plan_cache()
+    cache.clear()
+    big = np.eye(300) + 0.01 * rng.standard_normal((300, 300))  # a determinant that does not overflow
+    assert abs(nl.det(big) / np.linalg.det(big) - 1) < 1e-10
+    nl.det(big)
+    assert cache.hits == 1  # the plan path, from the plan cache the second time
+    assert abs(nl.slogdet(big)[1] - np.linalg.slogdet(big)[1]) < 1e-10 * abs(np.linalg.slogdet(big)[1])
