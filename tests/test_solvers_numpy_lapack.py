@@ -146,6 +146,25 @@ def test_the_wrappers_keep_scipys_conventions():
     assert potrf(-s)[1] > 0  # not positive definite: info names the minor
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [0, 1])
+@pytest.mark.parametrize("nrhs", [None, 1, 2, numpy_lapack.POTRS_BY_COLUMN, numpy_lapack.POTRS_BY_COLUMN + 1, 0])
+def test_potrs_column_by_column_and_through_trsm_agree_with_scipy(dtype, lower, nrhs):
+    rng = np.random.default_rng(5)
+    s = hpd(rng, (N, N), dtype)
+    potrf, potrs = numpy_lapack.routines(dtype, "potrf", "potrs")
+    c, info = potrf(s, lower=lower)
+    b = rand(rng, (N,) if nrhs is None else (N, nrhs), dtype)
+    keep = b.copy()
+    x, info = potrs(c, b, lower=lower)
+    ref, _ = sla.get_lapack_funcs("potrs", dtype=np.dtype(dtype))(c, b, lower=lower)
+    np.testing.assert_array_equal(b, keep)
+    assert info == 0 and x.shape == b.shape and x.dtype == np.dtype(dtype)
+    if nrhs != 0:
+        assert rel(x, ref) < TOL[dtype]
+        assert rel(wide(s) @ wide(x), b) < TOL[dtype]
+
+
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
 @pytest.mark.parametrize("layout", ["C", "F"])
 def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch, dtype, layout):

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._cblas import _numpy_blas
 
-__all__ = ["FROM_ORDER", "available", "for_order", "routines", "suits"]
+__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "for_order", "routines", "suits"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few
@@ -133,17 +133,41 @@ def _zero_other_triangle(c: np.ndarray, lower: bool) -> None:
             c[j + 1:, j] = 0
 
 
+#: Up to this many right-hand sides ``potrs`` solves column by column with two ``?trsv``:
+#: OpenBLAS's ``?potrs`` goes through ``?trsm``, which packs the whole factor even for one
+#: column (n = 1024, float64, measured here: one column 0.85 ms against 0.18 ms, four 1.2 ms
+#: against 0.78 ms, eight 1.36 ms against 1.65 ms).
+POTRS_BY_COLUMN = 4
+
+
 def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
-    fn, integer = _symbol(_PREFIX[dtype.name] + "potrs")
+    prefix = _PREFIX[dtype.name]
+    fn, integer = _symbol(prefix + "potrs")
+    trsv = _symbol(prefix + "trsv")
+    adjoint = b"C" if prefix in "cz" else b"T"
+
+    def by_column(c: np.ndarray, x: np.ndarray, lower: int) -> None:
+        """``x <- A^-1 x`` for ``A = L L^H`` (``lower``) or ``U^H U``, one column at a time."""
+        n, item = c.shape[0], x.dtype.itemsize
+        first, second = (b"N", adjoint) if lower else (adjoint, b"N")
+        args = (ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))))
+        uplo, step = ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(1))
+        for column in range(x.shape[1] if x.ndim == 2 else 1):
+            at = ctypes.c_void_p(x.ctypes.data + column * n * item)
+            for trans in (first, second):
+                trsv[0](uplo, ctypes.c_char_p(trans), ctypes.c_char_p(b"N"), *args, at, step)
 
     def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0) -> tuple[np.ndarray, int]:
         c, x = _readable(c, dtype), np.array(b, dtype=dtype, order="F")
         n = c.shape[0]
+        nrhs = x.shape[1] if x.ndim == 2 else 1
+        if trsv is not None and nrhs <= POTRS_BY_COLUMN:
+            by_column(c, x, lower)
+            return x, 0
         info = integer(0)
-        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)),
-           ctypes.byref(integer(x.shape[1] if x.ndim == 2 else 1)), ctypes.c_void_p(c.ctypes.data),
-           ctypes.byref(integer(max(1, n))), ctypes.c_void_p(x.ctypes.data), ctypes.byref(integer(max(1, n))),
-           ctypes.byref(info))
+        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.byref(integer(nrhs)),
+           ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))), ctypes.c_void_p(x.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
         return x, int(info.value)
 
     return potrs
