@@ -90,7 +90,7 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
     adjoint = ctypes.c_char_p(b"C" if complex_ else b"T")
     no, left = ctypes.c_char_p(b"N"), ctypes.c_char_p(b"L")
     fns["norm"].restype = ctypes.c_float if prefix in "sc" else ctypes.c_double
-    # The tridiagonal matrix may be scaled into range first, as ?syevd does (its RMIN/RMAX).
+    # A matrix whose largest entry is tiny or huge is scaled into range first, as ?syevd does (RMIN/RMAX).
     tiny = np.finfo(real).tiny / np.finfo(real).eps
     safe_min, safe_max = np.sqrt(tiny), np.sqrt(1 / tiny)
 
@@ -148,7 +148,7 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
                 t *= sigma
         d, e = np.empty(n, real), np.empty(max(1, n - 1), real)
         tau = np.empty(max(1, n - 1), dtype)
-        lwork = n * 64
+        lwork = n * 64  # room for ?sytrd's blocked reduction (n x its block size, 32 in OpenBLAS)
         work = np.empty(lwork, dtype)
         info = integer(0)
         fns["reduce"](uplo, _byref(integer, n), ctypes.c_void_p(t.ctypes.data), ld, ctypes.c_void_p(d.ctypes.data),

@@ -8,9 +8,9 @@ Candidates are the divide-and-conquer (``evd``), relatively robust representatio
 applied in large blocks, :mod:`._blocked_eigh`; first from order :data:`BLOCKED_FROM`), and
 for generalized problems ``gvd`` / ``gvx`` / ``gv``; they agree to rounding, so autotune may
 take the fastest (``evd`` beats SciPy's default ``evr`` at n = 1024 on this class of machine,
-``blocked_evd`` beats ``evd``). A C-ordered
-Hermitian ``A`` is read through its Fortran view ``conj(A)`` with the other triangle; the
-eigenvectors come back conjugated accordingly, without copying ``A``.
+``blocked_evd`` beats ``evd``). A C-ordered Hermitian ``A`` is read through its Fortran view
+``conj(A)`` with the other triangle; the eigenvectors come back conjugated accordingly,
+without copying ``A``.
 """
 
 from __future__ import annotations
