@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import nvmathpy.scipy.linalg as nsl
 from nvmathpy.linalg import Eigh
-from nvmathpy.linalg.solvers import _blocked_eigh as blocked
+from nvmathpy.linalg.solvers import _householder as householder
 from nvmathpy.linalg.solvers._blocked_eigh import blocked_eigh, blocked_eigh_available
 from nvmathpy.linalg.solvers.eigh_plan import BLOCKED_FROM
 
@@ -53,7 +53,7 @@ def check(h, dtype, lower, block=None):
     before = g.copy()
     with pytest.MonkeyPatch.context() as patch:
         if block is not None:
-            patch.setattr(blocked, "BLOCK", block)
+            patch.setattr(householder, "BLOCK", block)
         w, v, info = blocked_eigh(dtype)(g, lower, True)
         w_only, none, info_only = blocked_eigh(dtype)(g, lower, False)
     np.testing.assert_array_equal(g, before)  # the input is left alone
@@ -82,7 +82,7 @@ def test_small_blocks_every_dtype_and_triangle(dtype, n, lower, block):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lower", [True, False])
 def test_default_block_on_an_order_with_a_partial_last_block(dtype, lower):
-    n = 2 * blocked.BLOCK + 37
+    n = 2 * householder.BLOCK + 37
     w, v = check(hermitian(np.random.default_rng(3), n, dtype), dtype, lower)
     if dtype == "float64":  # the same eigenvalues as LAPACK's own ?syevd, to rounding
         ref = sla.eigh(hermitian(np.random.default_rng(3), n, dtype), eigvals_only=True, driver="evd")

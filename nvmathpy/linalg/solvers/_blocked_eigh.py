@@ -5,9 +5,8 @@ tridiagonal problem by divide and conquer (``?stedc``) and turn its eigenvectors
 matrix's by applying the reduction's reflectors (``?ormtr``). That last step applies the
 reflectors 32 at a time, so its products have an inner dimension of 32 and run far below the
 machine's product speed: at n = 1024 (float64, 2 cores here) it took 62-74 ms of
-``?syevd``'s 150-165 ms. Here the same reflectors are applied ``BLOCK`` at a time, each
-block as ``Z -= V (T (V^H Z))`` with ``T`` from ``?larft``: two products with an inner
-dimension of ``BLOCK`` and one small triangular one, 38-42 ms in all. The reduction and the
+``?syevd``'s 150-165 ms. Here :mod:`._householder` applies the same reflectors 128 at a
+time, 38-42 ms in all. The reduction and the
 tridiagonal solver are LAPACK's own (the reduction with its full blocked workspace), so the
 eigenvalues are ``?syevd``'s and the eigenvectors equal them to rounding.
 
@@ -24,13 +23,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._householder import reflectors, reflectors_available
 from ._numpy_lapack import _PREFIX, _fortran, _symbol
 
-__all__ = ["BLOCK", "blocked_eigh", "blocked_eigh_available"]
-
-#: Reflectors applied per block in the back-transformation (64 and 128 measured alike at
-#: n = 1024, 256 5-10% slower: its triangular factor costs more than the wider products gain).
-BLOCK = 128
+__all__ = ["blocked_eigh", "blocked_eigh_available"]
 
 _REAL_PREFIX = {"s": "s", "d": "d", "c": "s", "z": "d"}
 
@@ -39,14 +35,14 @@ def _routine_names(prefix: str) -> dict[str, str]:
     real = _REAL_PREFIX[prefix]
     reduce_ = "hetrd" if prefix in "cz" else "sytrd"
     norm = "lanhe" if prefix in "cz" else "lansy"
-    return {"reduce": prefix + reduce_, "norm": prefix + norm, "larft": prefix + "larft", "gemm": prefix + "gemm",
-            "trmm": prefix + "trmm", "stedc": real + "stedc", "sterf": real + "sterf"}
+    return {"reduce": prefix + reduce_, "norm": prefix + norm, "stedc": real + "stedc", "sterf": real + "sterf"}
 
 
 def blocked_eigh_available(dtype: Any) -> bool:
     """Whether NumPy's OpenBLAS exports every routine the blocked eigensolver calls for ``dtype``."""
     prefix = _PREFIX.get(np.dtype(dtype).name)
-    return prefix is not None and all(_symbol(name) is not None for name in _routine_names(prefix).values())
+    return (prefix is not None and reflectors_available(dtype)
+            and all(_symbol(name) is not None for name in _routine_names(prefix).values()))
 
 
 def blocked_eigh(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray | None, int]]:
@@ -82,55 +78,12 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
     fns = {key: _symbol(name)[0] for key, name in _routine_names(prefix).items()}
     integer = _symbol(_routine_names(prefix)["reduce"])[1]
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
-    item = dtype.itemsize
     complex_ = dtype.kind == "c"
-    scalar = (ctypes.c_float * 2 if prefix == "c" else ctypes.c_double * 2) if complex_ else (
-        ctypes.c_float if prefix == "s" else ctypes.c_double)
-    one, minus_one, zero = (ctypes.byref(scalar(v, 0.0) if complex_ else scalar(v)) for v in (1.0, -1.0, 0.0))
-    adjoint = ctypes.c_char_p(b"C" if complex_ else b"T")
-    no, left = ctypes.c_char_p(b"N"), ctypes.c_char_p(b"L")
+    householder = reflectors(dtype)
     fns["norm"].restype = ctypes.c_float if prefix in "sc" else ctypes.c_double
     # A matrix whose largest entry is tiny or huge is scaled into range first, as ?syevd does (RMIN/RMAX).
     tiny = np.finfo(real).tiny / np.finfo(real).eps
     safe_min, safe_max = np.sqrt(tiny), np.sqrt(1 / tiny)
-
-    def back_transform(t: np.ndarray, tau: np.ndarray, z: np.ndarray, lower: bool) -> None:
-        """``z <- Q z`` for the ``Q`` whose reflectors ``?sytrd`` left in ``t`` and ``tau``."""
-        n, cols = t.shape[0], z.shape[1]
-        factor = np.zeros((BLOCK, BLOCK), dtype, order="F")
-        work = np.empty((BLOCK, cols), dtype, order="F")
-        starts = range(0, n - 1, BLOCK)
-        for j in (reversed(starts) if lower else starts):
-            k = min(BLOCK, n - 1 - j)
-            if lower:  # Q = H(0) H(1) ... : reflector i acts on rows i+1.., stored in column i below row i+1
-                rows, first_row = n - 1 - j, j + 1
-                v = np.array(t[j + 1:, j:j + k], order="F")
-                head = v[:k]  # the unit lower triangle's square: the tridiagonal's and other entries above
-                head[...] = np.tril(head, -1)
-                direct = b"F"
-            else:  # Q = ... H(1) H(0): reflector i acts on rows 0..i, stored in column i+1 above row i
-                rows, first_row = j + k, 0
-                v = np.array(t[:j + k, j + 1:j + k + 1], order="F")
-                head = v[j:]  # the unit upper triangle's square: the tridiagonal's and other entries below
-                head[...] = np.triu(head, 1)
-                direct = b"B"
-            np.fill_diagonal(head, 1)
-            fns["larft"](ctypes.c_char_p(direct), ctypes.c_char_p(b"C"), _byref(integer, rows), _byref(integer, k),
-                         ctypes.c_void_p(v.ctypes.data), _byref(integer, rows),
-                         ctypes.c_void_p(tau.ctypes.data + j * item), ctypes.c_void_p(factor.ctypes.data),
-                         _byref(integer, BLOCK))
-            target = ctypes.c_void_p(z.ctypes.data + first_row * item)
-            ldz = _byref(integer, n)
-            # work = V^H Z[rows]; work = T work; Z[rows] -= V work
-            fns["gemm"](adjoint, no, _byref(integer, k), _byref(integer, cols), _byref(integer, rows), one,
-                        ctypes.c_void_p(v.ctypes.data), _byref(integer, rows), target, ldz, zero,
-                        ctypes.c_void_p(work.ctypes.data), _byref(integer, BLOCK))
-            fns["trmm"](left, ctypes.c_char_p(b"U" if lower else b"L"), no, no, _byref(integer, k),
-                        _byref(integer, cols), one, ctypes.c_void_p(factor.ctypes.data), _byref(integer, BLOCK),
-                        ctypes.c_void_p(work.ctypes.data), _byref(integer, BLOCK))
-            fns["gemm"](no, no, _byref(integer, rows), _byref(integer, cols), _byref(integer, k), minus_one,
-                        ctypes.c_void_p(v.ctypes.data), _byref(integer, rows), ctypes.c_void_p(work.ctypes.data),
-                        _byref(integer, BLOCK), one, target, ldz)
 
     def eigh(a: np.ndarray, lower: bool, vectors: bool,
              overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray | None, int]:
@@ -166,8 +119,10 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
                          ctypes.c_void_p(rwork.ctypes.data), _byref(integer, rwork.size),
                          ctypes.c_void_p(iwork.ctypes.data), _byref(integer, iwork.size), ctypes.byref(info))
             z = np.asfortranarray(z_real, dtype) if complex_ else z_real
-            if not info.value:
-                back_transform(t, tau, z, lower)
+            if not info.value and lower:
+                householder.forward(t, tau, z, count=n - 1, offset=1)
+            elif not info.value:
+                householder.backward(t, tau, z, count=n - 1)
         if sigma != 1.0:
             d /= sigma
         return d, z, int(info.value)
