@@ -143,7 +143,7 @@ POTRS_BY_COLUMN = 4
 def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
     prefix = _PREFIX[dtype.name]
     fn, integer = _symbol(prefix + "potrs")
-    trsv = _symbol(prefix + "trsv")
+    trsv = (_symbol(prefix + "trsv") or (None,))[0]
     adjoint = b"C" if prefix in "cz" else b"T"
 
     def by_column(c: np.ndarray, x: np.ndarray, lower: int) -> None:
@@ -155,7 +155,7 @@ def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
         for column in range(x.shape[1] if x.ndim == 2 else 1):
             at = ctypes.c_void_p(x.ctypes.data + column * n * item)
             for trans in (first, second):
-                trsv[0](uplo, ctypes.c_char_p(trans), ctypes.c_char_p(b"N"), *args, at, step)
+                trsv(uplo, ctypes.c_char_p(trans), ctypes.c_char_p(b"N"), *args, at, step)
 
     def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0) -> tuple[np.ndarray, int]:
         c, x = _readable(c, dtype), np.array(b, dtype=dtype, order="F")
