@@ -367,6 +367,93 @@ def test_torch_one_calls():
     for out in (nl.solve(a, b), nl.inv(a), nl.cholesky(a), nl.eigh(a).eigenvectors, nl.svd(a).U):
         assert isinstance(out, torch.Tensor)
     assert torch.allclose(a @ nl.solve(a, b), b)
+    for out in (nl.lu_solve(nl.lu_factor(a), b), nl.cho_solve(nl.cho_factor(a), b),
+                nl.solve_triangular(a, b), nl.lstsq(a, b)[0]):
+        assert isinstance(out, torch.Tensor), type(out)
+
+
+# -- empty batches, mixed dtypes, least squares on a batch -----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_batches_give_empty_results_of_numpys_shapes_and_dtypes(dtype):
+    a = np.zeros((0, 3, 3), dtype)
+    real = np.finfo(dtype).dtype
+    checks = [
+        (nl.cholesky(a), np.linalg.cholesky(a)),
+        (nl.eigvalsh(a), np.linalg.eigvalsh(a)),
+        (nl.svdvals(a), np.linalg.svd(a, compute_uv=False)),
+        (nl.lu_factor(a)[0], a), (nl.lu_factor(a)[1], np.zeros((0, 3), np.int32)),
+        (nl.cho_factor(a)[0], a),
+    ]
+    checks += list(zip(nl.eigh(a), np.linalg.eigh(a)))
+    checks += list(zip(nl.svd(a), np.linalg.svd(a)))
+    checks += list(zip(nl.qr(a), np.linalg.qr(a)))
+    for ours, numpys in checks:
+        assert ours.shape == numpys.shape and ours.dtype == numpys.dtype, (ours.shape, ours.dtype, numpys.dtype)
+    wide_a = np.zeros((0, 5, 3), dtype)
+    x, res, rank, s = nl.Lstsq(wide_a).solve(np.zeros((0, 5, 2), dtype))
+    assert x.shape == (0, 3, 2) and x.dtype == dtype and rank.shape == (0,) and s.shape == (0, 3) and s.dtype == real
+    assert nl.QR(wide_a).solve(np.zeros((0, 5, 2), dtype)).shape == (0, 3, 2)
+
+
+def test_zero_order_factors_solve_to_empty_results():
+    assert nl.lu_solve(nl.lu_factor(np.zeros((0, 0))), np.zeros(0)).shape == (0,)
+    assert nl.lu_solve(nl.lu_factor(np.zeros((2, 0, 0))), np.zeros((2, 0, 3))).shape == (2, 0, 3)
+
+
+@pytest.mark.parametrize("m, n", [(6, 4), (3, 1), (5, 5)])
+def test_batched_qr_solve_returns_n_rows(m, n):
+    rng = np.random.default_rng(m * 10 + n)
+    a, b, vec = rand(rng, (2, m, n), "float64"), rand(rng, (2, m, 3), "float64"), rand(rng, (m,), "float64")
+    plan = nl.QR(a)
+    x = plan.solve(b)
+    assert x.shape == (2, n, 3)
+    for i in range(2):
+        assert relerr(x[i], np.linalg.lstsq(a[i], b[i], rcond=None)[0]) < 1e-12
+    assert relerr(plan.solve(vec), np.stack([np.linalg.lstsq(a[i], vec, rcond=None)[0] for i in range(2)])) < 1e-12
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype", [("float32", "float64"), ("float64", "complex128"),
+                                              ("complex64", "float64"), ("float32", "complex64")])
+def test_one_calls_with_a_right_hand_side_promote_as_numpy_and_scipy(a_dtype, b_dtype):
+    rng = np.random.default_rng(3)
+    n = 5
+    a, b = well(rng, n, a_dtype), rand(rng, (n, 2), b_dtype)
+    s, t = spd(rng, n, a_dtype), np.triu(well(rng, n, a_dtype))
+    expected = np.result_type(a_dtype, b_dtype)
+    keep = a.copy(), b.copy()
+    pairs = [
+        (nl.lstsq(a, b)[0], np.linalg.lstsq(a, b, rcond=None)[0]),
+        (nl.solve_triangular(t, b), sla.solve_triangular(t, b)),
+        (nl.lu_solve(nl.lu_factor(a), b), sla.lu_solve(sla.lu_factor(a), b)),
+        (nl.cho_solve(nl.cho_factor(s), b), sla.cho_solve(sla.cho_factor(s), b)),
+    ]
+    for ours, reference in pairs:
+        assert ours.dtype == expected == reference.dtype
+        assert relerr(ours, reference) < tol(a_dtype, n)
+    np.testing.assert_array_equal(a, keep[0])
+    np.testing.assert_array_equal(b, keep[1])
+    assert isinstance(nl.lstsq(a, b)[2], np.int32)
+
+
+def test_lu_factors_refuse_when_a_holds_its_transposes_factors():
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    keep = a.copy()
+    plan = nl.LU(a, overwrite_a=True)
+    plan.plan()
+    plan.execute()
+    assert relerr(plan.solve(np.ones(3)), np.linalg.solve(keep, np.ones(3))) < 1e-13
+    assert abs(plan.det() - np.linalg.det(keep)) < 1e-12
+    with pytest.raises(InvalidOperandError, match="overwrite_a"):
+        plan.factors
+    f = np.asfortranarray(keep)
+    plan = nl.LU(f, overwrite_a=True)
+    plan.plan()
+    lu, piv = plan.execute().factors
+    ref_lu, ref_piv = sla.lu_factor(keep)
+    np.testing.assert_array_equal(piv, ref_piv)
+    assert relerr(lu, ref_lu) < 1e-13
 
 
 # -- hypothesis: the identities -------------------------------------------------------------------

@@ -72,9 +72,13 @@ def check_trans(trans: Any) -> int:
 
 
 def stack_factors(parts: list[np.ndarray], batch: tuple[int, ...]) -> np.ndarray:
-    """Stack per-element arrays into ``batch + shape`` (the element itself when unbatched)."""
+    """Stack per-element arrays into ``batch + shape`` (the element itself when unbatched).
+    For an empty batch ``parts`` holds one stand-in element (computed from
+    :func:`._operands.stand_in`) that gives the empty result its shape and dtype."""
     if not batch:
         return parts[0]
+    if 0 in batch:
+        return np.empty(batch + parts[0].shape, parts[0].dtype)
     return np.stack(parts).reshape(batch + parts[0].shape)
 
 
@@ -87,14 +91,18 @@ def solver_closure(
     to_caller: Callable[[Any], Any],
     what: str,
     fast: Callable[[np.ndarray], Any] | None,
+    rows: int | None = None,
 ) -> Callable[[Any, Any], Any]:
     """The ``solve(b, trans)`` closure of a factored plan.
 
     ``solve_one(i, b2, trans)`` solves with the factors of batch element ``i`` for a
-    Fortran-friendly ``(n, k)`` right-hand side. ``fast(b)``, when given, handles the common
+    Fortran-friendly ``(n, k)`` right-hand side and returns ``(rows, k)`` (``rows``: ``n``
+    unless given, as for least squares with an ``n x rows`` matrix). ``fast(b)``, when given, handles the common
     case (unbatched, NumPy, matching dtype, ``trans=0``) in one call and returns the solution,
     or ``NotImplemented`` to leave it to the general path (see :func:`one_call_solve`).
     """
+
+    out_rows = n if rows is None else rows
 
     def general(b: Any, trans: Any = 0) -> Any:
         trans = check_trans(trans)
@@ -104,16 +112,17 @@ def solver_closure(
             index = batch_index(singular[0], batch)
             where = "" if not batch else f" (batch element {index})"
             raise LinAlgError(f"{what} is singular{where}: cannot solve")
+        shape = b3.shape[:-2] + (out_rows, b3.shape[-1])
         if not n or not b3.size:
-            out = np.zeros(b3.shape, dtype)
+            out = np.zeros(shape, dtype)
         elif not batch:
             out = solve_one(0, b3, trans)
         else:
             flat = stack_of(b3)
-            out = np.empty(flat.shape, dtype)
+            out = np.empty((flat.shape[0],) + shape[-2:], dtype)
             for i in range(flat.shape[0]):
                 out[i] = solve_one(i, flat[i], trans)
-            out = out.reshape(b3.shape)
+            out = out.reshape(shape)
         return to_caller(out[..., 0] if vector else out)
 
     if fast is None or singular or not n:

@@ -20,7 +20,7 @@ from ._lapack import lapack_dtype
 __all__ = [
     "solve_operands",
     "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
-    "identity",
+    "identity", "stand_in",
 ]
 
 
@@ -139,6 +139,13 @@ def stack_of(a: np.ndarray) -> np.ndarray:
     """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
     for empty batches and empty matrices)."""
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
+def stand_in(a: np.ndarray) -> np.ndarray:
+    """An identity matrix of the shape and dtype of ``a``'s matrices (Fortran-ordered): what a
+    plan over an empty batch computes once, so that its empty results get their shapes and
+    dtypes (see :func:`._factored.stack_factors`)."""
+    return np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype, order="F")
 
 
 def solve_operands(a1: Any, b1: Any, broadcast_to: Callable[[Any, tuple], Any]) -> tuple[Any, Any, np.dtype, bool]:

@@ -19,7 +19,7 @@ from ...plan import Prepared, Problem
 from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
-from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of
+from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
 __all__ = ["Cholesky"]
 
@@ -161,7 +161,7 @@ class Cholesky(SolverPlan):
         factors, flags = self._computed()
         triangle = np.tril if self._lower else np.triu  # the factorization leaves the other one as it was
         mats = [triangle(c.T if transposed else c) for c, (_, transposed) in zip(factors, flags)]
-        return self._to_caller(stack_factors(mats, self._batch))
+        return self._to_caller(stack_factors(mats or [stand_in(self._a)], self._batch))
 
     @property
     def lower(self) -> bool:

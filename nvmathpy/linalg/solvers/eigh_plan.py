@@ -27,7 +27,7 @@ from ._blocked_eigh import blocked_eigh, blocked_eigh_available
 from ._engine import CPULapackEngine
 from ._factored import stack_factors
 from ._lapack import lwork_of, routine
-from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of
+from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
 __all__ = ["BLOCKED_FROM", "Eigh"]
 
@@ -218,6 +218,8 @@ class Eigh(SolverPlan):
                         raise LinAlgError(f"{exc} (batch element {batch_index(i, batch)})") from None
                     raise
             self.factorizations += 1
+            if not results:  # an empty batch: one stand-in problem gives the results' shapes
+                results.append(one(stand_in(a), None if b is None else stand_in(b)))
             if batch and len({len(r[0]) for r in results}) > 1:
                 raise InvalidOperandError(
                     "subset_by_value selected different numbers of eigenvalues across the batch; "

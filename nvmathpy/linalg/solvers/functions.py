@@ -18,6 +18,7 @@ from ...execution import as_execution
 from ...plan import PlanCache
 from ._base import limit_threads
 from ._factored import check_trans
+from ._lapack import lapack_dtype
 from ._numpy_lapack import FROM_ORDER
 from ._operands import as_stack, host_arrays, solve_operands
 from .cholesky_plan import Cholesky
@@ -416,17 +417,21 @@ def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = Non
     >>> np.round(x, 12), int(rank)
     (array([1., 2.]), 2)
     """
-    arrays, to_caller, _ = host_arrays(execution, a=a)
-    a1 = as_stack(arrays["a"], "a", square=False)
+    arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
+    a1 = as_stack(arrays["a"], "a", square=False, dtype=_common_dtype(arrays))
     key = cache_key("lstsq", a1, rcond)
     return run_cached(key, lambda: Lstsq(a1, rcond=rcond, execution=execution),
-                      lambda p: p.reset_operands(a1), lambda p: to_caller(p.solve(_rehome(b, arrays))),
+                      lambda p: p.reset_operands(a1), lambda p: to_caller(p.solve(arrays["b"])),
                       execution=execution)
 
 
-def _rehome(b: Any, arrays: dict) -> Any:
-    """``b`` as a host array (the plan re-wraps it; conversion happens once at the end)."""
-    return host_arrays(None, b=b)[0]["b"]
+def _common_dtype(arrays: dict[str, np.ndarray]) -> np.dtype:
+    """The LAPACK dtype the operands compute in together, by NumPy's promotion (float32 with
+    float64 in float64, a real matrix with a complex right-hand side in complex)."""
+    try:
+        return lapack_dtype(np.result_type(*(x.dtype for x in arrays.values())))
+    except TypeError as exc:
+        raise InvalidOperandError(f"{', '.join(arrays)}: {exc}") from None
 
 
 @_cuda_route
@@ -442,11 +447,11 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     array([1., 2.])
     """
     trans = check_trans(trans)
-    arrays, to_caller, _ = host_arrays(execution, a=a)
-    a1 = as_stack(arrays["a"], "a")
+    arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
+    a1 = as_stack(arrays["a"], "a", dtype=_common_dtype(arrays))
     key = cache_key("trsv", a1, bool(lower), bool(unit_diagonal))
     out = run_cached(key, lambda: TriangularSolve(a1, lower=lower, unit_diagonal=unit_diagonal),
-                     lambda p: p.reset_operands(a1), lambda p: p.solve(_rehome(b, arrays), trans), execution=execution)
+                     lambda p: p.reset_operands(a1), lambda p: p.solve(arrays["b"], trans), execution=execution)
     return to_caller(out)
 
 
@@ -486,10 +491,11 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
     lu, piv = lu_and_piv
-    arrays, to_caller, _ = host_arrays(execution, lu=lu)
-    lu1 = as_stack(arrays["lu"], "lu")
+    arrays, to_caller, _ = host_arrays(execution, lu=lu, b=b)
+    lu1 = as_stack(arrays["lu"], "lu", dtype=_common_dtype(arrays))
     return run_cached(cache_key("lu_solve", lu1), lambda: LU.from_factors(lu1, piv, execution=execution),
-                      lambda p: p.use_factors(lu1, piv), lambda p: p.solve(b, trans), execution=execution)
+                      lambda p: p.use_factors(lu1, piv), lambda p: to_caller(p.solve(arrays["b"], trans)),
+                      execution=execution)
 
 
 @_cuda_route
@@ -516,8 +522,8 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
     """Solve ``A x = b`` with a factor from :func:`cho_factor`."""
     c, lower = c_and_lower
-    arrays, to_caller, _ = host_arrays(execution, c=c)
-    c1 = as_stack(arrays["c"], "c")
+    arrays, to_caller, _ = host_arrays(execution, c=c, b=b)
+    c1 = as_stack(arrays["c"], "c", dtype=_common_dtype(arrays))
     return run_cached(cache_key("cho_solve", c1, bool(lower)),
                       lambda: Cholesky.from_factor(c1, lower, execution=execution),
-                      lambda p: p.use_factor(c1), lambda p: p.solve(b), execution=execution)
+                      lambda p: p.use_factor(c1), lambda p: to_caller(p.solve(arrays["b"])), execution=execution)

@@ -167,14 +167,17 @@ class Lstsq(SolverPlan):
             xs.append(x)
             ranks.append(rank)
             ss.append(s)
-        full_rank = m > n and all(r == n for r in ranks)
+        real = np.finfo(self._a.dtype).dtype
+        if not xs:  # an empty batch: stand-ins give the empty results their shapes
+            xs, ss = [np.zeros((n, flat.shape[-1]), self._a.dtype)], [np.zeros(min(m, n), real)]
+        full_rank = m > n and bool(ranks) and all(r == n for r in ranks)
         mats = stack_of(self._a)
         if full_rank:
             res = [np.sum(np.abs(flat[i] - mats[i] @ xs[i]) ** 2, axis=0) for i in range(len(xs))]
         else:
-            res = [np.empty(0, np.finfo(self._a.dtype).dtype) for _ in xs]
+            res = [np.empty(0, real) for _ in xs]
         batch = self._batch
         x = stack_factors(xs, batch)
-        rank = np.array(ranks, np.int32).reshape(batch) if batch else ranks[0]
+        rank = np.array(ranks, np.int32).reshape(batch) if batch else np.int32(ranks[0])
         out = (x[..., 0] if vector else x, stack_factors(res, batch), rank, stack_factors(ss, batch))
         return self._to_caller(out)

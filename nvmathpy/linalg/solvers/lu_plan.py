@@ -19,7 +19,7 @@ from ...plan import Prepared, Problem
 from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
-from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of
+from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of, stand_in
 
 __all__ = ["LU"]
 
@@ -36,7 +36,8 @@ class LU(SolverPlan):
         ``(..., n, n)`` array (NumPy or torch CPU). Integers compute in float64.
     overwrite_a
         Let the factorization reuse ``a``'s memory when its layout allows (``a`` is then
-        destroyed).
+        destroyed; a C-ordered ``a`` then holds the factors of ``a.T``, so :attr:`factors`
+        raises, while :meth:`solve` and :meth:`det` work).
     execution
         ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
         CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
@@ -89,7 +90,7 @@ class LU(SolverPlan):
         lus = [np.asfortranarray(m) for m in stack_of(self._a)]
         singular = [i for i, m in enumerate(lus) if self._n and not np.all(np.diagonal(m))]
         self._clear_derived()
-        self._state = (lus, list(pivs.astype(np.int32).reshape((-1, self._n))), False, singular)
+        self._state = (lus, list(pivs.astype(np.int32).reshape((len(lus), self._n))), False, singular)
 
     # -- phases ------------------------------------------------------------------------------
 
@@ -193,11 +194,19 @@ class LU(SolverPlan):
         returns them: ``piv`` 0-based int32). Where the plan factored the transposed view
         of a C-ordered ``A``, this costs one extra factorization of a Fortran copy."""
         lus, pivs, transposed, _ = self._computed()
+        if transposed and self._overwrite:
+            raise InvalidOperandError(
+                "LU.factors: a was overwritten with the factors of its transpose (overwrite_a=True with a "
+                "C-ordered a), so the factors of a itself cannot be formed; solve() and det() work, or plan "
+                "without overwrite_a or with a Fortran-ordered a"
+            )
         if transposed:
             getrf = self._prepared.state["getrf"]
             mats = stack_of(self._a)
             pairs = [getrf(np.asfortranarray(m))[:2] for m in mats]
             lus, pivs = [p[0] for p in pairs], [p[1] for p in pairs]
+        if not lus:  # an empty batch
+            lus, pivs = [stand_in(self._a)], [np.zeros(self._n, np.int32)]
         return self._to_caller(stack_factors(lus, self._batch)), self._to_caller(stack_factors(pivs, self._batch))
 
     @property

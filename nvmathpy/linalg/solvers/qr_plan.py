@@ -16,7 +16,7 @@ from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import solver_closure, stack_factors
 from ._lapack import lwork_of, routine
-from ._operands import as_stack, layout_of, stack_of
+from ._operands import as_stack, layout_of, stack_of, stand_in
 
 __all__ = ["QR", "QRResult"]
 
@@ -130,12 +130,13 @@ class QR(SolverPlan):
             self.factorizations += 1
             self._state = parts
             self._solve = None
-            r = stack_factors([p[4] for p in parts], batch)
-            p = stack_factors([p[2] for p in parts], batch) if pivoting else None
+            shaped = parts or [one(stand_in(a))]
+            r = stack_factors([p[4] for p in shaped], batch)
+            p = stack_factors([p[2] for p in shaped], batch) if pivoting else None
             if mode == "r":
                 result = r if not pivoting else (r, p)
             else:
-                q = stack_factors([p_[3] for p_ in parts], batch)
+                q = stack_factors([p_[3] for p_ in shaped], batch)
                 result = QRResult(q, r) if not pivoting else (q, r, p)
             self._result = result
             return self._to_caller(result)
@@ -210,4 +211,4 @@ class QR(SolverPlan):
                 return out
             return x
 
-        return solver_closure(solve_one, m, self._batch, dtype, [], self._to_caller, "matrix", None)
+        return solver_closure(solve_one, m, self._batch, dtype, [], self._to_caller, "matrix", None, rows=n)

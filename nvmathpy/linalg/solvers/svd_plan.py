@@ -18,7 +18,7 @@ from ._base import SolverPlan
 from ._engine import CPULapackEngine
 from ._factored import stack_factors
 from ._lapack import lwork_of, routine
-from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of
+from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
 __all__ = ["SVD", "SVDResult"]
 
@@ -117,7 +117,7 @@ class SVD(SolverPlan):
 
         def compute() -> Any:
             mats = stack_of(a)
-            parts = [one(mats[i], i) for i in range(mats.shape[0])]
+            parts = [one(mats[i], i) for i in range(mats.shape[0])] or [one(stand_in(a), 0)]
             self.factorizations += 1
             s = stack_factors([p[1] for p in parts], batch)
             if not uv:
