@@ -398,3 +398,94 @@ def test_cho_solve_checks_the_whole_factor(lower):
         with pytest.raises(ValueError, match="infs or NaNs"):
             call(nla)
     assert relerr(nla.cho_solve((spoiled, lower), b, check_finite=False), np.linalg.solve(a, b)) < 1e-12
+
+
+# -- dtypes and return conventions of SciPy 1.17 ---------------------------------------------------
+
+_SMALL = ["bool", "int8", "int16", "uint8", "uint16", "float16", "int32", "int64"]
+
+
+@pytest.mark.parametrize("dtype", _SMALL)
+def test_one_array_functions_compute_small_integers_in_single_precision_as_scipy(dtype):
+    a = (np.eye(3) if dtype == "bool" else np.array([[4, 1, 0], [1, 5, 2], [0, 2, 6]])).astype(dtype)
+    for name, call in [("inv", lambda m, x: m.inv(x)), ("lu_factor", lambda m, x: m.lu_factor(x)[0]),
+                       ("lu", lambda m, x: m.lu(x)[2]), ("cholesky", lambda m, x: m.cholesky(x)),
+                       ("cho_factor", lambda m, x: m.cho_factor(x)[0]), ("qr", lambda m, x: m.qr(x)[1]),
+                       ("eigh", lambda m, x: m.eigh(x)[0]), ("eigvalsh", lambda m, x: m.eigvalsh(x)),
+                       ("svd", lambda m, x: m.svd(x)[1]), ("svdvals", lambda m, x: m.svdvals(x)),
+                       ("det", lambda m, x: m.det(x))]:
+        ours, theirs = call(nla, a), call(sla, a)
+        assert np.asarray(ours).dtype == np.asarray(theirs).dtype, (name, ours.dtype, theirs.dtype)
+        assert relerr(ours, theirs) < 1e-5, name
+
+
+@pytest.mark.parametrize("a_dtype", ["int16", "uint8", "bool", "float16", "int32", "float32"])
+@pytest.mark.parametrize("b_dtype", ["int16", "float32", "int64", "complex64"])
+def test_two_array_functions_promote_as_scipy(a_dtype, b_dtype):
+    a = (np.eye(2) if a_dtype == "bool" else np.array([[4, 1], [1, 5]])).astype(a_dtype)
+    b = np.array([1, 2]).astype(b_dtype)
+    piv = np.array([0, 1], np.int32)
+    for name, call in [("solve", lambda m: m.solve(a, b)), ("solve_triangular", lambda m: m.solve_triangular(a, b)),
+                       ("lstsq", lambda m: m.lstsq(a, b)[0]), ("cho_solve", lambda m: m.cho_solve((a, False), b)),
+                       ("lu_solve", lambda m: m.lu_solve((a, piv), b))]:
+        ours, theirs = call(nla), call(sla)
+        assert ours.dtype == theirs.dtype, (name, ours.dtype, theirs.dtype)
+        assert relerr(ours, theirs) < 1e-5, name
+
+
+def test_det_of_single_precision_and_of_extreme_pivots_as_scipy():
+    a = np.array([[4, 1, 0], [1, 5, 2], [0, 2, 6]], np.float32)
+    assert nla.det(a) == sla.det(a)  # factored in single, the pivots multiplied in double
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow/invalid warnings, as SciPy
+        assert nla.det(np.diag([1e200, 1e200, 0.0])) == 0.0 == sla.det(np.diag([1e200, 1e200, 0.0]))
+        assert nla.det(np.diag([1e200, 1e200, 1.0])) == np.inf
+        singular = np.random.default_rng(1).standard_normal((2, 40, 40)) * 1e20
+        singular[1, :, 7] = 0
+        got = nla.det(singular)
+        assert got[1] == 0 and got[0] == sla.det(singular)[0]
+
+
+def test_batched_containers_and_flags_as_scipy():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 3))
+    a = x @ x.transpose(0, 2, 1) + 3 * np.eye(3)
+    for lower in (False, True):
+        c, flags = nla.cho_factor(a, lower=lower)
+        ref_c, ref_flags = sla.cho_factor(a, lower=lower)
+        assert isinstance(flags, np.ndarray) and flags.dtype == bool and np.array_equal(flags, ref_flags)
+        b = rng.standard_normal(3)
+        expected = sla.cho_solve((ref_c, ref_flags), b)
+        assert relerr(nla.cho_solve((c, flags), b), expected) < 1e-12
+        assert relerr(nla.cho_solve((ref_c, ref_flags), b), expected) < 1e-12  # SciPy's factors, taken as they are
+    assert nla.cho_factor(a[0])[1] is False
+    with pytest.raises(ValueError, match="lower"):
+        nla.cho_solve((a, np.array([True, False])), np.ones(3))
+    assert type(nla.eigh(a)) is type(sla.eigh(a)) is list and type(nla.svd(a)) is type(sla.svd(a)) is list
+    assert type(nla.eigh(a[0])) is tuple and type(nla.svd(a[0])) is tuple
+
+
+def test_eigh_ignores_type_without_b_as_scipy():
+    a = spd(np.random.default_rng(3), 4, "float64")
+    for itype in (0, 2, 4):
+        assert relerr(nla.eigh(a, type=itype)[0], sla.eigh(a, type=itype)[0]) < 1e-13
+
+
+@pytest.mark.parametrize("dtype, kind", [(d, "sym") for d in DTYPES] + [(d, "her") for d in DTYPES if np.dtype(d).kind == "c"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_inv_of_a_symmetric_matrix_reads_one_triangle(dtype, kind, lower):
+    a = rand(np.random.default_rng(4), (6, 6), dtype)  # the other triangle is unrelated data
+    keep = a.copy()
+    assert relerr(nla.inv(a, assume_a=kind, lower=lower), sla.inv(a, assume_a=kind, lower=lower)) < tol(dtype, 6)
+    np.testing.assert_array_equal(a, keep)
+
+
+@pytest.mark.parametrize("assume_a", ["tridiagonal", "banded"])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_solve_with_a_band_assumption_reads_what_scipy_reads(assume_a, batch):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(batch + (7, 7)) + 7 * np.eye(7)  # entries outside the band too
+    b = rng.standard_normal(batch + (7, 2))
+    keep = a.copy()
+    assert relerr(nla.solve(a, b, assume_a=assume_a), sla.solve(a, b, assume_a=assume_a)) < 1e-13
+    np.testing.assert_array_equal(a, keep)

@@ -6,8 +6,9 @@ through transposed views, workspace sizes cached, drivers chosen by measurement)
 
 Keywords SciPy has that nvmathpy accepts but does not honour: ``overwrite_a`` /
 ``overwrite_b`` (inputs are never overwritten; C-ordered inputs need no copy anyway),
-``qr(lwork=...)`` (the optimal workspace is always used), ``solve(assume_a='tridiagonal'
-| 'banded')`` (solved by the general LU), and ``inv(assume_a='sym' | 'her')`` (general LU).
+``qr(lwork=...)`` (the optimal workspace is always used); ``solve(assume_a='tridiagonal'
+| 'banded')`` and ``inv(assume_a='sym' | 'her')`` read what SciPy reads (the band, the
+triangle) and run the general LU on it.
 Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """

@@ -18,7 +18,7 @@ from ...linalg.solvers.functions import cache_key, run_cached
 from ...linalg.solvers._fast_lapack import fast_module
 from ...linalg.solvers._numpy_lapack import for_order
 from ._validate import (
-    LinAlgError, all_finite, as_array, lapack_one, lapack_pair, linalg_warning, over_batch, to_caller_of,
+    LinAlgError, all_finite, as_array, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
@@ -114,7 +114,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     def core(lu2: np.ndarray, piv2: np.ndarray, b2: np.ndarray) -> np.ndarray:
         if lu2.shape[0] != b2.shape[0]:
             raise ValueError(f"Shapes of lu {lu2.shape} and b {b2.shape} are incompatible")
-        dtype = lapack_pair(lu2.dtype, b2.dtype)
+        dtype = lapack_one(np.result_type(lu2.dtype, b2.dtype))  # get_lapack_funcs' rule
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         x, info = _routine(dtype, lu2.shape[0], "getrs")(np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
@@ -231,12 +231,24 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     >>> cho_solve(c, np.array([6.0, 7.0]))
     array([1., 1.])
     """
-    return _cholesky_factor(a, lower, check_finite, clean=False), lower
+    c = _cholesky_factor(a, lower, check_finite, clean=False)
+    batch = tuple(c.shape[:-2])
+    return c, (np.full(batch, bool(lower)) if batch else lower)  # a batch: one flag per matrix, as SciPy's
+
+
+def _one_flag(lower: Any) -> bool:
+    """``cho_solve``'s ``lower``: a bool, or a batch of equal flags (``ValueError`` otherwise)."""
+    flags = np.asarray(lower, dtype=bool)
+    if flags.size and flags.min() != flags.max():
+        raise ValueError("cho_solve: lower must be the same for every matrix of the batch")
+    return bool(flags.flat[0]) if flags.size else False
 
 
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
-    """Solve ``A x = b`` with :func:`cho_factor`'s result, as :func:`scipy.linalg.cho_solve`."""
+    """Solve ``A x = b`` with :func:`cho_factor`'s result, as :func:`scipy.linalg.cho_solve`
+    (``lower`` may be a batch of flags, as SciPy's batched ``cho_factor`` returns, all alike)."""
     c, lower = c_and_lower
+    lower = _one_flag(lower)
     fast = fast_module()
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
         x = fast.cho_solve(c, b, lower, check_finite)
@@ -259,7 +271,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
             raise ValueError("The factored matrix c is not square.")
         if c2.shape[1] != b2.shape[0]:
             raise ValueError(f"incompatible dimensions ({c2.shape} and {b2.shape})")
-        dtype = lapack_pair(c2.dtype, b2.dtype)
+        dtype = lapack_one(np.result_type(c2.dtype, b2.dtype))  # get_lapack_funcs' rule
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         c2, b2 = np.asarray(c2, dtype), np.asarray(b2, dtype)
@@ -426,13 +438,13 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
 
     def build() -> Eigh:
         return Eigh(a1, b1, eigvals_only=eigvals_only, subset_by_index=sbi, subset_by_value=sbv, lower=lower,
-                    itype=type, driver=driver)
+                    itype=type if b1 is not None else 1, driver=driver)  # SciPy ignores type without b
 
     try:
         out = run_cached(key, build, lambda p: p.reset_operands(a1, b1), lambda p: p._run())
     except LinAlgError as exc:
         raise LinAlgError(str(exc)) from None
-    return convert(out)
+    return convert(out if eigvals_only else list(out) if a1.ndim > 2 else tuple(out))  # SciPy: a list for a batch
 
 
 def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,
@@ -477,7 +489,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
         return SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
 
     out = run_cached(key, build, lambda p: p.reset_operands(a1), lambda p: p._run())
-    return convert(tuple(out) if compute_uv else out)
+    return convert((list(out) if a1.ndim > 2 else tuple(out)) if compute_uv else out)  # SciPy: a list for a batch
 
 
 def svdvals(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:

@@ -40,8 +40,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
 
     ``assume_a``: ``None`` (detect diagonal / triangular / symmetric / Hermitian / general),
     ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``, ``'pos'``,
-    ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` and ``'banded'`` are
-    accepted and solved by the general LU. ``overwrite_a``/``overwrite_b`` are accepted;
+    ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` (the three diagonals, the
+    rest of ``a`` ignored) and ``'banded'`` are accepted and solved by the general LU. ``overwrite_a``/``overwrite_b`` are accepted;
     inputs are never overwritten (C-ordered inputs are read through transposed views instead
     of copies, so there is little to gain). Singular matrices raise ``LinAlgError`` naming
     the batch slices; ill-conditioned ones warn with ``LinAlgWarning``.
@@ -55,6 +55,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     """
     kind = _structure(assume_a)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and 0 < b.ndim <= 2 and a.dtype == b.dtype
+            and assume_a != "tridiagonal"
             and a.dtype.char in EPS and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
             and not (transposed and a.dtype.kind == "c")):
         structure = kind or detect(a)
@@ -98,6 +99,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     a1 = a1.astype(dtype, copy=False)
     b1 = b1.astype(dtype, copy=False)
     _square(a1)
+    if assume_a == "tridiagonal":  # SciPy reads the three diagonals only
+        a1 = np.triu(np.tril(a1, 1), -1)
     if transposed and dtype.kind == "c":
         raise NotImplementedError("scipy.linalg.solve can currently not solve a^T x = b or a^H x = b "
                                   "for complex matrices.")
@@ -161,7 +164,8 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     """Inverse of a (batch of) square matrices, as :func:`scipy.linalg.inv`.
 
     ``assume_a``: ``None`` (detect), ``'gen'``, ``'diagonal'``, ``'upper triangular'``,
-    ``'lower triangular'``, ``'pos'``; ``'sym'``/``'her'`` use the general LU. Warns with
+    ``'lower triangular'``, ``'pos'``; ``'sym'``/``'her'`` read only the ``lower`` (else upper)
+    triangle, as SciPy does, and invert the matrix it defines by the general LU. Warns with
     ``LinAlgWarning`` when ill-conditioned.
 
     Examples
@@ -183,10 +187,22 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     flat = stack_of(a1)
 
     def one(i: int) -> tuple[np.ndarray, float]:
-        structure = kind or detect(flat[i])
+        if kind in ("sym", "her"):
+            return inv_slice(_from_triangle(flat[i], lower, kind == "her"), "gen", lower)
+        structure = kind or detect(flat[i])  # a detected sym/her matrix is symmetric already
         return inv_slice(flat[i], "gen" if structure in ("sym", "her") else structure, lower)
 
     return convert(_each_slice(flat.shape, dtype, one).reshape(a1.shape))
+
+
+def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
+    """The symmetric (``hermitian``: Hermitian, real diagonal) matrix ``m``'s ``lower`` (else
+    upper) triangle defines."""
+    stored, mirrored = (np.tril(m), np.tril(m, -1)) if lower else (np.triu(m), np.triu(m, 1))
+    full = stored + (mirrored.conj().T if hermitian else mirrored.T)
+    if hermitian:
+        np.fill_diagonal(full, full.diagonal().real)
+    return full
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,7 +214,9 @@ def _getrf(char: str) -> Any:
 
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     """Determinant, as :func:`scipy.linalg.det`: a ``numpy.float64``/``complex128`` scalar for
-    one matrix, an array for a batch (single precision is computed in double, as SciPy does).
+    one matrix, an array for a batch. As SciPy does, single precision is factored in single
+    precision and the product of the pivots taken in double; an exactly singular matrix gives
+    0 even where that product would overflow, and an overflowing one ``inf`` without a warning.
 
     Examples
     --------
@@ -214,20 +232,25 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
         raise ValueError("The input array must be at least two-dimensional.")
     if a1.shape[-1] != a1.shape[-2]:
         raise ValueError(f"Last 2 dimensions of the array must be square but received shape {a1.shape}.")
-    out_dtype = np.dtype(np.complex128 if lapack_one(a1.dtype).kind == "c" else np.float64)
+    compute = lapack_one(a1.dtype)
+    out_dtype = np.dtype(np.complex128 if compute.kind == "c" else np.float64)
     if min(a1.shape) == 0:
         return out_dtype.type(1.0) if a1.ndim == 2 else convert(np.ones(a1.shape[:-2], out_dtype))
-    a1 = a1.astype(out_dtype, copy=False)
+    a1 = a1.astype(compute, copy=False)
     n = a1.shape[-1]
-    getrf = _getrf(out_dtype.char)
+    getrf = _getrf(compute.char)
     flat = a1.reshape((-1, n, n))
     dets = np.empty(flat.shape[0], out_dtype)
     steps = np.arange(1, n + 1, dtype=np.int32)
     for i in range(flat.shape[0]):
         m = flat[i]
-        lu, piv, _ = getrf(m.T if m.flags.c_contiguous else m)
+        lu, piv, info = getrf(m.T if m.flags.c_contiguous else m)
+        if info > 0:  # an exact zero pivot
+            dets[i] = 0
+            continue
         sign = -1.0 if np.count_nonzero(piv + 1 != steps) % 2 else 1.0
-        dets[i] = sign * np.prod(np.diagonal(lu))
+        with np.errstate(over="ignore", under="ignore"):
+            dets[i] = sign * np.prod(np.diagonal(lu).astype(out_dtype))
     if a1.ndim == 2:
         return dets[0]
     return convert(dets.reshape(a1.shape[:-2]))
@@ -259,7 +282,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     a1 = as_array(a, check_finite, "a")
     b1 = as_array(b, check_finite, "b")
     convert = to_caller_of(a)
-    dtype = lapack_pair(a1.dtype, b1.dtype)
+    dtype = lapack_one(np.result_type(a1.dtype, b1.dtype))  # get_lapack_funcs' rule
     a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
     trtrs = _trtrs(dtype.char)
     complex_ = dtype.kind == "c"
@@ -336,7 +359,7 @@ def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, 
             x = np.zeros((n,) + b2.shape[1:], dtype=np.common_type(a2, b2))
             residues = np.linalg.norm(b2, axis=0) ** 2 if n == 0 else np.empty((0,))
             return x, residues, 0, np.empty((0,))
-        dtype = lapack_pair(a2.dtype, b2.dtype)
+        dtype = lapack_one(np.result_type(a2.dtype, b2.dtype))  # get_lapack_funcs' rule
         func, _ = _lstsq_funcs(driver, dtype.char)
         rhs = np.zeros((max(m, n),) + b2.shape[1:], dtype, order="F")
         rhs[:m] = b2

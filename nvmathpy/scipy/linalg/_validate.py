@@ -80,7 +80,9 @@ def to_caller_of(x: Any) -> Callable[[Any], Any]:
 
 
 def lapack_one(dtype: np.dtype) -> np.dtype:
-    """SciPy's LAPACK dtype for one array: single/double real/complex (others in float64)."""
+    """SciPy's LAPACK dtype for one array: single/double real/complex as given; bool, 8- and
+    16-bit integers and float16 in float32 (NumPy's promotion with float32, as SciPy 1.17
+    does), wider integers and anything else in float64."""
     dtype = np.dtype(dtype)
     if dtype.char in "fdFD":
         return dtype
@@ -88,6 +90,8 @@ def lapack_one(dtype: np.dtype) -> np.dtype:
         return np.dtype(np.complex64 if dtype.itemsize <= 8 else np.complex128)
     if dtype.kind == "f" and dtype.itemsize <= 4:
         return np.dtype(np.float32)
+    if dtype.kind in "biu":
+        return np.result_type(dtype, np.float32)
     return np.dtype(np.float64)
 
 
@@ -96,7 +100,9 @@ EPS = {c: float(np.finfo(c).eps) for c in "fdFD"}
 
 
 def lapack_pair(*dtypes: np.dtype) -> np.dtype:
-    """SciPy's rule for a common LAPACK dtype of several arrays (``solve``'s ``cdsz``)."""
+    """``scipy.linalg.solve``'s rule for the common LAPACK dtype of its arrays (integers in
+    float64). SciPy's other functions of two arrays follow ``get_lapack_funcs``: there it is
+    :func:`lapack_one` of the arrays' ``result_type``."""
     first = dtypes[0]
     if first.char in EPS and all(d == first for d in dtypes):
         return first
