@@ -61,11 +61,14 @@ def test_record_rejects_non_json_before_touching_file(tmp_path):
         ('{"format": "nvmathpy-wisdom", "schema": 99, "entries": {}}', "foreign format"),
         ("[1, 2]", "foreign format"),
         ('{"format": "nvmathpy-wisdom", "schema": 1, "entries": []}', "no entry table"),
+        (b"\xff\xfe\x00\x89garbage\x80", "corrupt"),  # not UTF-8
+        ("[" * 200_000, "corrupt"),  # deeper than the JSON parser recurses
+        ('{"format": "other", "schema": 1, "entries": {}}', "format 'other'"),
     ],
 )
 def test_corrupt_or_foreign_file_is_ignored_and_rebuilt(tmp_path, content, match):
     path = tmp_path / "w.json"
-    path.write_text(content)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
     w = Wisdom(path, enabled=True)
     with pytest.warns(WisdomWarning, match=match):
         assert w.lookup(Problem.of("mm"), DEVICE) is None
@@ -115,3 +118,50 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     assert len(data["entries"]) == 75
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_an_unwritable_store_warns_and_keeps_working(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for path in (blocker / "w.json", tmp_path / "dir-as-file"):
+        if path.name == "dir-as-file":
+            path.mkdir()
+        w = Wisdom(path, enabled=True)
+        with pytest.warns(WisdomWarning, match="cannot"):
+            w.record(Problem.of("mm"), DEVICE, {"label": "a", "params": {}})
+
+
+def test_written_files_are_readable_by_others(tmp_path):
+    w = Wisdom(tmp_path / "w.json", enabled=True)
+    w.record(Problem.of("mm"), DEVICE, {"label": "a", "params": {}})
+    assert (tmp_path / "w.json").stat().st_mode & 0o044 == 0o044
+
+
+@pytest.mark.parametrize("damage", [
+    {"choice": "fast"}, {"choice": None}, {"choice": ["fast"]}, {"choice": {"params": {}}},
+    {"choice": {"label": "fast", "params": [1, 2]}}, {"choice": {"label": 5}}, {"extra": "garbage"},
+    {"extra": {"fail": True}},
+])
+def test_plans_skip_a_damaged_entry_of_their_own_problem(tmp_path, damage):
+    from test_foundation_plan import Scale, ScaleEngine
+
+    class Fussy(ScaleEngine):  # its state from wisdom can be unusable, as a damaged FFTW export is
+        def prepare(self, problem, candidate, extra=None):
+            if extra and extra.get("fail"):
+                raise ValueError("unusable state")
+            return super().prepare(problem, candidate, extra)
+
+    wisdom = Wisdom(tmp_path / "w.json", enabled=True)
+    tuned = Scale([1.0, 2.0], 3.0, engine=Fussy(), wisdom=wisdom)
+    tuned.autotune(effort="exhaustive", repeats=1)
+    data = json.loads((tmp_path / "w.json").read_text())
+    (entry,) = data["entries"].values()
+    entry.update(damage)
+    (tmp_path / "w.json").write_text(json.dumps(data))
+    plan = Scale([1.0, 2.0], 3.0, engine=Fussy(), wisdom=Wisdom(tmp_path / "w.json", enabled=True))
+    if "fail" in damage.get("extra", {}):
+        with pytest.warns(WisdomWarning, match="could not be used"):
+            plan.plan()
+    else:
+        plan.plan()
+    assert plan.chosen_by == "heuristic" and list(plan.execute()) == [3.0, 6.0]

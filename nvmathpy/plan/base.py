@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -33,7 +34,7 @@ from .autotune import (
     time_candidates,
 )
 from .problem import Problem, freeze, thaw
-from .wisdom import Wisdom, default_wisdom
+from .wisdom import Wisdom, WisdomWarning, default_wisdom
 
 __all__ = ["Candidate", "Engine", "Plan", "Prepared"]
 
@@ -70,6 +71,21 @@ class Candidate:
     def __str__(self) -> str:
         params = ",".join(f"{k}={thaw(v)}" for k, v in self.frozen_params)
         return f"{self.label}({params})" if params else self.label
+
+
+def _remembered_choice(entry: Mapping[str, Any] | None) -> "Candidate | None":
+    """The candidate a wisdom entry names, or ``None`` when there is no entry or its choice is
+    malformed (an edited or damaged file: it is ignored, as a stale one is)."""
+    if entry is None:
+        return None
+    choice = entry.get("choice")
+    if not (isinstance(choice, Mapping) and isinstance(choice.get("label"), str)
+            and isinstance(choice.get("params", {}), Mapping)):
+        return None
+    try:
+        return Candidate.from_dict(choice)
+    except (TypeError, ValueError):
+        return None
 
 
 class Prepared:
@@ -192,11 +208,19 @@ class Plan(abc.ABC):
         candidates = self._engine.candidates(self._problem)
         chosen, extra, how = candidates[0], None, "heuristic"
         entry = self._wisdom.lookup(self._problem, self._engine.device())
-        if entry is not None:
-            remembered = Candidate.from_dict(entry["choice"])
-            if remembered in candidates:
-                chosen, extra, how = remembered, entry.get("extra"), "wisdom"
-        self._install(self._engine.prepare(self._problem, chosen, extra), how)
+        remembered = _remembered_choice(entry)
+        if remembered is not None and remembered in candidates:
+            chosen, extra, how = remembered, entry.get("extra"), "wisdom"
+        try:
+            prepared = self._engine.prepare(self._problem, chosen, extra)
+        except Exception as exc:  # noqa: BLE001 - a damaged entry's state must not stop planning
+            if how != "wisdom":
+                raise
+            warnings.warn(f"nvmathpy: the wisdom entry for {chosen} could not be used ({type(exc).__name__}: "
+                          f"{exc}); planning without it", WisdomWarning, stacklevel=2)
+            chosen, how = candidates[0], "heuristic"
+            prepared = self._engine.prepare(self._problem, chosen, None)
+        self._install(prepared, how)
         if logger.isEnabledFor(20):
             logger.info("%s: planned %s (%s) for problem %s", type(self).__name__, chosen, how, self._problem.digest())
         return self

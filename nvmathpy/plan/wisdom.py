@@ -8,8 +8,11 @@ fast again without re-planning (e.g. FFTW's exported wisdom as text).
 The store is one JSON file (never pickle) in the cache directory:
 ``$NVMATHPY_CACHE_DIR``, else ``$XDG_CACHE_HOME/nvmathpy``, else ``~/.cache/nvmathpy``.
 Writes take an advisory lock, re-read the file, merge and replace it atomically, so two
-processes writing at once lose nothing and never leave a garbled file. A corrupt file or one
-of a foreign format version is ignored with a warning and rebuilt on the next write.
+processes writing at once lose nothing and never leave a garbled file. A corrupt file (not
+UTF-8, not JSON) or one of a foreign format version is ignored with a warning and rebuilt on
+the next write; a store that cannot be written warns, and the tuned plan stands unremembered.
+Entries whose choice is malformed, or whose saved state the engine cannot use, are skipped
+when planning (:meth:`nvmathpy.plan.Plan.plan`).
 ``NVMATHPY_WISDOM=off`` disables reading and writing.
 """
 
@@ -117,15 +120,15 @@ class Wisdom:
         """Read the file's entries; an unreadable or foreign file yields none, with a warning."""
         path = self.path
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return {}
         except OSError as exc:
             warnings.warn(f"nvmathpy: cannot read wisdom file {path}: {exc}; ignoring it", WisdomWarning, stacklevel=3)
             return {}
         try:
-            data = json.loads(text)
-        except ValueError:
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
             warnings.warn(
                 f"nvmathpy: wisdom file {path} is corrupt (not valid JSON); ignoring it, it will be rebuilt",
                 WisdomWarning,
@@ -133,10 +136,11 @@ class Wisdom:
             )
             return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("schema") != SCHEMA:
-            found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            found = (f"format {data.get('format')!r}, schema {data.get('schema')!r}" if isinstance(data, dict)
+                     else f"a JSON {type(data).__name__}")
             warnings.warn(
-                f"nvmathpy: wisdom file {path} has a foreign format (schema {found!r}, expected {SCHEMA}); "
-                "ignoring it, it will be rebuilt",
+                f"nvmathpy: wisdom file {path} has a foreign format ({found}; expected format {FORMAT!r}, "
+                f"schema {SCHEMA}); ignoring it, it will be rebuilt",
                 WisdomWarning,
                 stacklevel=3,
             )
@@ -145,7 +149,8 @@ class Wisdom:
         if not isinstance(entries, dict):
             warnings.warn(f"nvmathpy: wisdom file {path} has no entry table; ignoring it", WisdomWarning, stacklevel=3)
             return {}
-        return {k: v for k, v in entries.items() if isinstance(v, dict) and "choice" in v}
+        return {k: v for k, v in entries.items()
+                if isinstance(v, dict) and "choice" in v and isinstance(v.get("extra", {}), dict)}
 
     def _current_entries(self) -> dict[str, dict[str, Any]]:
         """The entries, re-read only when the file changed since the last read."""
@@ -196,6 +201,7 @@ class Wisdom:
         payload = json.dumps({"format": FORMAT, "schema": SCHEMA, "entries": entries}, indent=1, sort_keys=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
+            os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide a shared cache from its other users
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(payload)
                 fh.flush()
@@ -242,7 +248,11 @@ class Wisdom:
         }
         json.dumps(entry)  # fail here, before touching the file, if anything is not JSON
         key = entry_key(problem, device)
-        self._update(lambda entries: entries.__setitem__(key, entry))
+        try:
+            self._update(lambda entries: entries.__setitem__(key, entry))
+        except OSError as exc:  # a read-only or broken cache directory: the result stands, unremembered
+            warnings.warn(f"nvmathpy: cannot write wisdom file {self.path}: {exc}; the choice is not remembered",
+                          WisdomWarning, stacklevel=3)
 
     def clear(self) -> None:
         """Remove every entry."""
