@@ -186,3 +186,54 @@ class TestBackend:
             assert np.allclose(scipy.fft.dst(x), scipy.fft.dst(x.copy()))
         finally:
             scipy.fft.set_global_backend("scipy")
+
+
+# -- nothing to transform: empty dimensions and no axes, as NumPy and SciPy answer --------------
+
+_EMPTY_CASES = [
+    ("fft", (0, 4), {}), ("fft", (0, 4), {"axis": 0, "n": 3}), ("ifft", (2, 0, 3), {}), ("rfft", (0, 5), {}),
+    ("irfft", (0, 4), {}), ("hfft", (0, 4), {}), ("ihfft", (0, 7), {}), ("fft2", (0, 4, 4), {}),
+    ("rfftn", (3, 0, 4), {"axes": (2,)}), ("irfftn", (0, 4), {"axes": (1,)}),
+    ("dct", (0, 4), {}), ("dst", (0, 4), {"type": 1}), ("idctn", (0, 3, 4), {"axes": (1, 2)}),
+    ("dct", (4, 0), {"n": 3}),
+]
+
+
+@pytest.mark.parametrize("name, shape, kwargs", _EMPTY_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int16"])
+def test_operands_with_an_empty_dimension_give_scipys_result(name, shape, kwargs, dtype):
+    if name in ("rfft", "rfftn", "ihfft") and np.dtype(dtype).kind == "c":
+        return  # a real transform of complex data is an error in both (tested elsewhere)
+    x = np.zeros(shape, dtype)
+    ours, theirs = getattr(nsf, name)(x, **kwargs), getattr(scipy.fft, name)(x, **kwargs)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    assert not np.any(ours)
+    if name in ("fft", "rfft", "ifft", "irfft", "hfft", "ihfft", "fft2", "rfftn", "irfftn"):
+        import nvmathpy.fft as nf
+
+        if hasattr(np.fft, name):
+            mine, numpys = getattr(nf, name)(x, **kwargs), getattr(np.fft, name)(x, **kwargs)
+            assert mine.shape == numpys.shape and mine.dtype == numpys.dtype
+
+
+@pytest.mark.parametrize("name", ["fft", "dct", "irfft"])
+def test_an_empty_transformed_axis_without_a_length_is_an_error_as_in_scipy(name):
+    x = np.zeros((4, 0))
+    with pytest.raises(ValueError):
+        getattr(scipy.fft, name)(x)
+    with pytest.raises(ValueError, match="number of"):
+        getattr(nsf, name)(x)
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "fft2", "dctn", "idstn"])
+def test_no_axes_give_the_operand_back(name):
+    import nvmathpy.fft as nf
+
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    for module, reference in ((nsf, scipy.fft), (nf, np.fft)):
+        if not hasattr(module, name):
+            continue
+        for kwargs in ({"axes": ()}, {"s": [], "axes": []}):
+            got = getattr(module, name)(x, **kwargs)
+            expected = getattr(reference, name)(x, **kwargs)
+            assert got.dtype == expected.dtype and np.array_equal(got, expected)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidOperandError, InvalidOptionError
 from ..execution import ExecutionCPU
-from ..operands import Operand, wrap
+from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
 from ._layout import check_norm, describe, normalize_axes
 from .fft_plan import FFT
@@ -92,6 +92,8 @@ def transform(
         s, axes = lengths, ax
     if plan is not None:
         return _with_plan(plan, op, a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, out=out)
+    if op.device == "cpu" and (0 in op.shape or not normalize_axes(op.ndim, axes, s)):
+        return _deliver(_degenerate(op, a, kind=kind, s=s, axes=axes, norm=norm), out)
     key = (kind, op.package, op.device_id, op.shape, op.strides, op.dtype.str, _frozen(axes), _frozen(s), norm, threads)
     fft = _CACHE.take(key)
     try:
@@ -115,6 +117,23 @@ def transform(
     fft._detach()
     _CACHE.give(key, fft)
     return _deliver(result, out)
+
+
+def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:
+    """NumPy's answers where there is nothing to transform: no axes (a 0-d operand, ``axes=()``,
+    ``s=()``) give the operand back as NumPy does (a real-to-complex transform still needs an
+    axis); an operand with an empty dimension gives zeros of the result's shape (empty, unless
+    ``s`` pads an empty transformed axis), or NumPy's error for zero data points."""
+    if not normalize_axes(op.ndim, axes, s) and kind == "c2c":
+        return a
+    probe = tuple(d or 1 for d in op.shape)  # describe() checks everything but the empty dimensions
+    layout = describe(probe, op.dtype, axes=axes, s=s, kind=kind, norm=norm)
+    requested = [None] * len(layout.axes) if s is None else list(s if not isinstance(s, (int, np.integer)) else [s])
+    for axis, given in zip(layout.axes, requested):
+        if op.shape[axis] == 0 and (given is None or given == -1):
+            raise InvalidOperandError(f"Invalid number of FFT data points (0) along axis {axis}; s/n must be >= 1")
+    shape = tuple(0 if op.shape[i] == 0 and i not in layout.axes else n for i, n in enumerate(layout.out_shape))
+    return to_package(np.zeros(shape, layout.out_dtype), op)
 
 
 def _deliver(result: Any, out: Any) -> Any:
