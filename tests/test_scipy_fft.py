@@ -237,3 +237,17 @@ def test_no_axes_give_the_operand_back(name):
             got = getattr(module, name)(x, **kwargs)
             expected = getattr(reference, name)(x, **kwargs)
             assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst", "dctn", "idstn"])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("orthogonalize", [None, True, False])
+@pytest.mark.parametrize("type_", [1, 2, 3, 4])
+def test_complex_input_gives_scipys_numbers_for_every_orthogonalize(name, norm, orthogonalize, type_):
+    rng = np.random.default_rng(type_)
+    z = rng.standard_normal((3, 6)) + 1j * rng.standard_normal((3, 6))
+    kwargs = {"type": type_, "norm": norm, "orthogonalize": orthogonalize}
+    expected = getattr(scipy.fft, name)(z, **kwargs)
+    got = getattr(nsf, name)(z, **kwargs)
+    assert got.dtype == expected.dtype
+    assert np.linalg.norm(got - expected) <= 1e-12 * np.linalg.norm(expected)
