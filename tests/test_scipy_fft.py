@@ -251,3 +251,14 @@ def test_complex_input_gives_scipys_numbers_for_every_orthogonalize(name, norm, 
     got = getattr(nsf, name)(z, **kwargs)
     assert got.dtype == expected.dtype
     assert np.linalg.norm(got - expected) <= 1e-12 * np.linalg.norm(expected)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "ihfft"])
+def test_a_boolean_length_is_refused(name):
+    import nvmathpy.fft as nf
+
+    if name in ("fft", "irfft"):  # NumPy 2.4 refuses these (its rfft/ihfft take True as 1)
+        with pytest.raises(TypeError):
+            getattr(np.fft, name)(np.ones(4), n=True)
+    with pytest.raises(TypeError, match="booleans"):
+        getattr(nf, name)(np.ones(4), n=True)

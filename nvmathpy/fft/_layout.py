@@ -177,6 +177,8 @@ def describe(
         raise InvalidOperandError("an FFT needs at least one axis; got an empty axes (or a 0-d operand)")
     if s is not None and len(s) != len(ax):
         raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(s)}, axes={tuple(ax)}")
+    if s is not None and any(isinstance(v, (bool, np.bool_)) for v in s):
+        raise TypeError(f"s entries (and n) must be integers, not booleans: s={tuple(s)}")  # as NumPy
     requested = [None] * len(ax) if s is None else [None if v is None else _as_int(v, "s entries") for v in s]
     for value in requested:
         if value is not None and value != -1 and value < 1:
