@@ -8,6 +8,7 @@ import json
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
@@ -154,10 +155,13 @@ def _cmd_wisdom(args: argparse.Namespace) -> int:
             problem = entry["problem"]
             print(f"  {problem['operation']} {json.dumps(problem['fields'], sort_keys=True)} -> "
                   f"{entry['choice']['label']} {json.dumps(entry['choice'].get('params', {}), sort_keys=True)}")
-    elif args.action == "export":
-        print(f"exported {wisdom.export(args.file)} entries to {args.file}")
-    elif args.action == "import":
-        print(f"imported {wisdom.import_(args.file)} entries from {args.file}")
+    elif args.action in ("export", "import"):
+        try:
+            count = wisdom.export(args.file) if args.action == "export" else wisdom.import_(args.file)
+        except (OSError, ValueError) as exc:
+            print(f"wisdom {args.action}: {exc}", file=sys.stderr)
+            return 1
+        print(f"{args.action}ed {count} entries {'to' if args.action == 'export' else 'from'} {args.file}")
     else:
         wisdom.clear()
         print(f"cleared {wisdom.path}")
@@ -170,6 +174,17 @@ def _add_space_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--space", choices=CHOICES, default="auto",
                         help="where to run: cpu, cuda (CuPy arrays; CuPy/torch as the peers), or auto "
                              "(cuda when a GPU and CuPy are usable, else cpu; the default)")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -186,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", default="all", choices=["matmul", "fft", "linalg", "all"],
                        help="which suites (default: all)")
     bench.add_argument("--quick", action="store_true", help="fewer, smaller cases")
-    bench.add_argument("--repeats", type=int, default=7, help="timed rounds per case (median reported)")
+    bench.add_argument("--repeats", type=_positive, default=7, help="timed rounds per case (median reported)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--plot", metavar="FILE.png", help="also draw speedups (needs matplotlib)")
     _add_space_option(bench)
@@ -204,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "action", None) in ("export", "import") and not args.file:
         parser.error(f"wisdom {args.action} needs a FILE")
+    for option in ("json", "plot"):  # checked before the benchmark runs, not after
+        target = getattr(args, option, None) if args.command == "bench" else None
+        if target and not Path(target).resolve().parent.is_dir():
+            parser.error(f"--{option} {target}: the directory {Path(target).resolve().parent} does not exist")
     return args.func(args)
 
 

@@ -57,6 +57,17 @@ def test_wisdom_cli_round_trip(tmp_path, capsys):
         main(["wisdom", "export"])
 
 
+def test_wisdom_cli_refuses_bad_files_with_a_message(tmp_path, capsys):
+    not_wisdom = tmp_path / "notes.json"
+    not_wisdom.write_text('{"hello": 1}')
+    for argv, says in ((["import", str(tmp_path / "missing.json")], "No such file"),
+                       (["import", str(tmp_path)], "directory"),
+                       (["import", str(not_wisdom)], "foreign format"),
+                       (["export", str(tmp_path / "no-dir" / "x.json")], "not a directory")):
+        assert main(["wisdom", *argv]) == 1
+        assert says in capsys.readouterr().err
+
+
 def test_demo_rejects_unknown(capsys):
     assert main(["demo", "nope"]) == 2
     assert "unknown demo" in capsys.readouterr().err
@@ -69,6 +80,16 @@ def test_bench_arguments():
     assert _parser().parse_args(["bench", "fft", "linalg", "--quick"]).suites == ["fft", "linalg"]
     with pytest.raises(SystemExit):
         _parser().parse_args(["bench", "blas"])
+    for bad in ("0", "-3", "two"):
+        with pytest.raises(SystemExit):
+            _parser().parse_args(["bench", "--repeats", bad])
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_bench_checks_output_paths_before_running(tmp_path, capsys, option):
+    with pytest.raises(SystemExit):
+        main(["bench", "linalg", "--quick", option, str(tmp_path / "no-dir" / "out")])
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_bench_suites_build_and_time_one_case(capsys):

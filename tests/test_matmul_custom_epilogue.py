@@ -183,6 +183,9 @@ def test_wrong_shape_input_and_reserved_name():
         la.matmul(a, b, epilogue=lambda x, g: x * g, epilogue_inputs={"g": np.ones((4, 4))})
     with pytest.raises(InvalidOperandError, match="reserved"):
         la.matmul(a, b, epilogue=lambda x, c: x * c, epilogue_inputs={"c": np.ones(5)})
+    for operand in ("a", "b"):  # inputs share one table with the operands: these would replace them
+        with pytest.raises(InvalidOperandError, match="reserved"):
+            la.matmul(a, b, epilogue=lambda x, g: x * g, epilogue_inputs={operand: np.ones(5)})
 
 
 def test_cuda_execution_without_cupy_names_what_to_install(monkeypatch):

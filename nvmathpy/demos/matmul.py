@@ -27,6 +27,7 @@ def _median_seconds(fn: Callable[[], object], repeats: int = 7) -> float:
 
 def run(echo: Callable[[str], None]) -> bool:
     """Run the demo, report through ``echo``; True when every check passed."""
+    from ..bench.suite_matmul import gelu_bias_inplace
     from ..linalg import Matmul
 
     rng = np.random.default_rng(0)
@@ -37,10 +38,10 @@ def run(echo: Callable[[str], None]) -> bool:
     z = x.astype(np.float64) @ w + b
     want = 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3)))
 
-    def numpy_layer() -> np.ndarray:
-        h = x @ w
-        h += b
-        return 0.5 * h * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (h + np.float32(0.044715) * h**3)))
+    scratch = np.empty((x.shape[0], w.shape[1]), np.float32)
+
+    def numpy_layer() -> np.ndarray:  # NumPy's fastest spelling: the product, then in-place passes
+        return gelu_bias_inplace(x, w, b, scratch)
 
     ok = True
     with Matmul(x, w, epilogue="gelu_bias", epilogue_inputs={"bias": b}) as layer:
@@ -51,7 +52,7 @@ def run(echo: Callable[[str], None]) -> bool:
         echo(f"gelu_bias layer {x.shape} @ {w.shape}: relative error vs float64 NumPy {err:.2e} "
              f"({'ok' if err < 1e-5 else 'FAILED'}); candidate {layer.candidate} ({layer.chosen_by})")
         t_plan, t_numpy = _median_seconds(layer.execute), _median_seconds(numpy_layer)
-        echo(f"time: nvmathpy {t_plan * 1e3:.2f} ms, NumPy {t_numpy * 1e3:.2f} ms "
+        echo(f"time: nvmathpy {t_plan * 1e3:.2f} ms, NumPy's best in-place chain {t_numpy * 1e3:.2f} ms "
              f"({t_numpy / t_plan:.2f}x faster)")
     with Matmul(x, w, epilogue="relu_aux_bias", epilogue_inputs={"bias": b}) as layer:
         d, aux = layer.plan().execute()

@@ -26,8 +26,9 @@ from ._epilogue_cpu import Program, compile_program
 
 __all__ = ["is_custom", "scalar_inputs", "input_kind", "trace_epilogue", "needs_whole_result", "custom_program"]
 
-#: Names the CPU evaluator's environment uses itself (the value, the addend, the result).
-RESERVED = ("x", "c", "d")
+#: Names the evaluator's environment uses itself (the value, the addend, the result) and the
+#: plan's operands (inputs share one table with them: an input ``b`` would replace the operand).
+RESERVED = ("x", "c", "d", "a", "b")
 
 
 def is_custom(epilogue: Any) -> bool:

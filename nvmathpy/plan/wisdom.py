@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .._version import __version__
+from ..errors import InvalidOperandError
 from .problem import Problem, canonical_json
 
 try:  # advisory file locks are POSIX-only; elsewhere atomic replace alone keeps files whole
@@ -120,37 +121,15 @@ class Wisdom:
         """Read the file's entries; an unreadable or foreign file yields none, with a warning."""
         path = self.path
         try:
-            raw = path.read_bytes()
+            return _load(path)
         except FileNotFoundError:
             return {}
         except OSError as exc:
             warnings.warn(f"nvmathpy: cannot read wisdom file {path}: {exc}; ignoring it", WisdomWarning, stacklevel=3)
-            return {}
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
-            warnings.warn(
-                f"nvmathpy: wisdom file {path} is corrupt (not valid JSON); ignoring it, it will be rebuilt",
-                WisdomWarning,
-                stacklevel=3,
-            )
-            return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("schema") != SCHEMA:
-            found = (f"format {data.get('format')!r}, schema {data.get('schema')!r}" if isinstance(data, dict)
-                     else f"a JSON {type(data).__name__}")
-            warnings.warn(
-                f"nvmathpy: wisdom file {path} has a foreign format ({found}; expected format {FORMAT!r}, "
-                f"schema {SCHEMA}); ignoring it, it will be rebuilt",
-                WisdomWarning,
-                stacklevel=3,
-            )
-            return {}
-        entries = data.get("entries")
-        if not isinstance(entries, dict):
-            warnings.warn(f"nvmathpy: wisdom file {path} has no entry table; ignoring it", WisdomWarning, stacklevel=3)
-            return {}
-        return {k: v for k, v in entries.items()
-                if isinstance(v, dict) and "choice" in v and isinstance(v.get("extra", {}), dict)}
+        except _Unusable as exc:
+            warnings.warn(f"nvmathpy: wisdom file {path} {exc}; ignoring it, it will be rebuilt", WisdomWarning,
+                          stacklevel=3)
+        return {}
 
     def _current_entries(self) -> dict[str, dict[str, Any]]:
         """The entries, re-read only when the file changed since the last read."""
@@ -262,14 +241,45 @@ class Wisdom:
     def export(self, destination: Path | str) -> int:
         """Write all entries to ``destination`` (same format); return how many."""
         entries = dict(self._current_entries()) if self.enabled else {}
-        self._write(entries, Path(destination).resolve())
+        target = Path(destination).resolve()
+        if not target.parent.is_dir():
+            raise FileNotFoundError(f"cannot export wisdom to {destination}: {target.parent} is not a directory")
+        self._write(entries, target)
         return len(entries)
 
     def import_(self, source: Path | str) -> int:
-        """Merge the entries of the wisdom file ``source`` into this store; return how many."""
-        incoming = Wisdom(source, enabled=True)._read_file()
+        """Merge the entries of the wisdom file ``source`` into this store; return how many.
+        A source that is missing, unreadable, corrupt or of a foreign format raises
+        :class:`~nvmathpy.errors.InvalidOperandError` (nothing is merged)."""
+        try:
+            incoming = _load(Path(source))
+        except (OSError, _Unusable) as exc:
+            raise InvalidOperandError(f"cannot import wisdom from {source}: {exc}") from None
         self._update(lambda entries: entries.update(incoming))
         return len(incoming)
+
+
+class _Unusable(Exception):
+    """A wisdom file that was read but holds no usable table (the message says why)."""
+
+
+def _load(path: Path) -> dict[str, dict[str, Any]]:
+    """The usable entries of the wisdom file ``path`` (``OSError`` when it cannot be read,
+    :class:`_Unusable` when it is not a wisdom file of this format)."""
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
+        raise _Unusable("is corrupt (not valid JSON)") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("schema") != SCHEMA:
+        found = (f"format {data.get('format')!r}, schema {data.get('schema')!r}" if isinstance(data, dict)
+                 else f"a JSON {type(data).__name__}")
+        raise _Unusable(f"has a foreign format ({found}; expected format {FORMAT!r}, schema {SCHEMA})")
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        raise _Unusable("has no entry table")
+    return {k: v for k, v in entries.items()
+            if isinstance(v, dict) and "choice" in v and isinstance(v.get("extra", {}), dict)}
 
 
 _DEFAULT = Wisdom()
