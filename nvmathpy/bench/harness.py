@@ -190,7 +190,7 @@ def write_plot(results: Sequence[Result], path: str, title: str) -> None:
             ax.text(s, i, f" {s:.2f}x", va="center", fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # long case names are not clipped
     plt.close(fig)
 
 
