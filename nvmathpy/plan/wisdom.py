@@ -180,7 +180,8 @@ class Wisdom:
         payload = json.dumps({"format": FORMAT, "schema": SCHEMA, "entries": entries}, indent=1, sort_keys=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
-            os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide a shared cache from its other users
+            if hasattr(os, "fchmod"):  # mkstemp's 0600 would hide a shared cache from its other users
+                os.fchmod(fd, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(payload)
                 fh.flush()

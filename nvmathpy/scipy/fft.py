@@ -86,7 +86,7 @@ def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str)
     return _named(function, name, what)
 
 
-def _as_scipy_orthogonalizes(x: Any, orthogonalize: Any) -> Any:
+def _scipy_orthogonalize(x: Any, orthogonalize: Any) -> Any:
     """The ``orthogonalize`` SciPy 1.17 applies: its complex branch transforms the real and
     imaginary parts with the default (``norm == "ortho"``) whatever was passed, and the drop-in
     gives SciPy's numbers (:class:`nvmathpy.fft.DCT` honours the argument for complex input)."""
@@ -104,7 +104,7 @@ def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable
     def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
         s = None if n is None else (n,)
         return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
-                              orthogonalize=_as_scipy_orthogonalizes(x, orthogonalize), threads=_threads(workers),
+                              orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
 
     return _named(function, name, what, _TRIG_NOTE)
@@ -113,7 +113,7 @@ def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable
 def _trig_multi_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def run(x, type, s, axes, norm, workers, orthogonalize):
         return trig_transform(x, transform=transform, type=type, s=s, axes=axes, norm=norm,
-                              orthogonalize=_as_scipy_orthogonalizes(x, orthogonalize), threads=_threads(workers),
+                              orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
 
     if name == "dctn":  # SciPy 1.17 makes orthogonalize keyword-only here alone

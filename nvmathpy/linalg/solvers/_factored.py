@@ -73,7 +73,7 @@ def check_trans(trans: Any) -> int:
 
 def stack_factors(parts: list[np.ndarray], batch: tuple[int, ...]) -> np.ndarray:
     """Stack per-element arrays into ``batch + shape`` (the element itself when unbatched).
-    For an empty batch ``parts`` holds one stand-in element (computed from
+    For an empty batch ``parts`` holds one stand-in element (computed, say, for
     :func:`._operands.stand_in`) that gives the empty result its shape and dtype."""
     if not batch:
         return parts[0]
@@ -96,10 +96,11 @@ def solver_closure(
     """The ``solve(b, trans)`` closure of a factored plan.
 
     ``solve_one(i, b2, trans)`` solves with the factors of batch element ``i`` for a
-    Fortran-friendly ``(n, k)`` right-hand side and returns ``(rows, k)`` (``rows``: ``n``
-    unless given, as for least squares with an ``n x rows`` matrix). ``fast(b)``, when given, handles the common
-    case (unbatched, NumPy, matching dtype, ``trans=0``) in one call and returns the solution,
-    or ``NotImplemented`` to leave it to the general path (see :func:`one_call_solve`).
+    Fortran-friendly ``(n, k)`` right-hand side and returns ``(rows, k)`` (``rows`` is ``n``
+    unless given, as for least squares with an ``n x rows`` matrix). ``fast(b)``, when given,
+    handles the common case (unbatched, NumPy, matching dtype, ``trans=0``) in one call and
+    returns the solution, or ``NotImplemented`` to leave it to the general path (see
+    :func:`one_call_solve`).
     """
 
     out_rows = n if rows is None else rows

@@ -18,7 +18,7 @@ from ...linalg.solvers.functions import cache_key, run_cached
 from ...linalg.solvers._fast_lapack import fast_module
 from ...linalg.solvers._numpy_lapack import for_order
 from ._validate import (
-    LinAlgError, all_finite, as_array, lapack_one, linalg_warning, over_batch, to_caller_of,
+    LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
@@ -114,7 +114,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     def core(lu2: np.ndarray, piv2: np.ndarray, b2: np.ndarray) -> np.ndarray:
         if lu2.shape[0] != b2.shape[0]:
             raise ValueError(f"Shapes of lu {lu2.shape} and b {b2.shape} are incompatible")
-        dtype = lapack_one(np.result_type(lu2.dtype, b2.dtype))  # get_lapack_funcs' rule
+        dtype = lapack_common(lu2.dtype, b2.dtype)
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         x, info = _routine(dtype, lu2.shape[0], "getrs")(np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
@@ -271,7 +271,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
             raise ValueError("The factored matrix c is not square.")
         if c2.shape[1] != b2.shape[0]:
             raise ValueError(f"incompatible dimensions ({c2.shape} and {b2.shape})")
-        dtype = lapack_one(np.result_type(c2.dtype, b2.dtype))  # get_lapack_funcs' rule
+        dtype = lapack_common(c2.dtype, b2.dtype)
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         c2, b2 = np.asarray(c2, dtype), np.asarray(b2, dtype)

@@ -12,8 +12,8 @@ from ...linalg.solvers._operands import stack_of
 from ...linalg.solvers._fast_lapack import fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
-    EPS, LinAlgError, all_finite, as_array, lapack_one, lapack_pair, over_batch, raise_singular, to_caller_of,
-    warn_ill_conditioned,
+    EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
+    to_caller_of, warn_ill_conditioned,
 )
 
 __all__ = ["solve", "inv", "det", "solve_triangular", "lstsq"]
@@ -41,8 +41,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     ``assume_a``: ``None`` (detect diagonal / triangular / symmetric / Hermitian / general),
     ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``, ``'pos'``,
     ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` (the three diagonals, the
-    rest of ``a`` ignored) and ``'banded'`` are accepted and solved by the general LU. ``overwrite_a``/``overwrite_b`` are accepted;
-    inputs are never overwritten (C-ordered inputs are read through transposed views instead
+    rest of ``a`` ignored) and ``'banded'`` are accepted and solved by the general LU.
+    ``overwrite_a``/``overwrite_b`` are accepted; inputs are never overwritten (C-ordered inputs are read through transposed views instead
     of copies, so there is little to gain). Singular matrices raise ``LinAlgError`` naming
     the batch slices; ill-conditioned ones warn with ``LinAlgWarning``.
 
@@ -282,7 +282,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     a1 = as_array(a, check_finite, "a")
     b1 = as_array(b, check_finite, "b")
     convert = to_caller_of(a)
-    dtype = lapack_one(np.result_type(a1.dtype, b1.dtype))  # get_lapack_funcs' rule
+    dtype = lapack_common(a1.dtype, b1.dtype)
     a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
     trtrs = _trtrs(dtype.char)
     complex_ = dtype.kind == "c"
@@ -359,7 +359,7 @@ def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, 
             x = np.zeros((n,) + b2.shape[1:], dtype=np.common_type(a2, b2))
             residues = np.linalg.norm(b2, axis=0) ** 2 if n == 0 else np.empty((0,))
             return x, residues, 0, np.empty((0,))
-        dtype = lapack_one(np.result_type(a2.dtype, b2.dtype))  # get_lapack_funcs' rule
+        dtype = lapack_common(a2.dtype, b2.dtype)
         func, _ = _lstsq_funcs(driver, dtype.char)
         rhs = np.zeros((max(m, n),) + b2.shape[1:], dtype, order="F")
         rhs[:m] = b2

@@ -14,8 +14,8 @@ from ...errors import LinAlgError
 from ...operands import wrap
 
 __all__ = [
-    "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "over_batch", "raise_singular",
-    "warn_ill_conditioned",
+    "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "lapack_common", "over_batch",
+    "raise_singular", "warn_ill_conditioned",
     "LinAlgError", "linalg_warning",
 ]
 
@@ -95,14 +95,19 @@ def lapack_one(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def lapack_common(*dtypes: np.dtype) -> np.dtype:
+    """``get_lapack_funcs``' rule for the common LAPACK dtype of several arrays (every function
+    of two arrays but ``solve``): :func:`lapack_one` of their ``result_type``."""
+    return lapack_one(np.result_type(*dtypes))
+
+
 #: Machine epsilon of each LAPACK dtype (by type character).
 EPS = {c: float(np.finfo(c).eps) for c in "fdFD"}
 
 
 def lapack_pair(*dtypes: np.dtype) -> np.dtype:
     """``scipy.linalg.solve``'s rule for the common LAPACK dtype of its arrays (integers in
-    float64). SciPy's other functions of two arrays follow ``get_lapack_funcs``: there it is
-    :func:`lapack_one` of the arrays' ``result_type``."""
+    float64); SciPy's other functions of two arrays follow :func:`lapack_common`."""
     first = dtypes[0]
     if first.char in EPS and all(d == first for d in dtypes):
         return first
