@@ -16,7 +16,7 @@ from ..errors import InvalidOperandError, InvalidOptionError
 from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
-from ._layout import check_norm, describe, normalize_axes
+from ._layout import check_norm, describe, no_axes, normalize_axes
 from .fft_plan import FFT
 
 __all__ = ["plan_cache", "transform", "wrap_input", "c2r_lengths"]
@@ -92,7 +92,7 @@ def transform(
         s, axes = lengths, ax
     if plan is not None:
         return _with_plan(plan, op, a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, out=out)
-    if op.device == "cpu" and (0 in op.shape or not normalize_axes(op.ndim, axes, s)):
+    if op.device == "cpu" and (0 in op.shape or no_axes(op.ndim, axes, s)):
         return _deliver(_degenerate(op, a, kind=kind, s=s, axes=axes, norm=norm), out)
     key = (kind, op.package, op.device_id, op.shape, op.strides, op.dtype.str, _frozen(axes), _frozen(s), norm, threads)
     fft = _CACHE.take(key)
@@ -124,7 +124,7 @@ def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any)
     ``s=()``) give the operand back as NumPy does (a real-to-complex transform still needs an
     axis); an operand with an empty dimension gives zeros of the result's shape (empty, unless
     ``s`` pads an empty transformed axis), or NumPy's error for zero data points."""
-    if not normalize_axes(op.ndim, axes, s) and kind == "c2c":
+    if no_axes(op.ndim, axes, s) and kind == "c2c":
         return a
     probe = tuple(d or 1 for d in op.shape)  # describe() checks everything but the empty dimensions
     layout = describe(probe, op.dtype, axes=axes, s=s, kind=kind, norm=norm)

@@ -130,6 +130,15 @@ def normalize_axes(ndim: int, axes: Any, s: Sequence[Any] | None) -> tuple[int, 
     return tuple(result)
 
 
+def no_axes(ndim: int, axes: Any, s: Any) -> bool:
+    """Whether ``axes``/``s`` name no axis at all (a 0-d operand, ``axes=()``, or ``s=()`` with
+    ``axes=None``): what :func:`normalize_axes` would return empty for, without its cost on
+    the one-call hot path."""
+    if axes is not None:  # named axes of a 0-d operand are out of bounds: normalize_axes says so
+        return not isinstance(axes, (int, np.integer)) and len(axes) == 0
+    return not ndim or s is not None and not isinstance(s, (int, np.integer)) and len(s) == 0
+
+
 def describe(
     shape: tuple[int, ...],
     dtype: np.dtype,

@@ -18,7 +18,7 @@ from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execu
 from ..operands import to_package, unwrapper, wrap, wrap_matching
 from ..plan import Plan, PlanCache, Problem
 from ._driver import _frozen, wrap_input
-from ._layout import DIRECTIONS, normalize_axes
+from ._layout import DIRECTIONS, no_axes
 from ._trig_engine import TrigEngine, TrigLayout, default_budget, describe_trig
 
 __all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
@@ -200,7 +200,7 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
     operand = wrap_input(x, "x")
     if operand.array is not x and operand.package == "numpy":  # a list or another array-like
         x = operand.array
-    if operand.device == "cpu" and operand.ndim and (0 in operand.shape or not normalize_axes(operand.ndim, axes, s)):
+    if operand.device == "cpu" and operand.ndim and (0 in operand.shape or no_axes(operand.ndim, axes, s)):
         return _degenerate(operand, x, transform=transform, type=type, s=s, axes=axes, norm=norm,
                            orthogonalize=orthogonalize)
     key = (transform, type, operand.package, operand.shape, operand.strides, operand.dtype.str, _frozen(axes),
@@ -226,7 +226,7 @@ def _degenerate(operand: Any, x: Any, **request: Any) -> Any:
     """SciPy's answers where there is nothing to transform: no axes give ``x`` back; an operand
     with an empty dimension gives zeros of the result's shape and dtype (SciPy's error when a
     transformed axis has no points and no ``n`` is given)."""
-    if not normalize_axes(operand.ndim, request["axes"], request["s"]):
+    if no_axes(operand.ndim, request["axes"], request["s"]):
         return x
     layout = describe_trig(operand.shape, operand.dtype, **request)
     dtype = layout.dtype if operand.dtype.kind != "c" else np.result_type(layout.dtype, np.complex64)
