@@ -71,6 +71,26 @@ def measure(calls: dict[str, Callable[[], object]], rounds: int, sample_s: float
             {name: min(s) / best for name, s in samples.items()})
 
 
+def back_to_back(calls: dict[str, Callable[[], object]], rounds: int, runs: int = 5) -> tuple[dict, dict]:
+    """Median seconds per call of each callable run ``runs`` times in a row, the first call of
+    each run discarded (it follows another callable), and the median over rounds of its
+    time relative to the first callable's in the same round. This is each callable's steady
+    state when a program repeats it, apart from the effect of its neighbours (OpenBLAS's
+    worker threads spin for about 0.1 s after each call, on the cores other code would use)."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            samples[name].append(statistics.median(times[1:]))
+    baseline = next(iter(calls))
+    ratios = {name: statistics.median(x / y for x, y in zip(s, samples[baseline])) for name, s in samples.items()}
+    return {name: statistics.median(s) for name, s in samples.items()}, ratios
+
+
 def fmt(seconds: float) -> str:
     return f"{seconds * 1e6:.2f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
@@ -129,6 +149,19 @@ def epilogue_rows(quick: bool, rounds: int) -> list[str]:
                                ("heuristic", f"nvmathpy planned `{heuristic.candidate}`"),
                                ("nvmathpy", f"nvmathpy autotuned `{mm.candidate}`"))
         ]
+        if epilogue == "relu_bias":  # the fused GEMM, each run back to back (see back_to_back)
+            fused = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}).plan()
+            choice = [c for c in fused._engine.candidates(fused.problem) if c.params["method"] == "fused"]
+            if choice:
+                fused._install(fused._engine.prepare(fused.problem, choice[0]), "benchmark")
+                t, r = back_to_back({"gemm": lambda: a @ b, "inplace": inplace, "tuned": mm.execute,
+                                     "fused": fused.execute}, rounds)
+                rows += [f"| bare GEMM `a @ b`, back to back | {fmt(t['gemm'])} | 1.000x | |",
+                         f"| relu_bias: NumPy best in-place chain, back to back | {fmt(t['inplace'])} | {r['inplace']:.3f}x | |",
+                         f"| relu_bias: nvmathpy autotuned `{mm.candidate}`, back to back | {fmt(t['tuned'])} | "
+                         f"{r['tuned']:.3f}x | |",
+                         f"| relu_bias: nvmathpy `{choice[0]}`, back to back | {fmt(t['fused'])} | {r['fused']:.3f}x | |"]
+            fused.free()
         heuristic.free()
         mm.free()
     return rows

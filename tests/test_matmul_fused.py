@@ -1,0 +1,284 @@
+"""The compiled GEMM with the bias and ReLU applied in registers (nvmathpy.kernels.cpu_gemm) and
+the Matmul candidate built on it: float64 references over odd/prime sizes, edge tiles, several
+packed blocks, every operand layout, strided results, thread counts, NaN, and hypothesis over
+shapes and strides."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import platform
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nvmathpy.linalg as la
+from nvmathpy.kernels import cpu_gemm, cpu_jit
+from nvmathpy.kernels.cpu_gemm import fused_gemm, fused_gemm_available
+from nvmathpy.linalg import _matmul_cpu
+
+pytestmark = pytest.mark.skipif(not fused_gemm_available(np.float32), reason="no C compiler for the fused GEMM")
+
+TOL = {"float32": 2e-6, "float64": 1e-14}
+
+
+def rel_err(got, want):
+    scale = np.linalg.norm(want)
+    return np.linalg.norm(got - want) / (scale if scale else 1.0)
+
+
+def reference(a, b, bias, relu):
+    x = a.astype(np.float64) @ b.astype(np.float64)
+    if bias is not None:
+        x = x + bias
+    return np.maximum(x, 0) if relu else x
+
+
+def views(x):
+    """``x`` C-ordered, F-ordered and as the transpose of an array of the other order."""
+    yield np.ascontiguousarray(x)
+    yield np.asfortranarray(x)
+    yield np.ascontiguousarray(x.T).T
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (13, 7, 33), (37, 53, 71), (12, 512, 32), (101, 517, 47),
+                                   (5, 1031, 1100), (25, 2053, 1027)])
+def test_matches_float64_reference(dtype, m, k, n):
+    """Edge tiles, a depth over one packed block (2053 > 1536 float32 rows), a width over
+    NC = 1024 columns, each operand order, with and without bias and ReLU, 1-3 threads."""
+    rng = np.random.default_rng(m * 1000 + n)
+    a0, b0 = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    run = fused_gemm(dtype)
+    for a, b in zip(views(a0), [*views(b0)][::-1]):
+        for use_bias, relu, threads in ((True, True, 2), (False, False, 1), (True, False, 3), (False, True, 2)):
+            d = np.full((m, n), np.nan, dtype)
+            run(a, b, d, bias if use_bias else None, relu, threads)
+            want = reference(a0, b0, bias if use_bias else None, relu)
+            assert rel_err(d, want) < TOL[dtype] * np.sqrt(k), (a.flags.c_contiguous, b.flags.c_contiguous)
+
+
+def test_block_depth_and_width_split_the_work():
+    """The sizes above cross the packed block's depth and width (what they test relies on it)."""
+    rows = cpu_gemm.PACKED_BYTES // (4 * (cpu_gemm.NC + 32)) // cpu_gemm.KC * cpu_gemm.KC
+    assert cpu_gemm.KC <= rows < 2053 and cpu_gemm.NC < 1027
+
+
+def test_result_rows_strided_and_inputs_untouched():
+    """The result may be a band of a wider array (row stride > n): columns outside stay as they were."""
+    rng = np.random.default_rng(1)
+    a, b, bias = (rng.standard_normal(s).astype(np.float32) for s in ((70, 41), (41, 45), (45,)))
+    copies = [x.copy() for x in (a, b, bias)]
+    wide = np.full((70, 64), 7.0, np.float32)
+    fused_gemm(np.float32)(a, b, wide[:, 3:48], bias, True, 2)
+    assert rel_err(wide[:, 3:48], reference(a, b, bias, True)) < 1e-5
+    assert (wide[:, :3] == 7).all() and (wide[:, 48:] == 7).all()
+    for x, y in zip((a, b, bias), copies):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_zero_depth_and_empty_results():
+    """k = 0: the result is the epilogue of zeros; m or n = 0: nothing to write."""
+    run = fused_gemm(np.float64)
+    bias = np.array([-1.0, 2.0, -0.5])
+    d = np.full((4, 3), np.nan)
+    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, True, 2)
+    np.testing.assert_array_equal(d, np.tile([0.0, 2.0, 0.0], (4, 1)))
+    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, False, 2)
+    np.testing.assert_array_equal(d, np.tile(bias, (4, 1)))
+    run(np.ones((0, 5)), np.ones((5, 3)), np.empty((0, 3)), bias, True, 2)
+    run(np.ones((4, 5)), np.ones((5, 0)), np.empty((4, 0)), None, True, 2)
+
+
+def test_relu_keeps_nan_and_infinity_as_numpy():
+    """numpy.maximum(x, 0) propagates NaN; so does the fused ReLU (on full and edge tiles)."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal((20, 40)).astype(np.float32)
+    a[3, 5], a[17, 0] = np.nan, np.inf
+    d = np.empty((30, 40), np.float32)
+    fused_gemm(np.float32)(a, b, d, None, True, 2)
+    with np.errstate(invalid="ignore"):
+        want = np.maximum(a @ b, 0)
+    np.testing.assert_array_equal(np.isnan(d), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(d), np.isposinf(want))
+    finite = np.isfinite(want)
+    assert rel_err(d[finite], want[finite]) < 1e-5
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 40), k=st.integers(1, 70), n=st.integers(1, 80), a_f=st.booleans(), b_f=st.booleans(),
+       a_step=st.integers(1, 2), b_step=st.integers(1, 2), threads=st.integers(1, 3), relu=st.booleans(),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, threads, relu, dtype):
+    """Any shape, either order, every other row or column of a larger array."""
+    rng = np.random.default_rng(m * 7919 + k * 104729 + n)
+    big_a = np.asarray(rng.standard_normal((m * a_step, k * a_step)), dtype, order="F" if a_f else "C")
+    big_b = np.asarray(rng.standard_normal((k * b_step, n * b_step)), dtype, order="F" if b_f else "C")
+    a, b = big_a[::a_step, ::a_step], big_b[::b_step, ::b_step]
+    bias = rng.standard_normal(n).astype(dtype)
+    d = np.empty((m, n), dtype)
+    fused_gemm(dtype)(a, b, d, bias, relu, threads)
+    assert rel_err(d, reference(a, b, bias, relu)) < TOL[dtype] * np.sqrt(k) * 10
+
+
+# -- the Matmul candidate ------------------------------------------------------------------------
+
+
+def candidates(mm):
+    return mm._engine.candidates(mm.problem)
+
+
+@pytest.mark.parametrize("epilogue", [None, "bias", "relu", "relu_bias"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_fused_candidate_is_correct(epilogue, dtype):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((601, 523)).astype(dtype)
+    b = np.asfortranarray(rng.standard_normal((523, 607)).astype(dtype))
+    inputs = {"bias": rng.standard_normal(607).astype(dtype)} if epilogue and "bias" in epilogue else None
+    with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as mm:
+        cands = candidates(mm)
+        assert cands[1].params["method"] == "fused", cands  # second: these sizes are below 1024
+        mm._install(mm._engine.prepare(mm.problem, cands[1]), "heuristic")
+        want = reference(a, b, inputs["bias"] if inputs else None, bool(epilogue and "relu" in epilogue))
+        assert rel_err(mm.execute(), want) < TOL[dtype] * 30
+        out = np.empty((601, 607), dtype)
+        assert mm.execute(out=out) is out
+        assert rel_err(out, want) < TOL[dtype] * 30
+
+
+@pytest.mark.parametrize("dtype,epilogue,first", [("float32", "relu_bias", True), ("float32", "relu", True),
+                                                  ("float32", None, False), ("float64", "relu_bias", False)])
+def test_matmul_fused_candidate_is_first_for_large_float32_epilogues(dtype, epilogue, first):
+    a, b = np.ones((1024, 1024), dtype), np.ones((1024, 1100), dtype)
+    inputs = {"bias": np.ones(1100, dtype)} if epilogue == "relu_bias" else None
+    with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as mm:
+        methods = [c.params["method"] for c in candidates(mm)]
+        assert methods.index("fused") == (0 if first else 1)
+
+
+def test_matmul_fused_candidate_falls_back_while_another_thread_runs(monkeypatch):
+    """With another thread of the process running (OpenBLAS's spinning worker), a call runs
+    ?gemm and the compiled pass instead of the fused kernel, with the same result - unless it
+    directly follows the plan's previous call (then the worker is the fallback's own)."""
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    bias = rng.standard_normal(610).astype(np.float32)
+    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+        fused = [c for c in candidates(mm) if c.params["method"] == "fused"][0]
+        mm._install(mm._engine.prepare(mm.problem, fused), "heuristic")
+        kernel = mm._prepared.kernel
+        calls = []
+        inner = kernel.gemm
+        monkeypatch.setattr(kernel, "gemm", lambda *args: (calls.append(1), inner(*args)))
+        want = reference(a, b, bias, True)
+        for running, follows, used in ((1, False, False), (1, True, True), (1, False, False), (0, False, True)):
+            monkeypatch.setattr(_matmul_cpu, "others_running", lambda running=running: running)
+            if not follows:
+                time.sleep(2 * _matmul_cpu.FUSED_GAP)
+            calls.clear()
+            assert rel_err(mm.execute(), want) < 1e-5
+            assert bool(calls) == used, (running, follows)
+
+
+def test_others_running_sees_a_busy_thread():
+    """A thread computing without the GIL (hashing a large buffer) shows as running."""
+    data = bytes(64 << 20)
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            hashlib.sha256(data).digest()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        seen = []
+        for _ in range(100):
+            seen.append(cpu_gemm.others_running())
+            time.sleep(0.002)
+        assert max(seen) >= 1
+    finally:
+        stop.set()
+        worker.join()
+
+
+@pytest.mark.parametrize("case", ["row_bias", "alpha", "c", "gelu", "aux", "complex", "float16", "batched", "small",
+                                  "strided", "no_compiler"])
+def test_matmul_fused_candidate_only_where_it_computes_the_problem(case, monkeypatch):
+    rng = np.random.default_rng(7)
+    dtype = {"complex": np.complex64, "float16": np.float16}.get(case, np.float32)
+    shape_a, shape_b = ((2, 600, 530), (530, 610)) if case == "batched" else ((600, 530), (530, 610))
+    if case == "small":
+        shape_a, shape_b = (400, 400), (400, 610)
+    a, b = rng.standard_normal(shape_a).astype(dtype), rng.standard_normal(shape_b).astype(dtype)
+    if case == "strided":
+        a = np.repeat(a, 2, axis=1)[:, ::2]
+    kwargs = {"epilogue": "relu_bias", "epilogue_inputs": {"bias": rng.standard_normal(610).astype(dtype)}}
+    if case == "row_bias":
+        kwargs["epilogue_inputs"] = {"bias": rng.standard_normal((600, 1)).astype(dtype)}
+    elif case == "alpha":
+        kwargs["alpha"] = 2.0
+    elif case == "c":
+        kwargs.update(c=rng.standard_normal((600, 610)).astype(dtype), beta=1.0)
+    elif case in ("gelu", "aux"):
+        kwargs["epilogue"] = "gelu_bias" if case == "gelu" else "relu_aux_bias"
+    elif case == "complex":
+        kwargs = {"epilogue": "bias", "epilogue_inputs": {"bias": rng.standard_normal(610).astype(dtype)}}
+    elif case == "no_compiler":
+        monkeypatch.setattr(_matmul_cpu, "fused_gemm_available", lambda dtype: False)
+    with la.Matmul(a, b, **kwargs) as mm:
+        assert "fused" not in {c.params["method"] for c in candidates(mm)}
+    if case in ("alpha", "no_compiler"):  # the same product without the reason is offered it
+        monkeypatch.undo()
+        with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs=kwargs["epilogue_inputs"]) as mm:
+            assert "fused" in {c.params["method"] for c in candidates(mm)}
+
+
+def test_matmul_one_thread_execution_runs_the_kernel_on_one_thread():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    with la.Matmul(a, b, epilogue="relu", execution={"name": "cpu", "num_threads": 1}) as mm:
+        fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
+        assert fused and fused[0].params["threads"] == 1
+        mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
+        assert rel_err(mm.execute(), reference(a, b, None, True)) < 1e-5
+
+
+def test_matmul_bias_as_one_row_and_not_contiguous():
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    bias = rng.standard_normal((1, 1220)).astype(np.float32)[:, ::2]  # one row, every other value
+    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+        fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
+        mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
+        assert rel_err(mm.execute(), reference(a, b, bias[0], True)) < 1e-5
+
+
+@pytest.mark.parametrize("arch", ["haswell", "x86-64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_other_instruction_sets(arch, dtype, tmp_path):
+    """The source built for AVX2 (6-row tiles of 256-bit vectors) and for plain SSE2 (128-bit),
+    as other machines build it with -march=native, against the float64 reference."""
+    compiler = cpu_jit._compiler()
+    if compiler is None or platform.machine() != "x86_64":
+        pytest.skip("needs an x86-64 C compiler")
+    source, library = tmp_path / "gemm.c", tmp_path / "gemm.so"
+    source.write_text(cpu_gemm.source(dtype))
+    subprocess.run([compiler, "-O2", f"-march={arch}", "-fPIC", "-shared", str(source), "-o", str(library)], check=True)
+    kernel = ctypes.CDLL(str(library)).nvm_fused_gemm
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int]
+    rng = np.random.default_rng(11)
+    for m, k, n in [(37, 53, 71), (100, 700, 45), (25, 2100, 1030)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = np.asfortranarray(rng.standard_normal((k, n)).astype(dtype))
+        bias = rng.standard_normal(n).astype(dtype)
+        d = np.empty((m, n), dtype)
+        assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, 1, 2) == 0
+        assert rel_err(d, reference(a, b, bias, True)) < TOL[dtype] * np.sqrt(k)
