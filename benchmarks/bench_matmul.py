@@ -8,6 +8,9 @@ Wisdom is switched off (``NVMATHPY_WISDOM=off``) so "planned" rows show the heur
 choice and "autotuned" rows a fresh timing in this run. All implementations of one row group
 are timed in one process over several rounds; each of their samples sits between two samples
 of the NumPy baseline, and the ratio shown is the median over rounds of sample / baseline.
+Each call so follows a NumPy product, whose OpenBLAS worker still spins on the second core;
+the relu_bias rows marked "repeated" time each implementation instead as a program that
+repeats it sees it (after a pause, several calls in a row; see :func:`back_to_back`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import nvmathpy.linalg as la  # noqa: E402
+from nvmathpy.bench.harness import SETTLE_SECONDS  # noqa: E402
 from nvmathpy.bench.suite_matmul import gelu_bias_inplace, relu_bias_inplace  # noqa: E402
 
 
@@ -72,14 +76,16 @@ def measure(calls: dict[str, Callable[[], object]], rounds: int, sample_s: float
 
 
 def back_to_back(calls: dict[str, Callable[[], object]], rounds: int, runs: int = 5) -> tuple[dict, dict]:
-    """Median seconds per call of each callable run ``runs`` times in a row, the first call of
-    each run discarded (it follows another callable), and the median over rounds of its
-    time relative to the first callable's in the same round. This is each callable's steady
-    state when a program repeats it, apart from the effect of its neighbours (OpenBLAS's
-    worker threads spin for about 0.1 s after each call, on the cores other code would use)."""
+    """Median seconds per call of each callable run ``runs`` times in a row after
+    :data:`~nvmathpy.bench.harness.SETTLE_SECONDS` of idling (the first call of each run
+    discarded), and the median over rounds of its time relative to the first callable's in
+    the same round. This is each callable's steady state when a program repeats it, without
+    its neighbours' effect: OpenBLAS's worker threads spin for about 0.1 s after each call,
+    on the cores other code would use."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, fn in calls.items():
+            time.sleep(SETTLE_SECONDS)
             times = []
             for _ in range(runs):
                 start = time.perf_counter()
@@ -149,18 +155,18 @@ def epilogue_rows(quick: bool, rounds: int) -> list[str]:
                                ("heuristic", f"nvmathpy planned `{heuristic.candidate}`"),
                                ("nvmathpy", f"nvmathpy autotuned `{mm.candidate}`"))
         ]
-        if epilogue == "relu_bias":  # the fused GEMM, each run back to back (see back_to_back)
+        if epilogue == "relu_bias":  # each implementation repeated after a pause (see back_to_back)
             fused = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}).plan()
             choice = [c for c in fused._engine.candidates(fused.problem) if c.params["method"] == "fused"]
             if choice:
                 fused._install(fused._engine.prepare(fused.problem, choice[0]), "benchmark")
                 t, r = back_to_back({"gemm": lambda: a @ b, "inplace": inplace, "tuned": mm.execute,
                                      "fused": fused.execute}, rounds)
-                rows += [f"| bare GEMM `a @ b`, back to back | {fmt(t['gemm'])} | 1.000x | |",
-                         f"| relu_bias: NumPy best in-place chain, back to back | {fmt(t['inplace'])} | {r['inplace']:.3f}x | |",
-                         f"| relu_bias: nvmathpy autotuned `{mm.candidate}`, back to back | {fmt(t['tuned'])} | "
+                rows += [f"| bare GEMM `a @ b`, repeated | {fmt(t['gemm'])} | 1.000x | |",
+                         f"| relu_bias: NumPy best in-place chain, repeated | {fmt(t['inplace'])} | {r['inplace']:.3f}x | |",
+                         f"| relu_bias: nvmathpy autotuned `{mm.candidate}`, repeated | {fmt(t['tuned'])} | "
                          f"{r['tuned']:.3f}x | |",
-                         f"| relu_bias: nvmathpy `{choice[0]}`, back to back | {fmt(t['fused'])} | {r['fused']:.3f}x | |"]
+                         f"| relu_bias: nvmathpy `{choice[0]}`, repeated | {fmt(t['fused'])} | {r['fused']:.3f}x | |"]
             fused.free()
         heuristic.free()
         mm.free()

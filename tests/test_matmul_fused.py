@@ -51,15 +51,18 @@ def views(x):
                                    (5, 1031, 1100), (25, 2053, 1027)])
 def test_matches_float64_reference(dtype, m, k, n):
     """Edge tiles, a depth over one packed block (2053 > 1536 float32 rows), a width over
-    NC = 1024 columns, each operand order, with and without bias and ReLU, 1-3 threads."""
+    NC = 1024 columns, each operand order, with and without bias and ReLU, 1-3 threads, with
+    a workspace kept over calls and without."""
     rng = np.random.default_rng(m * 1000 + n)
     a0, b0 = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     bias = rng.standard_normal(n).astype(dtype)
     run = fused_gemm(dtype)
     for a, b in zip(views(a0), [*views(b0)][::-1]):
+        workspace = run.workspace(n, k)
+        assert workspace.ctypes.data % 64 == 0 and workspace.dtype == dtype
         for use_bias, relu, threads in ((True, True, 2), (False, False, 1), (True, False, 3), (False, True, 2)):
             d = np.full((m, n), np.nan, dtype)
-            run(a, b, d, bias if use_bias else None, relu, threads)
+            run(a, b, d, bias if use_bias else None, relu, threads, workspace if relu else None)
             want = reference(a0, b0, bias if use_bias else None, relu)
             assert rel_err(d, want) < TOL[dtype] * np.sqrt(k), (a.flags.c_contiguous, b.flags.c_contiguous)
 
@@ -273,12 +276,40 @@ def test_other_instruction_sets(arch, dtype, tmp_path):
     subprocess.run([compiler, "-O2", f"-march={arch}", "-fPIC", "-shared", str(source), "-o", str(library)], check=True)
     kernel = ctypes.CDLL(str(library)).nvm_fused_gemm
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int]
+    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int, ptr]
     rng = np.random.default_rng(11)
     for m, k, n in [(37, 53, 71), (100, 700, 45), (25, 2100, 1030)]:
         a = rng.standard_normal((m, k)).astype(dtype)
         b = np.asfortranarray(rng.standard_normal((k, n)).astype(dtype))
         bias = rng.standard_normal(n).astype(dtype)
         d = np.empty((m, n), dtype)
-        assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, 1, 2) == 0
+        assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, 1, 2,
+                      None) == 0
         assert rel_err(d, reference(a, b, bias, True)) < TOL[dtype] * np.sqrt(k)
+
+
+
+def test_one_call_matmul_from_several_threads():
+    """The one-call function under 4 threads at once (each takes its own plan and workspace;
+    the fused GEMM's own threads meet the others' on the same cores)."""
+    rng = np.random.default_rng(12)
+    problems = [(rng.standard_normal((1030, 1024)).astype(np.float32),
+                 rng.standard_normal((1024, 1040)).astype(np.float32), rng.standard_normal(1040).astype(np.float32))
+                for _ in range(4)]
+    with la.Matmul(*problems[0][:2], epilogue="relu_bias", epilogue_inputs={"bias": problems[0][2]}) as mm:
+        assert candidates(mm)[0].params["method"] == "fused"  # what the one-call function plans
+    errors = []
+
+    def run(index):
+        a, b, bias = problems[index]
+        want = reference(a, b, bias, True)
+        for _ in range(3):
+            got = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias})
+            errors.append(rel_err(got, want))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 12 and max(errors) < 1e-5

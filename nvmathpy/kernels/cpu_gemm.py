@@ -211,24 +211,34 @@ static void *work(void *arg) {
   return 0;
 }
 
+/* the depth of a packed block of B: at most PACKED_BYTES, in whole KC steps */
+static int64_t block_depth(int64_t k) {
+  int64_t kb = (int64_t)(PACKED_BYTES / (sizeof(real) * (NC + NR))) / KC * KC;
+  if (kb < KC) kb = KC;
+  return kb > k ? k : kb;
+}
+
+/* elements of the workspace nvm_fused_gemm needs for n columns and depth k */
+int64_t nvm_fused_workspace(int64_t n, int64_t k) {
+  const int64_t wide = n < NC ? n : NC;
+  return k <= 0 || n <= 0 ? 0 : block_depth(k) * ((wide + NR - 1) / NR * NR);
+}
+
 /* d (m x n, rows ldd apart, unit column stride) = relu?(a @ b + bias?); strides in elements.
+   workspace: nvm_fused_workspace(n, k) elements, 64-byte aligned, or NULL to allocate them.
    Returns 0, or -1 when the workspace cannot be allocated. */
 int nvm_fused_gemm(int64_t m, int64_t n, int64_t k, const real *a, int64_t a_rs, int64_t a_cs,
                    const real *b, int64_t b_rs, int64_t b_cs, real *d, int64_t ldd,
-                   const real *bias, int relu, int threads) {
-  job_t j = {m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, d, ldd, bias, relu, 0, 0, 0, 0, 0, 0};
+                   const real *bias, int relu, int threads, real *workspace) {
+  job_t j = {m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, d, ldd, bias, relu, workspace, 0, 0, 0, 0, 0};
   if (m <= 0 || n <= 0) return 0;
   if (k <= 0) {
     for (int64_t r = 0; r < m; ++r)
       for (int64_t c = 0; c < n; ++c) d[r * ldd + c] = finish(0, &j, c);
     return 0;
   }
-  /* the packed block holds at most PACKED_BYTES, in whole KC steps */
-  j.kb = (int64_t)(PACKED_BYTES / (sizeof(real) * (NC + NR))) / KC * KC;
-  if (j.kb < KC) j.kb = KC;
-  if (j.kb > k) j.kb = k;
-  const int64_t wide = n < NC ? n : NC;
-  if (posix_memalign((void **)&j.bp, 64, sizeof(real) * j.kb * ((wide + NR - 1) / NR * NR))) return -1;
+  j.kb = block_depth(k);
+  if (!workspace && posix_memalign((void **)&j.bp, 64, sizeof(real) * nvm_fused_workspace(n, k))) return -1;
   const int64_t strips = (m + MR - 1) / MR;
   int helpers = threads - 1 < 63 ? threads - 1 : 63;
   if (helpers > strips - 1) helpers = (int)(strips - 1);
@@ -250,7 +260,7 @@ int nvm_fused_gemm(int64_t m, int64_t n, int64_t k, const real *a, int64_t a_rs,
   if (use) pthread_attr_destroy(use);
   work(&j);  /* with fewer helpers than asked (none could be made) the work is only shared less */
   for (int t = 0; t < started; ++t) pthread_join(ids[t], 0);
-  free(j.bp);
+  if (!workspace) free(j.bp);
   return 0;
 }
 """
@@ -262,10 +272,12 @@ def fused_gemm_available(dtype: Any) -> bool:
 
 
 def fused_gemm(dtype: Any) -> Callable[..., None]:
-    """``fn(a, b, d, bias=None, relu=False, threads=1)``: ``d = relu(a @ b + bias)`` for 2-D
-    ``a`` (m x k) and ``b`` (k x n) of ``dtype`` with element strides (any order), ``d`` an
-    ``(m, n)`` array of ``dtype`` whose rows are contiguous, ``bias`` a contiguous ``(n,)``
+    """``fn(a, b, d, bias=None, relu=False, threads=1, workspace=None)``: ``d = relu(a @ b + bias)``
+    for 2-D ``a`` (m x k) and ``b`` (k x n) of ``dtype`` with element strides (any order), ``d``
+    an ``(m, n)`` array of ``dtype`` whose rows are contiguous, ``bias`` a contiguous ``(n,)``
     array of ``dtype`` or ``None``; ``relu`` as ``numpy.maximum(x, 0)`` (NaN stays NaN).
+    ``workspace`` (from ``fn.workspace(n, k)``, kept by the caller for its calls) holds the
+    packed blocks of ``b``; without it each call allocates its own.
 
     Nothing is checked per call: the caller fixed the layouts when it planned. Check
     :func:`fused_gemm_available` first.
@@ -340,19 +352,30 @@ def source(dtype: Any) -> str:
 @functools.lru_cache(maxsize=None)
 def _compiled(dtype_name: str) -> Callable[..., None]:
     dtype = np.dtype(dtype_name)
-    kernel = cpu_jit.compile_c(source(dtype)).nvm_fused_gemm
+    library = cpu_jit.compile_c(source(dtype))
+    kernel, size = library.nvm_fused_gemm, library.nvm_fused_workspace
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     kernel.restype = ctypes.c_int
-    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int]
+    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int, ptr]
+    size.restype, size.argtypes = i64, [i64, i64]
     item = dtype.itemsize
 
     def run(a: np.ndarray, b: np.ndarray, d: np.ndarray, bias: np.ndarray | None = None, relu: bool = False,
-            threads: int = 1) -> None:
+            threads: int = 1, workspace: np.ndarray | None = None) -> None:
         (m, k), n = a.shape, b.shape[1]
         status = kernel(m, n, k, a.ctypes.data, a.strides[0] // item, a.strides[1] // item,
                         b.ctypes.data, b.strides[0] // item, b.strides[1] // item, d.ctypes.data, d.strides[0] // item,
-                        None if bias is None else bias.ctypes.data, int(relu), threads)
+                        None if bias is None else bias.ctypes.data, int(relu), threads,
+                        None if workspace is None else workspace.ctypes.data)
         if status:
             raise MemoryError("fused_gemm: could not allocate the packing workspace")
 
+    def workspace(n: int, k: int) -> np.ndarray:
+        """A workspace for ``n`` columns and depth ``k`` (64-byte aligned), to pass to every call."""
+        count = int(size(n, k))
+        raw = np.empty(count + 64 // item, dtype)
+        skip = (-raw.ctypes.data % 64) // item
+        return raw[skip:skip + count]
+
+    run.workspace = workspace  # type: ignore[attr-defined]
     return run

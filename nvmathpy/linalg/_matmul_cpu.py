@@ -559,6 +559,7 @@ class _FusedKernel:
         self.relu = name in ("relu", "relu_bias")
         self.bias = name in ("bias", "relu_bias")
         self.threads = threads
+        self.workspace = self.gemm.workspace(spec.shape.n, spec.shape.k)  # the plan's: kept over calls
         fallback = _Kernel(spec, "gemm", "c")
         self.fallback = fallback if spec.threads is None else _with_blas_threads(fallback, spec.threads)
         self.last_end = -1.0
@@ -570,7 +571,7 @@ class _FusedKernel:
         else:
             result = np.empty(self.shape, self.dtype) if out is None else out
             bias = np.ascontiguousarray(inputs["bias"], self.dtype).reshape(-1) if self.bias else None
-            self.gemm(a, b, result, bias, self.relu, self.threads)
+            self.gemm(a, b, result, bias, self.relu, self.threads, self.workspace)
         self.last_end = time.perf_counter()
         return result
 
