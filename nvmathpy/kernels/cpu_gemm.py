@@ -8,24 +8,29 @@ still in registers, as it is stored for the last time, so the result is written 
 
 Structure (the loops of BLIS, with the roles of the operands chosen for a row-major result):
 
-- ``B`` is packed a ``KC x NC`` block at a time into ``NR``-wide column panels (each thread
-  packs a share of the panels, then all meet at a barrier);
-- each thread takes a band of ``MR``-row strips of the result; a strip's ``MR x KC`` slice of
-  ``A`` is packed into a small buffer that stays in L1 (reading ``A``'s rows directly puts
-  rows a page apart into the same cache set);
-- the micro-kernel accumulates an ``MR x NR`` tile (``MR`` rows of two vectors) over ``KC``
-  and, on the last ``KC`` block, adds the bias, applies the ReLU and stores.
+- ``B`` is packed a block at a time (up to :data:`NC` columns and :data:`PACKED_BYTES`, a
+  1024 x 1024 float32 ``B`` at once) into ``NR``-wide column panels;
+- the result's ``MR``-row strips are then computed one by one: a strip's ``MR x KC`` slice
+  of ``A`` is packed into a small buffer that stays in L1 (reading ``A``'s rows directly puts
+  rows a page apart into the same cache set), the micro-kernel accumulates each ``MR x NR``
+  tile (``MR`` rows of two vectors) over ``KC`` and, on the last ``KC`` step, adds the bias,
+  applies the ReLU and stores; the strip's rows stay in L2 over the block's depth;
+- the threads claim panels to pack and strips to compute from shared counters rather than
+  being given shares: one that starts late or runs on a busy core takes less, and none waits
+  for it (only for the packing to be complete before computing, and for the strips to be
+  done before a block is packed again).
 
 The vectors are GCC vector extensions, so the same source compiles for any x86-64 (or other)
 target; ``MR`` and the vector width follow the instruction set (12 rows of two 16-float vectors
 with AVX-512, 6 rows of two 8-float vectors with AVX2). The threads are POSIX threads made per
-call (tens of microseconds: the kernel is offered for large products only).
+call (about 70 us here: the kernel is offered for large products only), the helpers kept off
+the caller's core.
 
 Measured here (2 cores, AMD EPYC Zen 4, float32 4096 x 1024 @ 1024 x 1024, each call repeated
-back to back): the fused ``relu_bias`` takes 0.84-0.95x the time of the bare ``numpy.matmul``
+after a pause): the fused ``relu_bias`` takes 0.84-0.97x the time of the bare ``numpy.matmul``
 on OpenBLAS. Within about 0.1 s after an OpenBLAS call it takes 1.26-1.37x as long: OpenBLAS's
-worker thread still spins on the other core, which the second thread then shares (it is kept
-off the caller's core, and claims less work when it runs slower).
+worker thread still spins on the other core, which the second thread then shares
+(:func:`others_running` tells; :mod:`nvmathpy.linalg._matmul_cpu` falls back to OpenBLAS then).
 """
 
 from __future__ import annotations

@@ -309,7 +309,8 @@ class CpuMatmulEngine(Engine):
                     for panel in SPLIT_PANELS:
                         add("split", evaluator, cores, panel=panel, chunk=chunk)
         if _fused_ok(spec) and spec.flops > FUSED_FLOPS:
-            first = not spec.plain and spec.compute == np.float32 and min(spec.shape.m, spec.shape.n, spec.shape.k) >= 1024
+            large = min(spec.shape.m, spec.shape.n, spec.shape.k) >= 1024
+            first = not spec.plain and spec.compute == np.float32 and large
             out.insert(0 if first else 1, Candidate.of("fused", method="fused", evaluator=None, threads=cores))
         return out
 
