@@ -32,11 +32,17 @@ def rel_err(got, want):
     return np.linalg.norm(got - want) / (scale if scale else 1.0)
 
 
-def reference(a, b, bias, relu):
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def reference(a, b, bias, activation):
     x = a.astype(np.float64) @ b.astype(np.float64)
     if bias is not None:
         x = x + bias
-    return np.maximum(x, 0) if relu else x
+    if activation == "relu":
+        return np.maximum(x, 0)
+    return gelu(x) if activation == "gelu" else x
 
 
 def views(x):
@@ -60,10 +66,11 @@ def test_matches_float64_reference(dtype, m, k, n):
     for a, b in zip(views(a0), [*views(b0)][::-1]):
         workspace = run.workspace(n, k)
         assert workspace.ctypes.data % 64 == 0 and workspace.dtype == dtype
-        for use_bias, relu, threads in ((True, True, 2), (False, False, 1), (True, False, 3), (False, True, 2)):
+        for use_bias, act, threads in ((True, "relu", 2), (False, None, 1), (True, "gelu", 3), (False, "relu", 2),
+                                       (False, "gelu", 2), (True, None, 2)):
             d = np.full((m, n), np.nan, dtype)
-            run(a, b, d, bias if use_bias else None, relu, threads, workspace if relu else None)
-            want = reference(a0, b0, bias if use_bias else None, relu)
+            run(a, b, d, bias if use_bias else None, act, threads, workspace if threads == 2 else None)
+            want = reference(a0, b0, bias if use_bias else None, act)
             assert rel_err(d, want) < TOL[dtype] * np.sqrt(k), (a.flags.c_contiguous, b.flags.c_contiguous)
 
 
@@ -79,8 +86,8 @@ def test_result_rows_strided_and_inputs_untouched():
     a, b, bias = (rng.standard_normal(s).astype(np.float32) for s in ((70, 41), (41, 45), (45,)))
     copies = [x.copy() for x in (a, b, bias)]
     wide = np.full((70, 64), 7.0, np.float32)
-    fused_gemm(np.float32)(a, b, wide[:, 3:48], bias, True, 2)
-    assert rel_err(wide[:, 3:48], reference(a, b, bias, True)) < 1e-5
+    fused_gemm(np.float32)(a, b, wide[:, 3:48], bias, "relu", 2)
+    assert rel_err(wide[:, 3:48], reference(a, b, bias, "relu")) < 1e-5
     assert (wide[:, :3] == 7).all() and (wide[:, 48:] == 7).all()
     for x, y in zip((a, b, bias), copies):
         np.testing.assert_array_equal(x, y)
@@ -91,12 +98,14 @@ def test_zero_depth_and_empty_results():
     run = fused_gemm(np.float64)
     bias = np.array([-1.0, 2.0, -0.5])
     d = np.full((4, 3), np.nan)
-    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, True, 2)
+    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, "relu", 2)
     np.testing.assert_array_equal(d, np.tile([0.0, 2.0, 0.0], (4, 1)))
-    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, False, 2)
+    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, None, 2)
     np.testing.assert_array_equal(d, np.tile(bias, (4, 1)))
-    run(np.ones((0, 5)), np.ones((5, 3)), np.empty((0, 3)), bias, True, 2)
-    run(np.ones((4, 5)), np.ones((5, 0)), np.empty((4, 0)), None, True, 2)
+    run(np.empty((4, 0)), np.empty((0, 3)), d, bias, "gelu", 2)
+    np.testing.assert_allclose(d, np.tile(gelu(bias), (4, 1)), rtol=1e-14)
+    run(np.ones((0, 5)), np.ones((5, 3)), np.empty((0, 3)), bias, "relu", 2)
+    run(np.ones((4, 5)), np.ones((5, 0)), np.empty((4, 0)), None, "relu", 2)
 
 
 def test_relu_keeps_nan_and_infinity_as_numpy():
@@ -105,7 +114,7 @@ def test_relu_keeps_nan_and_infinity_as_numpy():
     a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal((20, 40)).astype(np.float32)
     a[3, 5], a[17, 0] = np.nan, np.inf
     d = np.empty((30, 40), np.float32)
-    fused_gemm(np.float32)(a, b, d, None, True, 2)
+    fused_gemm(np.float32)(a, b, d, None, "relu", 2)
     with np.errstate(invalid="ignore"):
         want = np.maximum(a @ b, 0)
     np.testing.assert_array_equal(np.isnan(d), np.isnan(want))
@@ -116,9 +125,9 @@ def test_relu_keeps_nan_and_infinity_as_numpy():
 
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 40), k=st.integers(1, 70), n=st.integers(1, 80), a_f=st.booleans(), b_f=st.booleans(),
-       a_step=st.integers(1, 2), b_step=st.integers(1, 2), threads=st.integers(1, 3), relu=st.booleans(),
-       dtype=st.sampled_from(["float32", "float64"]))
-def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, threads, relu, dtype):
+       a_step=st.integers(1, 2), b_step=st.integers(1, 2), threads=st.integers(1, 3),
+       activation=st.sampled_from([None, "relu", "gelu"]), dtype=st.sampled_from(["float32", "float64"]))
+def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, threads, activation, dtype):
     """Any shape, either order, every other row or column of a larger array."""
     rng = np.random.default_rng(m * 7919 + k * 104729 + n)
     big_a = np.asarray(rng.standard_normal((m * a_step, k * a_step)), dtype, order="F" if a_f else "C")
@@ -126,8 +135,8 @@ def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, thread
     a, b = big_a[::a_step, ::a_step], big_b[::b_step, ::b_step]
     bias = rng.standard_normal(n).astype(dtype)
     d = np.empty((m, n), dtype)
-    fused_gemm(dtype)(a, b, d, bias, relu, threads)
-    assert rel_err(d, reference(a, b, bias, relu)) < TOL[dtype] * np.sqrt(k) * 10
+    fused_gemm(dtype)(a, b, d, bias, activation, threads)
+    assert rel_err(d, reference(a, b, bias, activation)) < TOL[dtype] * np.sqrt(k) * 10
 
 
 # -- the Matmul candidate ------------------------------------------------------------------------
@@ -137,7 +146,7 @@ def candidates(mm):
     return mm._engine.candidates(mm.problem)
 
 
-@pytest.mark.parametrize("epilogue", [None, "bias", "relu", "relu_bias"])
+@pytest.mark.parametrize("epilogue", [None, "bias", "relu", "relu_bias", "gelu", "gelu_bias"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_fused_candidate_is_correct(epilogue, dtype):
     rng = np.random.default_rng(5)
@@ -148,7 +157,8 @@ def test_matmul_fused_candidate_is_correct(epilogue, dtype):
         cands = candidates(mm)
         assert cands[1].params["method"] == "fused", cands  # second: these sizes are below 1024
         mm._install(mm._engine.prepare(mm.problem, cands[1]), "heuristic")
-        want = reference(a, b, inputs["bias"] if inputs else None, bool(epilogue and "relu" in epilogue))
+        activation = epilogue.split("_")[0] if epilogue in ("relu", "relu_bias", "gelu", "gelu_bias") else None
+        want = reference(a, b, inputs["bias"] if inputs else None, activation)
         assert rel_err(mm.execute(), want) < TOL[dtype] * 30
         out = np.empty((601, 607), dtype)
         assert mm.execute(out=out) is out
@@ -179,7 +189,7 @@ def test_matmul_fused_candidate_falls_back_while_another_thread_runs(monkeypatch
         calls = []
         inner = kernel.gemm
         monkeypatch.setattr(kernel, "gemm", lambda *args: (calls.append(1), inner(*args)))
-        want = reference(a, b, bias, True)
+        want = reference(a, b, bias, "relu")
         for running, follows, used in ((1, False, False), (1, True, True), (1, False, False), (0, False, True)):
             monkeypatch.setattr(_matmul_cpu, "others_running", lambda running=running: running)
             if not follows:
@@ -211,7 +221,7 @@ def test_others_running_sees_a_busy_thread():
         worker.join()
 
 
-@pytest.mark.parametrize("case", ["row_bias", "alpha", "c", "gelu", "aux", "complex", "float16", "batched", "small",
+@pytest.mark.parametrize("case", ["row_bias", "alpha", "c", "gelu_aux", "aux", "complex", "float16", "batched", "small",
                                   "strided", "no_compiler"])
 def test_matmul_fused_candidate_only_where_it_computes_the_problem(case, monkeypatch):
     rng = np.random.default_rng(7)
@@ -229,8 +239,8 @@ def test_matmul_fused_candidate_only_where_it_computes_the_problem(case, monkeyp
         kwargs["alpha"] = 2.0
     elif case == "c":
         kwargs.update(c=rng.standard_normal((600, 610)).astype(dtype), beta=1.0)
-    elif case in ("gelu", "aux"):
-        kwargs["epilogue"] = "gelu_bias" if case == "gelu" else "relu_aux_bias"
+    elif case in ("gelu_aux", "aux"):
+        kwargs["epilogue"] = "gelu_aux_bias" if case == "gelu_aux" else "relu_aux_bias"
     elif case == "complex":
         kwargs = {"epilogue": "bias", "epilogue_inputs": {"bias": rng.standard_normal(610).astype(dtype)}}
     elif case == "no_compiler":
@@ -250,7 +260,7 @@ def test_matmul_one_thread_execution_runs_the_kernel_on_one_thread():
         fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
         assert fused and fused[0].params["threads"] == 1
         mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
-        assert rel_err(mm.execute(), reference(a, b, None, True)) < 1e-5
+        assert rel_err(mm.execute(), reference(a, b, None, "relu")) < 1e-5
 
 
 def test_matmul_bias_as_one_row_and_not_contiguous():
@@ -260,7 +270,7 @@ def test_matmul_bias_as_one_row_and_not_contiguous():
     with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
         fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
         mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
-        assert rel_err(mm.execute(), reference(a, b, bias[0], True)) < 1e-5
+        assert rel_err(mm.execute(), reference(a, b, bias[0], "relu")) < 1e-5
 
 
 @pytest.mark.parametrize("arch", ["haswell", "x86-64"])
@@ -283,9 +293,10 @@ def test_other_instruction_sets(arch, dtype, tmp_path):
         b = np.asfortranarray(rng.standard_normal((k, n)).astype(dtype))
         bias = rng.standard_normal(n).astype(dtype)
         d = np.empty((m, n), dtype)
-        assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, 1, 2,
-                      None) == 0
-        assert rel_err(d, reference(a, b, bias, True)) < TOL[dtype] * np.sqrt(k)
+        for act, name in enumerate(cpu_gemm.ACTIVATIONS):
+            assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, act,
+                          2, None) == 0
+            assert rel_err(d, reference(a, b, bias, name)) < TOL[dtype] * np.sqrt(k)
 
 
 
@@ -302,7 +313,7 @@ def test_one_call_matmul_from_several_threads():
 
     def run(index):
         a, b, bias = problems[index]
-        want = reference(a, b, bias, True)
+        want = reference(a, b, bias, "relu")
         for _ in range(3):
             got = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias})
             errors.append(rel_err(got, want))

@@ -1,4 +1,4 @@
-"""A compiled host GEMM whose epilogue runs on the tile in registers: ``relu(a @ b + bias)``.
+"""A compiled host GEMM whose epilogue runs on the tile before it is stored: ``relu(a @ b + bias)``.
 
 OpenBLAS's interface ends at the product: an epilogue after ``?gemm`` is another pass over the
 result, and on a result larger than the caches that pass is held by memory bandwidth (a ReLU
@@ -44,9 +44,12 @@ from typing import Any, Callable
 import numpy as np
 
 from . import cpu_jit
+from .emit_c import C_PRELUDE
 
 __all__ = ["fused_gemm", "fused_gemm_available", "others_running"]
 
+#: The activations the kernel applies (after the bias), in the C source's order.
+ACTIVATIONS = (None, "relu", "gelu")
 #: Depth of a packed block (measured: 384-1024 within noise of each other, 128-256 8-15% slower).
 KC = 512
 #: Width of a packed block of ``B`` (columns).
@@ -59,7 +62,6 @@ PACKED_BYTES = 8 << 20
 _TYPES = {np.dtype(np.float32): ("float", "int32_t"), np.dtype(np.float64): ("double", "int64_t")}
 
 _SOURCE = r"""
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -78,7 +80,7 @@ typedef struct {
   const real *a; int64_t a_rs, a_cs;
   const real *b; int64_t b_rs, b_cs;
   real *d; int64_t ldd;
-  const real *bias; int relu;
+  const real *bias; int act;  /* ACT_NONE, ACT_RELU or ACT_GELU */
   real *bp;        /* the packed block of B: KB x NC */
   int64_t kb;      /* its depth */
   /* work is claimed from counters, never assigned: a thread that starts late or runs on a busy
@@ -104,9 +106,18 @@ static void wait_for(int64_t *count, int64_t target) {
   }
 }
 
-static inline real finish(real v, const job_t *j, int64_t col) {
-  if (j->bias) v += j->bias[col];
-  return (j->relu && v < 0) ? 0 : v;  /* NaN stays NaN, as numpy.maximum(v, 0) */
+enum { ACT_NONE, ACT_RELU, ACT_GELU };
+
+/* the tanh-approximated GELU, 0.5 v (1 + tanh(u)), u = sqrt(2/pi) (v + 0.044715 v^3), written as
+   v / (1 + exp(-2u)) (the same function): one exponential, no cancellation in 1 + tanh(u) */
+static inline real gelu(real v) {
+  const real u = (real)0.7978845608028654 * (v + (real)0.044715 * v * v * v);
+  return v / (1 + EXP(-2 * u));
+}
+
+static inline real activate(real v, int act) {
+  if (act == ACT_RELU) return v < 0 ? 0 : v;  /* NaN stays NaN, as numpy.maximum(v, 0) */
+  return act == ACT_GELU ? gelu(v) : v;
 }
 
 /* panel q of B[pc:pc+kbd, jc:jc+nc]: kbd x NR, k-major, zero beyond column nc */
@@ -153,7 +164,7 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
     }
   }
   const int64_t ldd = j->ldd;
-  if (mr == MR && nr == NR) {
+  if (mr == MR && nr == NR && j->act != ACT_GELU) {
     vec bias0 = {0}, bias1 = {0};
     if (last && j->bias) { bias0 = *(const uvec *)(j->bias + col); bias1 = *(const uvec *)(j->bias + col + VL); }
 #pragma GCC unroll 16
@@ -163,19 +174,28 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
       if (!first) { v0 += row[0]; v1 += row[1]; }
       if (last) {
         v0 += bias0; v1 += bias1;
-        if (j->relu) { v0 = (vec)((ivec)v0 & ~(ivec)(v0 < 0)); v1 = (vec)((ivec)v1 & ~(ivec)(v1 < 0)); }
+        if (j->act == ACT_RELU) { v0 = (vec)((ivec)v0 & ~(ivec)(v0 < 0)); v1 = (vec)((ivec)v1 & ~(ivec)(v1 < 0)); }
       }
       row[0] = v0; row[1] = v1;
     }
     return;
   }
+  /* edge tiles, and the GELU (its exponential vectorises in these loops, not on the vectors) */
+  static const real no_bias[NR];
+  const real *bias = last && j->bias ? j->bias + col : no_bias;
+  const int act = last ? j->act : ACT_NONE;
   real part[MR][NR] __attribute__((aligned(64)));
   for (int r = 0; r < MR; ++r) { *(vec *)&part[r][0] = acc[r][0]; *(vec *)&part[r][VL] = acc[r][1]; }
-  for (int64_t r = 0; r < mr; ++r)
-    for (int64_t c = 0; c < nr; ++c) {
-      real v = part[r][c] + (first ? 0 : d[r * ldd + c]);
-      d[r * ldd + c] = last ? finish(v, j, col + c) : v;
+  for (int64_t r = 0; r < mr; ++r) {
+    real *row = d + r * ldd;
+    if (first) {
+#pragma omp simd
+      for (int64_t c = 0; c < nr; ++c) row[c] = activate(part[r][c] + bias[c], act);
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < nr; ++c) row[c] = activate(part[r][c] + row[c] + bias[c], act);
     }
+  }
 }
 
 /* every thread runs this: blocks of B one after another; in each, claim panels to pack, wait until
@@ -229,17 +249,17 @@ int64_t nvm_fused_workspace(int64_t n, int64_t k) {
   return k <= 0 || n <= 0 ? 0 : block_depth(k) * ((wide + NR - 1) / NR * NR);
 }
 
-/* d (m x n, rows ldd apart, unit column stride) = relu?(a @ b + bias?); strides in elements.
+/* d (m x n, rows ldd apart, unit column stride) = act(a @ b + bias?); strides in elements.
    workspace: nvm_fused_workspace(n, k) elements, 64-byte aligned, or NULL to allocate them.
    Returns 0, or -1 when the workspace cannot be allocated. */
 int nvm_fused_gemm(int64_t m, int64_t n, int64_t k, const real *a, int64_t a_rs, int64_t a_cs,
                    const real *b, int64_t b_rs, int64_t b_cs, real *d, int64_t ldd,
-                   const real *bias, int relu, int threads, real *workspace) {
-  job_t j = {m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, d, ldd, bias, relu, workspace, 0, 0, 0, 0, 0};
+                   const real *bias, int act, int threads, real *workspace) {
+  job_t j = {m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, d, ldd, bias, act, workspace, 0, 0, 0, 0, 0};
   if (m <= 0 || n <= 0) return 0;
   if (k <= 0) {
     for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < n; ++c) d[r * ldd + c] = finish(0, &j, c);
+      for (int64_t c = 0; c < n; ++c) d[r * ldd + c] = activate(bias ? bias[c] : 0, act);
     return 0;
   }
   j.kb = block_depth(k);
@@ -277,10 +297,12 @@ def fused_gemm_available(dtype: Any) -> bool:
 
 
 def fused_gemm(dtype: Any) -> Callable[..., None]:
-    """``fn(a, b, d, bias=None, relu=False, threads=1, workspace=None)``: ``d = relu(a @ b + bias)``
-    for 2-D ``a`` (m x k) and ``b`` (k x n) of ``dtype`` with element strides (any order), ``d``
-    an ``(m, n)`` array of ``dtype`` whose rows are contiguous, ``bias`` a contiguous ``(n,)``
-    array of ``dtype`` or ``None``; ``relu`` as ``numpy.maximum(x, 0)`` (NaN stays NaN).
+    """``fn(a, b, d, bias=None, activation=None, threads=1, workspace=None)``:
+    ``d = activation(a @ b + bias)`` for 2-D ``a`` (m x k) and ``b`` (k x n) of ``dtype`` with
+    element strides (any order), ``d`` an ``(m, n)`` array of ``dtype`` whose rows are
+    contiguous, ``bias`` a contiguous ``(n,)`` array of ``dtype`` or ``None``; ``activation``
+    one of :data:`ACTIVATIONS`: ``"relu"`` as ``numpy.maximum(x, 0)`` (NaN stays NaN),
+    ``"gelu"`` the tanh approximation (as cuBLASLt's).
     ``workspace`` (from ``fn.workspace(n, k)``, kept by the caller for its calls) holds the
     packed blocks of ``b``; without it each call allocates its own.
 
@@ -298,7 +320,7 @@ def fused_gemm(dtype: Any) -> Callable[..., None]:
     >>> a, b = np.arange(6.0).reshape(2, 3), np.ones((3, 2))
     >>> d = np.empty((2, 2))
     >>> if fused_gemm_available(d.dtype):
-    ...     fused_gemm(d.dtype)(a, b, d, bias=np.array([-4.0, 1.0]), relu=True)
+    ...     fused_gemm(d.dtype)(a, b, d, bias=np.array([-4.0, 1.0]), activation="relu")
     ... else:
     ...     d[...] = np.maximum(a @ b + np.array([-4.0, 1.0]), 0)
     >>> d.tolist()
@@ -346,8 +368,10 @@ def others_running() -> int:
 def source(dtype: Any) -> str:
     """The C source of the kernel for ``dtype`` (the instruction set picks ``MR`` and the width)."""
     real, integer = _TYPES[np.dtype(dtype)]
-    defines = {"REAL": real, "INTEGER": integer, "KC": KC, "NC": NC, "PACKED_BYTES": PACKED_BYTES}
-    head = "".join(f"#define {name} {value}\n" for name, value in defines.items())
+    defines = {"REAL": real, "INTEGER": integer, "EXP": "nvm_expf" if real == "float" else "nvm_exp",
+               "KC": KC, "NC": NC, "PACKED_BYTES": PACKED_BYTES}
+    head = ("#define _GNU_SOURCE\n" + "".join(f"#define {name} {value}\n" for name, value in defines.items())
+            + "#include <math.h>\n" + C_PRELUDE)
     width = ("#if defined(__AVX512F__)\n#define VBYTES 64\n#define MR 12\n"
              "#elif defined(__AVX__)\n#define VBYTES 32\n#define MR 6\n"
              "#else\n#define VBYTES 16\n#define MR 6\n#endif\n")
@@ -365,12 +389,12 @@ def _compiled(dtype_name: str) -> Callable[..., None]:
     size.restype, size.argtypes = i64, [i64, i64]
     item = dtype.itemsize
 
-    def run(a: np.ndarray, b: np.ndarray, d: np.ndarray, bias: np.ndarray | None = None, relu: bool = False,
-            threads: int = 1, workspace: np.ndarray | None = None) -> None:
+    def run(a: np.ndarray, b: np.ndarray, d: np.ndarray, bias: np.ndarray | None = None,
+            activation: str | None = None, threads: int = 1, workspace: np.ndarray | None = None) -> None:
         (m, k), n = a.shape, b.shape[1]
         status = kernel(m, n, k, a.ctypes.data, a.strides[0] // item, a.strides[1] // item,
                         b.ctypes.data, b.strides[0] // item, b.strides[1] // item, d.ctypes.data, d.strides[0] // item,
-                        None if bias is None else bias.ctypes.data, int(relu), threads,
+                        None if bias is None else bias.ctypes.data, ACTIVATIONS.index(activation), threads,
                         None if workspace is None else workspace.ctypes.data)
         if status:
             raise MemoryError("fused_gemm: could not allocate the packing workspace")

@@ -8,9 +8,9 @@ Candidates (``Candidate.params``):
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
   ``"split"`` (2-D only: worker threads each take a band of rows, run single-threaded BLAS on row panels and apply the epilogue to each panel while it
   is hot in cache),
-  ``"fused"`` (2-D float32/float64 products with no epilogue or ``bias``/``relu``/``relu_bias``:
+  ``"fused"`` (2-D float32/float64 products with no epilogue or one of :data:`FUSED_EPILOGUES`:
   the compiled GEMM of :mod:`nvmathpy.kernels.cpu_gemm`, which applies the epilogue to each
-  tile in registers, so the result is written once).
+  tile before its only store).
 - ``evaluator``: ``"ufunc"`` (in-place NumPy chain) or ``"numexpr"`` (one threaded pass);
   ``None`` when nothing is applied after the product.
 - ``threads``: BLAS threads during the call (``None``: leave the library's setting); for
@@ -56,8 +56,8 @@ SMALL_FLOPS = 256**3
 SPLIT_PANELS = (256, 512, 128)
 #: Bytes of one epilogue chunk (the chunk and a scratch buffer of its size stay in L2).
 CHUNK_BYTES = 128 * 1024
-#: Epilogues the fused GEMM applies in registers (``None``: the bare product).
-FUSED_EPILOGUES = (None, "bias", "relu", "relu_bias")
+#: Epilogues the fused GEMM applies to each tile before storing it (``None``: the bare product).
+FUSED_EPILOGUES = (None, "bias", "relu", "relu_bias", "gelu", "gelu_bias")
 #: Products with more multiply-adds than this are offered the fused GEMM. Run back to back,
 #: relu_bias 4096 x 1024 x 1024 float32 takes 0.84x the time of the bare ``numpy.matmul``, so
 #: it is the first choice for float32 epilogues with every dimension >= 1024 (where its bare
@@ -548,7 +548,7 @@ def _scipy_gemm(spec: _Spec, alpha: Any, beta: Any) -> Callable[[np.ndarray, np.
 
 
 class _FusedKernel:
-    """The compiled GEMM with the bias and ReLU applied in registers (see :func:`_fused_ok`),
+    """The compiled GEMM with the bias and activation applied to each tile (see :func:`_fused_ok`),
     or ``?gemm`` and the compiled pass when another thread of the process is running at the
     start of a call that does not directly follow the previous one (see :data:`FUSED_FLOPS`)."""
 
@@ -557,8 +557,8 @@ class _FusedKernel:
         self.gemm = fused_gemm(spec.compute)
         self.dtype = spec.compute
         self.shape = spec.shape.result
-        self.relu = name in ("relu", "relu_bias")
-        self.bias = name in ("bias", "relu_bias")
+        self.activation = name.split("_")[0] if name in ("relu", "relu_bias", "gelu", "gelu_bias") else None
+        self.bias = name is not None and name.endswith("bias")
         self.threads = threads
         self.workspace = self.gemm.workspace(spec.shape.n, spec.shape.k)  # the plan's: kept over calls
         fallback = _Kernel(spec, "gemm", "c")
@@ -572,7 +572,7 @@ class _FusedKernel:
         else:
             result = np.empty(self.shape, self.dtype) if out is None else out
             bias = np.ascontiguousarray(inputs["bias"], self.dtype).reshape(-1) if self.bias else None
-            self.gemm(a, b, result, bias, self.relu, self.threads, self.workspace)
+            self.gemm(a, b, result, bias, self.activation, self.threads, self.workspace)
         self.last_end = time.perf_counter()
         return result
 
