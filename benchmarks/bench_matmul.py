@@ -9,7 +9,7 @@ choice and "autotuned" rows a fresh timing in this run. All implementations of o
 are timed in one process over several rounds; each of their samples sits between two samples
 of the NumPy baseline, and the ratio shown is the median over rounds of sample / baseline.
 Each call so follows a NumPy product, whose OpenBLAS worker still spins on the second core;
-the relu_bias rows marked "repeated" time each implementation instead as a program that
+the epilogue rows marked "repeated" time each implementation instead as a program that
 repeats it sees it (after a pause, several calls in a row; see :func:`back_to_back`).
 """
 
@@ -155,19 +155,19 @@ def epilogue_rows(quick: bool, rounds: int) -> list[str]:
                                ("heuristic", f"nvmathpy planned `{heuristic.candidate}`"),
                                ("nvmathpy", f"nvmathpy autotuned `{mm.candidate}`"))
         ]
-        if epilogue == "relu_bias":  # each implementation repeated after a pause (see back_to_back)
-            fused = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}).plan()
-            choice = [c for c in fused._engine.candidates(fused.problem) if c.params["method"] == "fused"]
-            if choice:
-                fused._install(fused._engine.prepare(fused.problem, choice[0]), "benchmark")
-                t, r = back_to_back({"gemm": lambda: a @ b, "inplace": inplace, "tuned": mm.execute,
-                                     "fused": fused.execute}, rounds)
-                rows += [f"| bare GEMM `a @ b`, repeated | {fmt(t['gemm'])} | 1.000x | |",
-                         f"| relu_bias: NumPy best in-place chain, repeated | {fmt(t['inplace'])} | {r['inplace']:.3f}x | |",
-                         f"| relu_bias: nvmathpy autotuned `{mm.candidate}`, repeated | {fmt(t['tuned'])} | "
-                         f"{r['tuned']:.3f}x | |",
-                         f"| relu_bias: nvmathpy `{choice[0]}`, repeated | {fmt(t['fused'])} | {r['fused']:.3f}x | |"]
-            fused.free()
+        # each implementation repeated after a pause (see back_to_back), the fused GEMM among them
+        fused = la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}).plan()
+        choice = [c for c in fused._engine.candidates(fused.problem) if c.params["method"] == "fused"]
+        if choice:
+            fused._install(fused._engine.prepare(fused.problem, choice[0]), "benchmark")
+            t, r = back_to_back({"gemm": lambda: a @ b, "inplace": inplace, "tuned": mm.execute,
+                                 "fused": fused.execute}, rounds)
+            rows += [f"| bare GEMM `a @ b`, repeated | {fmt(t['gemm'])} | 1.000x | |",
+                     f"| {epilogue}: NumPy best in-place chain, repeated | {fmt(t['inplace'])} | {r['inplace']:.3f}x | |",
+                     f"| {epilogue}: nvmathpy autotuned `{mm.candidate}`, repeated | {fmt(t['tuned'])} | "
+                     f"{r['tuned']:.3f}x | |",
+                     f"| {epilogue}: nvmathpy `{choice[0]}`, repeated | {fmt(t['fused'])} | {r['fused']:.3f}x | |"]
+        fused.free()
         heuristic.free()
         mm.free()
     return rows
