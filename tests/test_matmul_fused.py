@@ -324,3 +324,35 @@ def test_one_call_matmul_from_several_threads():
     for t in threads:
         t.join()
     assert len(errors) == 12 and max(errors) < 1e-5
+
+
+@pytest.mark.parametrize("form", ["gelu_bias", "relu_bias", "relu", "bias"])
+def test_custom_epilogues_of_a_builtin_form_run_fused(form):
+    """A custom epilogue that is exactly a built-in form (match_native) is offered the fused
+    GEMM, reading its bias under the caller's name; large float32 puts it first."""
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((1024, 1030)).astype(np.float32), rng.standard_normal((1030, 1040)).astype(np.float32)
+    b0 = rng.standard_normal(1040).astype(np.float32)
+    functions = {"gelu_bias": lambda x, b0: la.epilogues.gelu(x + b0), "relu_bias": lambda x, b0: np.maximum(0, b0 + x),
+                 "relu": lambda x: np.maximum(x, 0.0), "bias": lambda x, b0: x + b0}
+    inputs = {"b0": b0} if "bias" in form else None
+    with la.Matmul(a, b, epilogue=functions[form], epilogue_inputs=inputs) as mm:
+        cands = candidates(mm)
+        assert cands[0].params["method"] == "fused"
+        mm._install(mm._engine.prepare(mm.problem, cands[0]), "heuristic")
+        want = reference(a, b, b0 if inputs else None, {"gelu_bias": "gelu", "relu_bias": "relu", "relu": "relu"}.get(form))
+        assert rel_err(mm.execute(), want) < 1e-5
+
+
+@pytest.mark.parametrize("case", ["not_a_form", "row_bias", "two_inputs"])
+def test_other_custom_epilogues_are_not_offered_the_fused_gemm(case):
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    epilogue, inputs = {
+        "not_a_form": (lambda x, b0: np.maximum(x + b0, 0) * 2, {"b0": rng.standard_normal(610).astype(np.float32)}),
+        "row_bias": (lambda x, b0: np.maximum(x + b0, 0), {"b0": rng.standard_normal((600, 1)).astype(np.float32)}),
+        "two_inputs": (lambda x, b0, s: np.maximum(x + b0, 0) + s,
+                       {"b0": rng.standard_normal(610).astype(np.float32), "s": 0.5}),
+    }[case]
+    with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as mm:
+        assert "fused" not in {c.params["method"] for c in candidates(mm)}

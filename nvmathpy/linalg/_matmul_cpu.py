@@ -8,7 +8,8 @@ Candidates (``Candidate.params``):
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
   ``"split"`` (2-D only: worker threads each take a band of rows, run single-threaded BLAS on row panels and apply the epilogue to each panel while it
   is hot in cache),
-  ``"fused"`` (2-D float32/float64 products with no epilogue or one of :data:`FUSED_EPILOGUES`:
+  ``"fused"`` (2-D float32/float64 products with no epilogue or one of :data:`FUSED_EPILOGUES`,
+  built in or written as a custom epilogue:
   the compiled GEMM of :mod:`nvmathpy.kernels.cpu_gemm`, which applies the epilogue to each
   tile before its only store).
 - ``evaluator``: ``"ufunc"`` (in-place NumPy chain) or ``"numexpr"`` (one threaded pass);
@@ -41,6 +42,7 @@ from ..kernels.cpu_gemm import fused_gemm, fused_gemm_available, others_running
 from ..kernels.ir import Expr, input_
 from ._cblas import numpy_gemm
 from ._custom_epilogue import custom_program, needs_whole_result
+from ._custom_match import match_native
 from ._epilogue_c import c_available, c_supports, input_pattern
 from ._epilogue_cpu import Program, compile_program, fold_addend, numexpr_available, prologue_steps
 from ._matmul_layout import analyse_shapes
@@ -345,15 +347,29 @@ def _c_ok(spec: _Spec) -> bool:
     return c_supports(steps) and c_available()
 
 
+def _fused_epilogue(spec: _Spec) -> tuple[str | None, str | None] | None:
+    """``(epilogue, bias input)`` as the fused GEMM computes this problem's epilogue (a custom
+    one that is exactly a built-in form, per :func:`._custom_match.match_native`, included),
+    or ``None`` when it cannot: another epilogue, or a bias that is not one value per column."""
+    if spec.custom is not None:
+        match = match_native(spec.custom)
+        if match is None:
+            return None
+        name, bias = match
+    else:
+        name = spec.epilogue.name if spec.epilogue is not None else None
+        bias = "bias" if name is not None and name.endswith("bias") else None
+    if name not in FUSED_EPILOGUES or (bias is not None and spec.patterns.get(bias) != "col"):
+        return None
+    return name, bias
+
+
 def _fused_ok(spec: _Spec) -> bool:
     """Whether the fused GEMM computes this problem: a 2-D C- or F-ordered float32/float64
-    product with ``alpha = 1``, no ``c``, and no epilogue or one of :data:`FUSED_EPILOGUES`
-    with a bias of one value per column."""
-    name = spec.epilogue.name if spec.epilogue is not None else None
-    return (spec.two_d and not spec.half and spec.compute in (np.float32, np.float64) and spec.custom is None
-            and spec.alpha == 1 and not spec.has_c and name in FUSED_EPILOGUES
-            and spec.a_layout in ("C", "F") and spec.b_layout in ("C", "F")
-            and spec.patterns.get("bias", "col") == "col" and fused_gemm_available(spec.compute))
+    product with ``alpha = 1``, no ``c``, and an epilogue :func:`_fused_epilogue` takes."""
+    return (spec.two_d and not spec.half and spec.compute in (np.float32, np.float64)
+            and spec.alpha == 1 and not spec.has_c and spec.a_layout in ("C", "F") and spec.b_layout in ("C", "F")
+            and _fused_epilogue(spec) is not None and fused_gemm_available(spec.compute))
 
 
 def _has_addend(spec: _Spec) -> bool:
@@ -553,12 +569,11 @@ class _FusedKernel:
     start of a call that does not directly follow the previous one (see :data:`FUSED_FLOPS`)."""
 
     def __init__(self, spec: _Spec, threads: int):
-        name = spec.epilogue.name if spec.epilogue is not None else None
+        name, self.bias = _fused_epilogue(spec) or (None, None)
         self.gemm = fused_gemm(spec.compute)
         self.dtype = spec.compute
         self.shape = spec.shape.result
         self.activation = name.split("_")[0] if name in ("relu", "relu_bias", "gelu", "gelu_bias") else None
-        self.bias = name is not None and name.endswith("bias")
         self.threads = threads
         self.workspace = self.gemm.workspace(spec.shape.n, spec.shape.k)  # the plan's: kept over calls
         fallback = _Kernel(spec, "gemm", "c")
@@ -571,7 +586,7 @@ class _FusedKernel:
             result = self.fallback(a, b, c, inputs, out)
         else:
             result = np.empty(self.shape, self.dtype) if out is None else out
-            bias = np.ascontiguousarray(inputs["bias"], self.dtype).reshape(-1) if self.bias else None
+            bias = None if self.bias is None else np.ascontiguousarray(inputs[self.bias], self.dtype).reshape(-1)
             self.gemm(a, b, result, bias, self.activation, self.threads, self.workspace)
         self.last_end = time.perf_counter()
         return result
