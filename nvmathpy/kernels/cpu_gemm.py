@@ -165,7 +165,7 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
     }
   }
   const int64_t ldd = j->ldd;
-  if (mr == MR && nr == NR && j->act != ACT_GELU) {
+  if (mr == MR && nr == NR && !(last && j->act == ACT_GELU)) {
     vec bias0 = {0}, bias1 = {0};
     if (last && j->bias) { bias0 = *(const uvec *)(j->bias + col); bias1 = *(const uvec *)(j->bias + col + VL); }
 #pragma GCC unroll 16
@@ -181,7 +181,7 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
     }
     return;
   }
-  /* edge tiles, and the GELU (its exponential vectorises in these loops, not on the vectors) */
+  /* edge tiles, and the GELU's last step (its exponential vectorises in these loops, not on the vectors) */
   static const real no_bias[NR];
   const real *bias = last && j->bias ? j->bias + col : no_bias;
   const int act = last ? j->act : ACT_NONE;
