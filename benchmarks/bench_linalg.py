@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_info  # noqa: E402
 import nvmathpy.linalg as nl  # noqa: E402
 import nvmathpy.scipy.linalg as nsl  # noqa: E402
 from nvmathpy.linalg.solvers._fast_lapack import fast_module  # noqa: E402
+from nvmathpy.linalg.solvers._lookahead_lu import getrf_of, getrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.solve_plan import Solve  # noqa: E402
 
 
@@ -191,6 +192,23 @@ def bench_large(rng, n, rounds, budget):
     row(f"svd {n // 2}x{n // 2}, C-ordered", t, "nvmathpy.scipy svd", "scipy svd", "")
 
 
+def bench_getrf_engines(rng, orders, rounds, budget):
+    """The LU factorizations the plans choose among (on a C-ordered matrix's transposed view,
+    as the plans call them) beside ``scipy.linalg.lu_factor``, for each order: the data behind
+    :func:`nvmathpy.linalg.solvers._lookahead_lu.getrf_order`'s first choices."""
+    for dtype in ("float64", "float32"):
+        for n in orders:
+            a = rng_matrix(rng, n).astype(dtype)
+            algorithms = getrf_order(n, dtype)
+            names = {alg: f"{alg or 'openblas'} getrf" + (" (first choice)" if alg == algorithms[0] else "")
+                     for alg in algorithms}
+            contenders = {names[alg]: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in algorithms}
+            contenders["scipy lu_factor"] = lambda: sla.lu_factor(a)
+            t = compare(contenders, rounds, budget, settle=0.1)
+            for alg in algorithms:
+                row(f"getrf {dtype} n={n}", t, names[alg], "scipy lu_factor")
+
+
 def bench_batched(rng, count, rounds, budget):
     for n in (3, 4, 8, 16):
         a = rng_matrix(rng, n, (count,))
@@ -210,8 +228,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller large matrices")
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS/LAPACK threads for every contender (default: the libraries' own)")
-    parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large"), default=None,
-                        help="run one section only")
+    parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large", "engines"), default=None,
+                        help="run one section only (engines: only when asked, the LU algorithms per order)")
     args = parser.parse_args()
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
@@ -234,9 +252,10 @@ def main() -> None:
         "one-shot": lambda: bench_one_shot(rng, rounds, budget),
         "batched": lambda: bench_batched(rng, count, rounds, budget),
         "large": lambda: bench_large(rng, n_large, rounds, max(budget, 0.05)),
+        "engines": lambda: bench_getrf_engines(rng, (256, 512, 768, 1024, 1536, 2048), rounds, max(budget, 0.05)),
     }
     for name, run in sections.items():
-        if args.only in (None, name):
+        if args.only == name or (args.only is None and name != "engines"):
             run()
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")

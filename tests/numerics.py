@@ -27,3 +27,18 @@ def up(x) -> np.ndarray:
     """``x`` as a float64 (or complex128) NumPy array, the precision of the references."""
     x = np.asarray(x)
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def zero_pivot_cases(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Fortran-ordered float64 ``n x n`` matrices on which LU meets an exactly zero pivot, by
+    name: the zero matrix, a zero column at the start, second, a third in and the end, and
+    zero rows in the bottom third."""
+    cases = {"zero matrix": np.zeros((n, n), order="F")}
+    for j in (0, 1, n // 3, n - 1):
+        a = np.asfortranarray(rng.standard_normal((n, n)))
+        a[:, j] = 0
+        cases[f"zero column {j}"] = a
+    a = np.asfortranarray(rng.standard_normal((n, n)))
+    a[2 * n // 3:] = 0
+    cases["zero rows at the bottom"] = a
+    return cases

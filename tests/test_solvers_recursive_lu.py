@@ -13,10 +13,12 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
 from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
 from nvmathpy.linalg.solvers import _recursive_lu as recursive_lu
+from nvmathpy.linalg.solvers._lookahead_lu import getrf_order
 from nvmathpy.linalg.solvers._recursive_lu import recursive_available, recursive_first, recursive_getrf
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
@@ -94,17 +96,8 @@ def test_any_shape_and_panel_width(m, n, leaf, dtype, seed):
 @pytest.mark.parametrize("leaf", [2, 4, 128])
 def test_info_names_the_first_zero_pivot_as_lapack_does(leaf):
     rng = np.random.default_rng(7)
-    n = 300 if leaf == 128 else 30
-    cases = {"zero matrix": np.zeros((n, n))}
-    for j in (0, 1, n // 3, n - 1):
-        a = rand(rng, (n, n), "float64")
-        a[:, j] = 0
-        cases[f"zero column {j}"] = a
-    a = rand(rng, (n, n), "float64")
-    a[2 * n // 3:] = 0
-    cases["zero rows at the bottom"] = a
-    for name, a in cases.items():
-        check(np.asfortranarray(a), "float64", leaf)
+    for name, a in zero_pivot_cases(rng, 300 if leaf == 128 else 30).items():
+        check(a, "float64", leaf)
 
 
 def test_overwrite_factors_in_place():
@@ -122,9 +115,10 @@ def test_which_orders_and_dtypes_take_the_recursion():
     for dtype in ("float32", "float64"):
         assert recursive_first(low, dtype) and recursive_first(high, dtype)
         assert not recursive_first(low - 1, dtype) and not recursive_first(high + 1, dtype)
-        getrf, getrs = numpy_lapack.for_order(high, dtype, "getrf", "getrs")
+        getrf, getrs = numpy_lapack.for_order(low, dtype, "getrf", "getrs")
         assert getrf is recursive_getrf(np.dtype(dtype)) and getrs is numpy_lapack.routines(dtype, "getrs")[0]
-        assert numpy_lapack.for_order(high + 1, dtype, "getrf")[0] is numpy_lapack.routines(dtype, "getrf")[0]
+        assert getrf_order(high, dtype).index("recursive") == (0 if dtype == "float32" else 1)  # after the look-ahead LU
+        assert getrf_order(high + 1, dtype).index("recursive") > getrf_order(high + 1, dtype).index(None)
     assert not recursive_first(512, "complex128")
     assert numpy_lapack.for_order(512, "complex128", "getrf")[0] is numpy_lapack.routines("complex128", "getrf")[0]
 

@@ -269,21 +269,7 @@ int nvm_fused_gemm(int64_t m, int64_t n, int64_t k, const real *a, int64_t a_rs,
   int helpers = threads - 1 < 63 ? threads - 1 : 63;
   if (helpers > strips - 1) helpers = (int)(strips - 1);
   pthread_t ids[63];
-  int started = 0;
-  /* helpers run off the caller's core: the scheduler would otherwise often leave them beside
-     it, behind a BLAS worker that still spins on the other core after its last call */
-  pthread_attr_t attr, *use = 0;
-  cpu_set_t others;
-  const int here = sched_getcpu();
-  if (helpers && here >= 0 && sched_getaffinity(0, sizeof others, &others) == 0) {
-    CPU_CLR(here, &others);
-    if (CPU_COUNT(&others) > 0 && pthread_attr_init(&attr) == 0) {
-      if (pthread_attr_setaffinity_np(&attr, sizeof others, &others) == 0) use = &attr;
-      else pthread_attr_destroy(&attr);
-    }
-  }
-  while (started < helpers && pthread_create(&ids[started], use, work, &j) == 0) ++started;
-  if (use) pthread_attr_destroy(use);
+  const int started = start_helpers(ids, helpers, work, &j, 0);
   work(&j);  /* with fewer helpers than asked (none could be made) the work is only shared less */
   for (int t = 0; t < started; ++t) pthread_join(ids[t], 0);
   if (!workspace) free(j.bp);
@@ -372,7 +358,7 @@ def source(dtype: Any) -> str:
     defines = {"REAL": real, "INTEGER": integer, "EXP": "nvm_expf" if real == "float" else "nvm_exp",
                "KC": KC, "NC": NC, "PACKED_BYTES": PACKED_BYTES}
     head = ("#define _GNU_SOURCE\n" + "".join(f"#define {name} {value}\n" for name, value in defines.items())
-            + "#include <math.h>\n" + C_PRELUDE)
+            + "#include <math.h>\n" + C_PRELUDE + cpu_jit.C_HELPER_THREADS)
     width = ("#if defined(__AVX512F__)\n#define VBYTES 64\n#define MR 12\n"
              "#elif defined(__AVX__)\n#define VBYTES 32\n#define MR 6\n"
              "#else\n#define VBYTES 16\n#define MR 6\n#endif\n")

@@ -17,7 +17,7 @@ from ...plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
 from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
-from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
+from ._lookahead_lu import getrf_of, getrf_order
 from ._operands import as_rhs, batch_index, host_arrays, stack_of
 
 __all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
@@ -31,18 +31,17 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
     """Candidates of a factorization (routines ``label`` and ``solve``) that can read
     C-ordered input through its transposed view (``view="transpose"``, no copy) or a Fortran
     copy (``view="copy"``); large ones on NumPy's OpenBLAS first (``lapack="numpy"``), LU
-    there also recursively (``algorithm="recursive"``, first where :func:`._recursive_lu.recursive_first`)."""
+    there also with look-ahead or recursively (``algorithm="lookahead"`` / ``"recursive"``, in
+    the order of :func:`._lookahead_lu.getrf_order`)."""
 
     def candidates(problem: Problem) -> list[Candidate]:
         views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
         out = [Candidate.of(label, view=view) for view in views]
         n, dtype = problem.get("n") or 0, problem.get("dtype")
         if numpy_lapack.suits(n, dtype, label, solve):
-            on_numpy = [Candidate.of(label, lapack="numpy", view=views[0])]
-            if label == "getrf" and recursive_available(dtype):
-                recursive = Candidate.of(label, lapack="numpy", view=views[0], algorithm="recursive")
-                on_numpy.insert(0 if recursive_first(n, dtype) else 1, recursive)
-            out[:0] = on_numpy
+            algorithms = getrf_order(n, dtype) if label == "getrf" else [None]
+            out[:0] = [Candidate.of(label, lapack="numpy", view=views[0], **({"algorithm": a} if a else {}))
+                       for a in algorithms]
         return out
 
     return candidates
@@ -56,8 +55,8 @@ def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[s
         dtype = np.dtype(problem.get("dtype"))
         on_numpy = candidate.params.get("lapack") == "numpy"
         f, s = numpy_lapack.routines(dtype, factor, solve) if on_numpy else routines(dtype, factor, solve)
-        if candidate.params.get("algorithm") == "recursive":
-            f = recursive_getrf(dtype)
+        if candidate.params.get("algorithm"):
+            f = getrf_of(candidate.params["algorithm"], dtype)
         return {factor: f, solve: s, "transpose": candidate.params["view"] == "transpose"}
 
     return setup

@@ -208,12 +208,11 @@ def suits(n: int, dtype: Any, *names: str) -> bool:
 
 def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
     """NumPy's routines ``names`` for matrices of order ``n`` when :func:`suits`, else ``None``
-    (the caller keeps SciPy's). ``getrf`` is the recursive one of :mod:`._recursive_lu` at
-    the orders where that is faster."""
+    (the caller keeps SciPy's). ``getrf`` is the first choice of
+    :func:`._lookahead_lu.getrf_order` (look-ahead, recursive or OpenBLAS's own)."""
     if not suits(n, dtype, *names):
         return None
-    from ._recursive_lu import recursive_first, recursive_getrf  # it builds on this module
+    from ._lookahead_lu import getrf_of, getrf_order  # they build on this module
 
-    if "getrf" in names and recursive_first(n, dtype):
-        return tuple(recursive_getrf(dtype) if name == "getrf" else routines(dtype, name)[0] for name in names)
-    return routines(dtype, *names)
+    getrf = getrf_of(getrf_order(n, dtype)[0], dtype)
+    return tuple(getrf if name == "getrf" else routines(dtype, name)[0] for name in names)
