@@ -204,7 +204,7 @@ def bench_getrf_engines(rng, orders, rounds, budget):
                      for alg in algorithms}
             contenders = {names[alg]: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in algorithms}
             contenders["scipy lu_factor"] = lambda: sla.lu_factor(a)
-            t = compare(contenders, rounds, budget, settle=0.1)
+            t = compare(contenders, rounds, budget, SETTLE)
             for alg in algorithms:
                 row(f"getrf {dtype} n={n}", t, names[alg], "scipy lu_factor")
 

@@ -49,20 +49,24 @@ from .._cblas import _numpy_blas
 from ._numpy_lapack import _PREFIX, _fortran, _symbol, routines
 from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
 
-__all__ = ["FIRST_FROM", "MAX_THREADS", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available", "lookahead_first", "lookahead_getrf"]
+__all__ = ["FIRST_FROM", "MAX_THREADS", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available",
+           "lookahead_first", "lookahead_getrf"]
 
-#: Columns per step (panel width); measured best among 64-160 at n = 1024.
+#: Columns per step (panel width): 64-192 measured within this machine's noise of each other
+#: at n = 1024; 128 is the recursive LU's panel width too.
 NB = 128
-#: Columns per chunk of a step's update.
+#: Columns per chunk of a step's update (128 and 256 measured alike).
 W = 128
 #: The look-ahead LU is the first choice from these orders (float32: where the recursive LU
-#: stops being first) up to :data:`UP_TO`, on at most :data:`MAX_THREADS` threads. Measured here (2 cores, 9
-#: interleaved rounds, ``benchmarks/bench_linalg.py --only engines``), time of
-#: ``scipy.linalg.lu_factor`` / time of each: float64 n = 512 / 768 / 1024 / 1536 / 2048:
-#: look-ahead 1.13x / 1.75x / 1.71x / 1.56x / 1.35x, recursive 1.15x / 1.39x / 1.34x / 1.25x /
-#: 1.16x, OpenBLAS's ``dgetrf`` 1.06x / 1.02x / 1.04x / 1.25x / 1.28x; float32 n = 768 / 1024 /
-#: 1536 / 2048: look-ahead 1.29x / 1.41x / 1.28x / 1.57x, recursive 1.19x / 1.56x / 1.09x /
-#: 1.35x. At n = 256 it is the slowest (one step's work is too little to share).
+#: stops being first) up to :data:`UP_TO`, on at most :data:`MAX_THREADS` threads. Measured
+#: here (2 cores, ``benchmarks/bench_linalg.py --only engines``: 9 interleaved rounds, 0.3 s
+#: idle before each sample), time of ``scipy.linalg.lu_factor`` / time of each: float64
+#: n = 512 / 768 / 1024 / 1536 / 2048: look-ahead 1.19x / 1.53x / 1.54x / 1.46x / 1.30x,
+#: recursive 1.26x / 1.20x / 1.28x / 1.27x / 1.25x, OpenBLAS's ``dgetrf`` 0.99x / 1.01x /
+#: 1.14x / 1.19x / 1.32x; float32 n = 768 / 1024 / 1536 / 2048: look-ahead 1.42x / 1.74x /
+#: 1.50x / 1.51x, recursive 1.19x / 1.49x / 1.27x / 1.27x (float32 at 1024 went the other
+#: way in an earlier run, 1.41x against 1.56x, so the recursion stays first there). At n = 256
+#: it is the slowest: a step's work is too little to share.
 FIRST_FROM = {"float64": 768, "float32": 1025}
 UP_TO = 2048
 #: Beyond this many threads the serial panel factorizations would weigh more than measured
