@@ -214,5 +214,5 @@ def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any],
         return None
     from ._lookahead_lu import getrf_of, getrf_order  # they build on this module
 
-    getrf = getrf_of(getrf_order(n, dtype)[0], dtype)
-    return tuple(getrf if name == "getrf" else routines(dtype, name)[0] for name in names)
+    return tuple(getrf_of(getrf_order(n, dtype)[0], dtype) if name == "getrf" else routines(dtype, name)[0]
+                 for name in names)
