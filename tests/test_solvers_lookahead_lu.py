@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
+from nvmathpy.linalg.solvers import _lookahead as lookahead
 from nvmathpy.linalg.solvers import _lookahead_lu as lookahead_lu
 from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
 from nvmathpy.linalg.solvers._lookahead_lu import (getrf_of, getrf_order, lookahead_available, lookahead_first,
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.skipif(not lookahead_available(np.float64),
 def no_other_threads(monkeypatch):
     """Every call takes the look-ahead path (a thread left running by another test, say a
     background build, would send it to the recursive one; that choice has its own test)."""
-    monkeypatch.setattr(lookahead_lu, "others_running", lambda: 0)
+    monkeypatch.setattr(lookahead, "others_running", lambda: 0)
 
 
 def rand(rng, shape, dtype):
@@ -53,7 +54,7 @@ def rebuilt(lu, piv):
 
 
 def thread_count():
-    get, _ = lookahead_lu._thread_count_functions()
+    get, _ = lookahead._thread_count_functions()
     return get()
 
 
@@ -148,7 +149,7 @@ def test_other_shapes_factor_recursively(shape):
 def test_another_running_thread_sends_the_call_to_the_recursive_lu(monkeypatch):
     a = rand(np.random.default_rng(11), (300, 300), "float64")
     calls = []
-    monkeypatch.setattr(lookahead_lu, "others_running", lambda: calls.append(1) or 1)
+    monkeypatch.setattr(lookahead, "others_running", lambda: calls.append(1) or 1)
     lu, piv, info = lookahead_getrf(np.float64)(a)
     ref = recursive_getrf(np.float64)(a)
     assert calls and info == ref[2]
@@ -194,13 +195,13 @@ def test_which_orders_and_dtypes_take_it_first(monkeypatch):
     getrf, getrs = numpy_lapack.for_order(1024, "float64", "getrf", "getrs")
     assert getrf is lookahead_getrf(np.float64) and getrs is numpy_lapack.routines("float64", "getrs")[0]
     assert getrf_of(None, "float64") is numpy_lapack.routines("float64", "getrf")[0]
-    many = (lambda: lookahead_lu.MAX_THREADS + 1, lambda count: None)
-    monkeypatch.setattr(lookahead_lu, "_thread_count_functions", lambda: many)
+    many = (lambda: lookahead.MAX_THREADS + 1, lambda count: None)
+    monkeypatch.setattr(lookahead, "_thread_count_functions", lambda: many)
     assert not lookahead_first(1024, "float64") and getrf_order(1024, "float64")[-1] == "lookahead"
 
 
 def test_unavailable_without_openblas_thread_count(monkeypatch):
-    monkeypatch.setattr(lookahead_lu, "_thread_count_functions", lambda: None)
+    monkeypatch.setattr(lookahead, "_thread_count_functions", lambda: None)
     assert not lookahead_available("float64") and not lookahead_first(1024, "float64")
     assert "lookahead" not in getrf_order(1024, "float64")
 

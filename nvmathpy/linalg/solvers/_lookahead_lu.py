@@ -25,32 +25,26 @@ factors and pivots are ``?getrf``'s up to rounding. ``U12`` computed with the in
 lower triangle whose entries are at most 1 in magnitude (partial pivoting bounds them) matches
 the triangular solve in practice; the tests compare both with LAPACK's.
 
-OpenBLAS's thread count is one process-wide number: the driver sets it to one for its duration
-and restores it (a BLAS call from another Python thread meanwhile runs on one thread). A call
-made while another thread of the process runs factors recursively instead (:mod:`._recursive_lu`),
-as does one made while another look-ahead factorization holds the thread count: OpenBLAS's
-worker keeps spinning for about 0.1 s after a multi-threaded call, and a helper sharing its
-core made the factorization up to 1.5x slower, while the recursion's OpenBLAS calls use that
-worker (n = 1024 right after a NumPy product: 19-21 ms with look-ahead, 17-19 ms recursive).
+The threads and OpenBLAS's thread count are :mod:`._lookahead`'s: a call made while another
+thread of the process runs (OpenBLAS's worker still spinning after a call, another driver)
+factors recursively instead (:mod:`._recursive_lu`), whose OpenBLAS calls use that worker
+(n = 1024 right after a NumPy product: 19-21 ms with look-ahead, 17-19 ms recursive).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from ...kernels import cpu_jit
-from ...kernels.cpu_gemm import others_running
-from .._cblas import _numpy_blas
-from ._numpy_lapack import _PREFIX, _fortran, _symbol, routines
+from ._lookahead import compile_driver, drivers_available, few_threads, run_alone
+from ._numpy_lapack import _fortran, routines
 from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
 
-__all__ = ["FIRST_FROM", "MAX_THREADS", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available",
-           "lookahead_first", "lookahead_getrf"]
+__all__ = ["FIRST_FROM", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available", "lookahead_first",
+           "lookahead_getrf"]
 
 #: Columns per step (panel width): 64-192 measured within this machine's noise of each other
 #: at n = 1024; 128 is the recursive LU's panel width too.
@@ -58,7 +52,7 @@ NB = 128
 #: Columns per chunk of a step's update (128 and 256 measured alike).
 W = 128
 #: The look-ahead LU is the first choice from these orders (float32: where the recursive LU
-#: stops being first) up to :data:`UP_TO`, on at most :data:`MAX_THREADS` threads. Measured
+#: stops being first) up to :data:`UP_TO`, on at most :data:`._lookahead.MAX_THREADS` threads. Measured
 #: here (2 cores, ``benchmarks/bench_linalg.py --only engines``: 9 interleaved rounds, 0.3 s
 #: idle before each sample), time of ``scipy.linalg.lu_factor`` / time of each: float64
 #: n = 512 / 768 / 1024 / 1536 / 2048: look-ahead 1.19x / 1.53x / 1.54x / 1.46x / 1.30x,
@@ -69,21 +63,12 @@ W = 128
 #: it is the slowest: a step's work is too little to share.
 FIRST_FROM = {"float64": 768, "float32": 1025}
 UP_TO = 2048
-#: Beyond this many threads the serial panel factorizations would weigh more than measured
-#: here (2 threads); there it is offered after the others, for autotuning to time.
-MAX_THREADS = 4
-
-_TYPES = {"float32": "float", "float64": "double"}
-#: Held while a factorization has OpenBLAS's thread count set to one.
-_THREAD_COUNT = threading.Lock()
+_ROUTINES = ("getrf", "trtri", "gemm")
 
 _SOURCE = r"""
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef REAL real;
-typedef INTEGER blasint;
 typedef void (*getrf_t)(const blasint *, const blasint *, real *, const blasint *, blasint *, blasint *);
 typedef void (*trtri_t)(const char *, const char *, const blasint *, real *, const blasint *, blasint *, size_t, size_t);
 typedef void (*gemm_t)(const char *, const char *, const blasint *, const blasint *, const blasint *, const real *,
@@ -98,31 +83,20 @@ typedef struct {
   blasint lds;
   blasint *ipiv;    /* 1-based, as LAPACK's */
   real *inv;        /* two nb x nb buffers: the inverse of step k's unit lower triangle is in inv[k % 2] */
-  real *tmp;        /* nb x max(w, nb) per thread */
-  int64_t ticket;   /* (step << 32) | the next chunk of that step to claim */
-  int64_t done;     /* chunks of the current step finished */
-  int quit;
   blasint info;
-} job_t;
+} lu_t;
 
-static void relax(unsigned spins) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-  if (spins % 256 == 0) sched_yield();
-}
-
-static inline real *at(const job_t *j, blasint i, blasint c) { return j->a + i + c * j->ld; }
+static inline real *at(const lu_t *j, blasint i, blasint c) { return j->a + i + c * j->ld; }
 static inline blasint min_of(blasint x, blasint y) { return x < y ? x : y; }
-static inline blasint width_of(const job_t *j, blasint k) { return min_of(j->nb, j->n - k * j->nb); }
+static inline blasint width_of(const lu_t *j, blasint k) { return min_of(j->nb, j->n - k * j->nb); }
+static inline blasint steps_of(const lu_t *j) { return (j->n + j->nb - 1) / j->nb; }
 
-static inline blasint steps_of(const job_t *j) { return (j->n + j->nb - 1) / j->nb; }
-
-/* step k's chunks: the columns right of the look-ahead panel (from column *from); the last
-   step (k == steps) has only chunks left of the last panel, which take all the interchanges
-   made right of their own panel then (a column at a time, each in L1 once) */
-static void chunks_of(const job_t *j, blasint k, blasint *right, blasint *left, blasint *from) {
-  if (k < 0) {  /* step -1: copying the columns right of panel 0 (the caller copies panel 0's) */
+/* step k's chunks: step -1 copies the columns right of panel 0 (the caller copies panel 0's);
+   step k updates the columns right of the look-ahead panel (from column *from); the last step
+   (k == steps) has only chunks left of the last panel, which take all the interchanges made
+   right of their own panel then (a column at a time, each in L1 once) */
+static void chunks_of(const lu_t *j, int64_t k, blasint *right, blasint *left, blasint *from) {
+  if (k < 0) {
     *from = width_of(j, 0), *right = j->src ? (j->n - *from + j->w - 1) / j->w : 0, *left = 0;
     return;
   }
@@ -141,25 +115,12 @@ static inline void swap_rows(real *col, const blasint *ipiv, blasint k1, blasint
   }
 }
 
-/* step k's row interchanges on columns c0..c0+cols, in order, a column at a time */
-static void swaps(const job_t *j, blasint k, blasint c0, blasint cols) {
-  for (blasint c = c0; c < c0 + cols; ++c) swap_rows(at(j, 0, c), j->ipiv, k * j->nb, k * j->nb + width_of(j, k));
-}
-
-static void copy_columns(const job_t *j, blasint c0, blasint cols) {
-  for (blasint c = c0; c < c0 + cols; ++c) memcpy(at(j, 0, c), j->src + c * j->lds, sizeof(real) * j->n);
-}
-
-/* the interchanges of every step after a column's own panel, on columns c0..c0+cols */
-static void later_swaps(const job_t *j, blasint c0, blasint cols) {
-  for (blasint c = c0; c < c0 + cols; ++c) swap_rows(at(j, 0, c), j->ipiv, (c / j->nb + 1) * j->nb, j->n);
-}
-
-/* step k on columns c0..c0+cols: interchanges, U12 = inv(L11) A12, A22 -= L21 U12 */
-static void update(const job_t *j, blasint k, blasint c0, blasint cols, real *tmp) {
+/* step k on columns c0..c0+cols: its interchanges (a column at a time, in order),
+   U12 = inv(L11) A12, A22 -= L21 U12 */
+static void update(const lu_t *j, blasint k, blasint c0, blasint cols, real *tmp) {
   const blasint j0 = k * j->nb, b = width_of(j, k), t0 = j0 + b, rows = j->n - t0;
   const real one = 1, zero = 0, minus = -1;
-  swaps(j, k, c0, cols);
+  for (blasint c = c0; c < c0 + cols; ++c) swap_rows(at(j, 0, c), j->ipiv, j0, t0);
   j->gemm("N", "N", &b, &cols, &b, &one, j->inv + (k % 2) * j->nb * j->nb, &b, at(j, j0, c0), &j->ld, &zero,
           tmp, &b, 1, 1);
   if (rows > 0)
@@ -168,7 +129,7 @@ static void update(const job_t *j, blasint k, blasint c0, blasint cols, real *tm
 }
 
 /* factor panel k (its columns only) and invert its unit lower triangle into inv[k % 2] */
-static void factor_panel(job_t *j, blasint k) {
+static void factor_panel(lu_t *j, blasint k) {
   const blasint j0 = k * j->nb, b = width_of(j, k), m = j->n - j0;
   blasint info = 0;
   j->getrf(&m, &b, at(j, j0, j0), &j->ld, j->ipiv + j0, &info);
@@ -180,37 +141,28 @@ static void factor_panel(job_t *j, blasint k) {
   j->trtri("L", "U", &b, inv, &b, &info, 1, 1);
 }
 
-/* claim and run chunks of the published step until none is left; returns that step */
-static int64_t work_on(job_t *j, real *tmp) {
-  for (;;) {
-    const int64_t t = __atomic_fetch_add(&j->ticket, 1, __ATOMIC_ACQ_REL);
-    const blasint k = (blasint)(t >> 32), i = (blasint)(t & 0xffffffff);
-    blasint right, left, from;
-    chunks_of(j, k, &right, &left, &from);
-    if (i >= right + left) return k;
-    if (i < right) {
-      const blasint c0 = from + i * j->w, cols = min_of(j->w, j->n - c0);
-      if (k < 0) copy_columns(j, c0, cols);
-      else update(j, k, c0, cols, tmp);
-    } else {
-      const blasint c0 = (i - right) * j->w;
-      later_swaps(j, c0, min_of(j->w, (k - 1) * j->nb - c0));
-    }
-    __atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE);
-  }
+static void copy_columns(const lu_t *j, blasint c0, blasint cols) {
+  for (blasint c = c0; c < c0 + cols; ++c) memcpy(at(j, 0, c), j->src + c * j->lds, sizeof(real) * j->n);
 }
 
-typedef struct { job_t *j; real *tmp; } helper_t;
+static int64_t lu_count(const void *job, int64_t k) {
+  blasint right, left, from;
+  chunks_of(job, k, &right, &left, &from);
+  return right + left;
+}
 
-static void *helper(void *arg) {
-  helper_t *h = arg;
-  job_t *j = h->j;
-  for (int64_t seen = -2;;) {
-    for (unsigned spins = 0; (__atomic_load_n(&j->ticket, __ATOMIC_ACQUIRE) >> 32) == seen &&
-                             !__atomic_load_n(&j->quit, __ATOMIC_ACQUIRE);)
-      relax(++spins);
-    if (__atomic_load_n(&j->quit, __ATOMIC_ACQUIRE)) return 0;
-    seen = work_on(j, h->tmp);
+static void lu_run(void *job, int64_t k, int64_t i, real *tmp) {
+  lu_t *j = job;
+  blasint right, left, from;
+  chunks_of(j, k, &right, &left, &from);
+  const blasint c0 = i < right ? from + i * j->w : (i - right) * j->w;
+  if (i >= right) {  /* the last step: every later interchange on columns left of the last panel */
+    for (blasint c = c0; c < min_of(c0 + j->w, (k - 1) * j->nb); ++c)
+      swap_rows(at(j, 0, c), j->ipiv, (c / j->nb + 1) * j->nb, j->n);
+  } else if (k < 0) {
+    copy_columns(j, c0, min_of(j->w, j->n - c0));
+  } else {
+    update(j, k, c0, min_of(j->w, j->n - c0), tmp);
   }
 }
 
@@ -220,78 +172,51 @@ static void *helper(void *arg) {
    (> 0: the first zero pivot), or -1 when the workspace cannot be allocated. */
 blasint nvm_lookahead_getrf(blasint n, real *a, blasint ld, const real *src, blasint lds, blasint *ipiv, blasint nb,
                             blasint w, int threads, const void *getrf, const void *trtri, const void *gemm) {
-  job_t j = {(getrf_t)getrf, (trtri_t)trtri, (gemm_t)gemm, n, ld, nb, w, a, src, lds, ipiv};
+  lu_t j = {(getrf_t)getrf, (trtri_t)trtri, (gemm_t)gemm, n, ld, nb, w, a, src, lds, ipiv};
+  steps_t s = {0, 0, 0, &j, lu_count, lu_run};
   if (n <= 0) return 0;
   const int helpers = threads < 1 ? 0 : threads - 1 < 63 ? threads - 1 : 63;
-  const size_t per_thread = (size_t)nb * (w > nb ? w : nb);
+  const size_t per_thread = (size_t)nb * (w > nb ? w : nb);  /* a chunk's U12, or the look-ahead panel's */
+  real *tmp;
   if (posix_memalign((void **)&j.inv, 64, sizeof(real) * (2 * (size_t)nb * nb + (helpers + 1) * per_thread)))
     return -1;
-  j.tmp = j.inv + 2 * (size_t)nb * nb;
+  tmp = j.inv + 2 * (size_t)nb * nb;
   const blasint steps = steps_of(&j);
   if (src) copy_columns(&j, 0, width_of(&j, 0));
-  j.ticket = -((int64_t)1 << 32);  /* step -1: the helpers copy the other columns while panel 0 is factored */
+  steps_publish(&s, -1);  /* the helpers copy the other columns while panel 0 is factored */
   pthread_t ids[63];
-  helper_t hs[63];
-  for (int t = 0; t < helpers; ++t) hs[t] = (helper_t){&j, j.tmp + (t + 1) * per_thread};
-  /* with fewer helpers than asked (none could be made) the work is only shared less */
-  const int started = start_helpers(ids, helpers, helper, hs, sizeof hs[0]);
+  steps_helper_t hs[63];
+  const int started = steps_start(&s, ids, hs, helpers, tmp + per_thread, per_thread);
   for (blasint k = -1; k <= steps; ++k) {
-    blasint right, left, from;
-    chunks_of(&j, k, &right, &left, &from);
-    if (k >= 0) {
-      __atomic_store_n(&j.done, 0, __ATOMIC_RELAXED);
-      __atomic_store_n(&j.ticket, (int64_t)k << 32, __ATOMIC_RELEASE);
-    }
+    if (k >= 0) steps_publish(&s, k);
     const blasint t0 = k * nb + width_of(&j, k);
     if (k < 0) {
       factor_panel(&j, 0);
     } else if (k < steps && t0 < n) {  /* the look-ahead: panel k + 1, brought up to date and factored here */
-      update(&j, k, t0, from - t0, j.tmp);
+      blasint right, left, from;
+      chunks_of(&j, k, &right, &left, &from);
+      update(&j, k, t0, from - t0, tmp);
       factor_panel(&j, k + 1);
     }
-    work_on(&j, j.tmp);
-    for (unsigned spins = 0; __atomic_load_n(&j.done, __ATOMIC_ACQUIRE) < right + left;) relax(++spins);
+    steps_finish(&s, k, tmp);
   }
-  __atomic_store_n(&j.quit, 1, __ATOMIC_RELEASE);
-  for (int t = 0; t < started; ++t) pthread_join(ids[t], 0);
+  steps_stop(&s, ids, started);
   free(j.inv);
   return j.info;
 }
 """
 
 
-def _thread_count_functions() -> tuple[Any, Any] | None:
-    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None``."""
-    lib = _numpy_blas()
-    if lib is None:
-        return None
-    for suffix in ("64_", "_64_", ""):
-        for prefix in ("scipy_", ""):
-            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-            if get is not None and put is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                put.restype, put.argtypes = None, [ctypes.c_int]
-                return get, put
-    return None
-
-
 def lookahead_available(dtype: Any) -> bool:
-    """Whether the look-ahead LU runs here for ``dtype``: float32/float64, a C compiler, and
-    NumPy's OpenBLAS with ``?getrf``, ``?trtri``, ``?gemm`` and its thread count exported."""
-    name = np.dtype(dtype).name
-    return (name in _TYPES and cpu_jit.available() and _thread_count_functions() is not None
-            and all(_symbol(_PREFIX[name] + r) is not None for r in ("getrf", "trtri", "gemm")))
+    """Whether the look-ahead LU runs here for ``dtype`` (:func:`._lookahead.drivers_available`)."""
+    return drivers_available(dtype, *_ROUTINES)
 
 
 def lookahead_first(n: int, dtype: Any) -> bool:
     """Whether an ``n x n`` factorization of ``dtype`` should try the look-ahead LU first
-    (orders :data:`FIRST_FROM` to :data:`UP_TO`, OpenBLAS on at most :data:`MAX_THREADS` threads)."""
+    (orders :data:`FIRST_FROM` to :data:`UP_TO`, OpenBLAS on few threads: :func:`._lookahead.few_threads`)."""
     name = np.dtype(dtype).name
-    if not (name in FIRST_FROM and FIRST_FROM[name] <= n <= UP_TO and lookahead_available(dtype)):
-        return False
-    get_threads, _ = _thread_count_functions()
-    return get_threads() <= MAX_THREADS
+    return name in FIRST_FROM and FIRST_FROM[name] <= n <= UP_TO and lookahead_available(dtype) and few_threads()
 
 
 def lookahead_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
@@ -322,37 +247,25 @@ def lookahead_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
 @functools.lru_cache(maxsize=None)
 def _lookahead_getrf(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
     dtype = np.dtype(dtype_name)
-    prefix = _PREFIX[dtype_name]
-    (getrf, integer), (trtri, _), (gemm, _) = (_symbol(prefix + r) for r in ("getrf", "trtri", "gemm"))
+    kernel, integer, routines = compile_driver(dtype_name, _SOURCE, "nvm_lookahead_getrf", _ROUTINES)
+    pointer = ctypes.c_void_p
+    kernel.argtypes = [integer, pointer, integer, pointer, integer, pointer, integer, integer, ctypes.c_int,
+                       pointer, pointer, pointer]
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
-    defines = (f"#define _GNU_SOURCE\n#define REAL {_TYPES[dtype_name]}\n"
-               f"#define INTEGER {'int64_t' if index.itemsize == 8 else 'int32_t'}\n")
-    kernel = cpu_jit.compile_c(defines + cpu_jit.C_HELPER_THREADS + _SOURCE).nvm_lookahead_getrf
-    kernel.restype = integer
-    kernel.argtypes = [integer, ctypes.c_void_p, integer, ctypes.c_void_p, integer, ctypes.c_void_p, integer, integer,
-                       ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    routines = [ctypes.cast(fn, ctypes.c_void_p).value for fn in (getrf, trtri, gemm)]
-    get_threads, set_threads = _thread_count_functions()
     recursive = recursive_getrf(dtype)
 
     def factor(a: np.ndarray, overwrite_a: int = 0, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
-        if a.ndim != 2 or a.shape[0] != a.shape[1] or others_running() or not _THREAD_COUNT.acquire(blocking=False):
+        n = a.shape[0]
+        if a.ndim != 2 or a.shape[1] != n:
             return recursive(a, overwrite_a)
-        try:
-            n = a.shape[0]
-            copied_here = not overwrite_a and a.dtype == dtype and a.flags.f_contiguous and n > 0
-            lu = np.empty((n, n), dtype, order="F") if copied_here else _fortran(a, dtype, bool(overwrite_a))
-            source, lds = (a.ctypes.data, max(1, a.strides[1] // a.itemsize, n)) if copied_here else (None, 0)
-            ipiv = np.empty(n, index)
-            before = get_threads()
-            set_threads(1)
-            try:
-                info = kernel(n, lu.ctypes.data, max(1, n), source, lds, ipiv.ctypes.data, NB, W, threads or before,
-                              *routines)
-            finally:
-                set_threads(before)
-        finally:
-            _THREAD_COUNT.release()
+        copied_here = not overwrite_a and a.dtype == dtype and a.flags.f_contiguous and n > 0
+        lu = np.empty((n, n), dtype, order="F") if copied_here else _fortran(a, dtype, bool(overwrite_a))
+        source, lds = (a.ctypes.data, max(1, a.strides[1] // a.itemsize, n)) if copied_here else (None, 0)
+        ipiv = np.empty(n, index)
+        info = run_alone(lambda count: kernel(n, lu.ctypes.data, max(1, n), source, lds, ipiv.ctypes.data, NB, W,
+                                              count, *routines), threads)
+        if info is None:  # the copy made here (if any) is the recursion's to overwrite
+            return recursive(a, overwrite_a) if copied_here else recursive(lu, 1)
         if info < 0:
             raise MemoryError("lookahead_getrf: could not allocate the workspace")
         return lu, (ipiv - 1).astype(np.int32), int(info)
