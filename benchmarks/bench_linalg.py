@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_info  # noqa: E402
 import nvmathpy.linalg as nl  # noqa: E402
 import nvmathpy.scipy.linalg as nsl  # noqa: E402
 from nvmathpy.linalg.solvers._fast_lapack import fast_module  # noqa: E402
+from nvmathpy.linalg.solvers._lookahead_cholesky import potrf_of, potrf_order  # noqa: E402
 from nvmathpy.linalg.solvers._lookahead_lu import getrf_of, getrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.solve_plan import Solve  # noqa: E402
 
@@ -192,21 +193,27 @@ def bench_large(rng, n, rounds, budget):
     row(f"svd {n // 2}x{n // 2}, C-ordered", t, "nvmathpy.scipy svd", "scipy svd", "")
 
 
-def bench_getrf_engines(rng, orders, rounds, budget):
-    """The LU factorizations the plans choose among (on a C-ordered matrix's transposed view,
-    as the plans call them) beside ``scipy.linalg.lu_factor``, for each order: the data behind
-    :func:`nvmathpy.linalg.solvers._lookahead_lu.getrf_order`'s first choices."""
+def bench_factor_engines(rng, orders, rounds, budget):
+    """The LU and Cholesky factorizations the plans choose among (on a C-ordered matrix's
+    transposed view, as the plans call them; Cholesky reading SciPy's default triangle) beside
+    ``scipy.linalg.lu_factor`` / ``cho_factor``, for each order: the data behind
+    :func:`~nvmathpy.linalg.solvers._lookahead_lu.getrf_order`'s and
+    :func:`~nvmathpy.linalg.solvers._lookahead_cholesky.potrf_order`'s first choices."""
     for dtype in ("float64", "float32"):
         for n in orders:
-            a = rng_matrix(rng, n).astype(dtype)
-            algorithms = getrf_order(n, dtype)
-            names = {alg: f"{alg or 'openblas'} getrf" + (" (first choice)" if alg == algorithms[0] else "")
-                     for alg in algorithms}
-            contenders = {names[alg]: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in algorithms}
-            contenders["scipy lu_factor"] = lambda: sla.lu_factor(a)
-            t = compare(contenders, rounds, budget, SETTLE)
-            for alg in algorithms:
-                row(f"getrf {dtype} n={n}", t, names[alg], "scipy lu_factor")
+            a, s = rng_matrix(rng, n).astype(dtype), spd(rng, n).astype(dtype)
+            for kind, order, of, call, ref, ref_call in (
+                    ("getrf", getrf_order, getrf_of, lambda f: f(a.T), "scipy lu_factor", lambda: sla.lu_factor(a)),
+                    ("potrf", potrf_order, potrf_of, lambda f: f(s.T, lower=1, clean=0), "scipy cho_factor",
+                     lambda: sla.cho_factor(s))):
+                algorithms = order(n, dtype)
+                names = {alg: f"{alg or 'openblas'} {kind}" + (" (first choice)" if alg == algorithms[0] else "")
+                         for alg in algorithms}
+                contenders = {names[alg]: (lambda f=of(alg, dtype), call=call: call(f)) for alg in algorithms}
+                contenders[ref] = ref_call
+                t = compare(contenders, rounds, budget, SETTLE)
+                for alg in algorithms:
+                    row(f"{kind} {dtype} n={n}", t, names[alg], ref)
 
 
 def bench_batched(rng, count, rounds, budget):
@@ -229,7 +236,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS/LAPACK threads for every contender (default: the libraries' own)")
     parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large", "engines"), default=None,
-                        help="run one section only (engines: only when asked, the LU algorithms per order)")
+                        help="run one section only (engines: only when asked, the LU and Cholesky algorithms per order)")
     args = parser.parse_args()
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
@@ -252,7 +259,7 @@ def main() -> None:
         "one-shot": lambda: bench_one_shot(rng, rounds, budget),
         "batched": lambda: bench_batched(rng, count, rounds, budget),
         "large": lambda: bench_large(rng, n_large, rounds, max(budget, 0.05)),
-        "engines": lambda: bench_getrf_engines(rng, (256, 512, 768, 1024, 1536, 2048), rounds, max(budget, 0.05)),
+        "engines": lambda: bench_factor_engines(rng, (256, 512, 768, 1024, 1536, 2048), rounds, max(budget, 0.05)),
     }
     for name, run in sections.items():
         if args.only == name or (args.only is None and name != "engines"):

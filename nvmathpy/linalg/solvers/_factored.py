@@ -17,11 +17,16 @@ from ...plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
 from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
+from ._lookahead_cholesky import potrf_of, potrf_order
 from ._lookahead_lu import getrf_of, getrf_order
 from ._operands import as_rhs, batch_index, host_arrays, stack_of
 
-__all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
+__all__ = ["ALGORITHMS", "TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
            "view_setup"]
+
+#: The factorizations with algorithms of nvmathpy's own on NumPy's OpenBLAS: their orders
+#: (first choice first) and the routine of each.
+ALGORITHMS = {"getrf": (getrf_order, getrf_of), "potrf": (potrf_order, potrf_of)}
 
 #: Accepted spellings of ``trans``.
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
@@ -31,15 +36,16 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
     """Candidates of a factorization (routines ``label`` and ``solve``) that can read
     C-ordered input through its transposed view (``view="transpose"``, no copy) or a Fortran
     copy (``view="copy"``); large ones on NumPy's OpenBLAS first (``lapack="numpy"``), LU
-    there also with look-ahead or recursively (``algorithm="lookahead"`` / ``"recursive"``, in
-    the order of :func:`._lookahead_lu.getrf_order`)."""
+    and Cholesky there also by nvmathpy's algorithms (``algorithm="lookahead"`` /
+    ``"recursive"``, in the order of :func:`._lookahead_lu.getrf_order` and
+    :func:`._lookahead_cholesky.potrf_order`)."""
 
     def candidates(problem: Problem) -> list[Candidate]:
         views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
         out = [Candidate.of(label, view=view) for view in views]
         n, dtype = problem.get("n") or 0, problem.get("dtype")
         if numpy_lapack.suits(n, dtype, label, solve):
-            algorithms = getrf_order(n, dtype) if label == "getrf" else [None]
+            algorithms = ALGORITHMS[label][0](n, dtype) if label in ALGORITHMS else [None]
             out[:0] = [Candidate.of(label, lapack="numpy", view=views[0], **({"algorithm": a} if a else {}))
                        for a in algorithms]
         return out
@@ -56,7 +62,7 @@ def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[s
         on_numpy = candidate.params.get("lapack") == "numpy"
         f, s = numpy_lapack.routines(dtype, factor, solve) if on_numpy else routines(dtype, factor, solve)
         if candidate.params.get("algorithm"):
-            f = getrf_of(candidate.params["algorithm"], dtype)
+            f = ALGORITHMS[factor][1](candidate.params["algorithm"], dtype)
         return {factor: f, solve: s, "transpose": candidate.params["view"] == "transpose"}
 
     return setup

@@ -26,9 +26,9 @@ import numpy as np
 from ...kernels import cpu_jit
 from ...kernels.cpu_gemm import others_running
 from .._cblas import _numpy_blas
-from ._numpy_lapack import _PREFIX, _symbol
+from ._numpy_lapack import _PREFIX, _fortran, _symbol
 
-__all__ = ["C_STEPS", "MAX_THREADS", "compile_driver", "drivers_available", "few_threads", "run_alone"]
+__all__ = ["C_STEPS", "MAX_THREADS", "compile_driver", "drivers_available", "few_threads", "run_alone", "run_driver"]
 
 #: Beyond this many threads the serial panel factorizations would weigh more than measured
 #: here (2 threads); there the drivers are offered after the others, for autotuning to time.
@@ -166,3 +166,31 @@ def run_alone(call: Callable[[int], int], threads: int | None) -> int | None:
             set_threads(before)
     finally:
         _THREAD_COUNT.release()
+
+
+def run_driver(driver: Callable[[np.ndarray, int | None, int, int], int], a: np.ndarray, dtype: np.dtype,
+               overwrite: bool, threads: int | None) -> tuple[np.ndarray, int | None]:
+    """Factor the square ``a`` with ``driver(out, source, lds, threads)`` under :func:`run_alone`.
+
+    ``out`` is what the driver factors in place: ``a`` converted by ``_fortran`` (``a`` itself
+    when ``overwrite`` allows), or, for a Fortran-ordered ``dtype`` array not to be overwritten,
+    a fresh array that the driver's threads fill from ``source`` (``a``'s address, columns
+    ``lds`` apart) while the first panel is factored. Returns ``(out, info)``, or, when
+    :func:`run_alone` declines, ``(x, None)`` with ``x`` the array the caller's other algorithm
+    should factor (``a`` itself, or a copy made here that it may overwrite).
+
+    Raises
+    ------
+    MemoryError
+        If the driver cannot allocate its workspace.
+    """
+    n = a.shape[0]
+    copied_by_driver = not overwrite and a.dtype == dtype and a.flags.f_contiguous and n > 0
+    out = np.empty((n, n), dtype, order="F") if copied_by_driver else _fortran(a, dtype, overwrite)
+    source, lds = (a.ctypes.data, max(1, a.strides[1] // a.itemsize, n)) if copied_by_driver else (None, 0)
+    info = run_alone(lambda count: driver(out, source, lds, count), threads)
+    if info is None:
+        return (a if copied_by_driver else out), None
+    if info < 0:
+        raise MemoryError("a look-ahead factorization could not allocate its workspace")
+    return out, int(info)

@@ -39,8 +39,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._lookahead import compile_driver, drivers_available, few_threads, run_alone
-from ._numpy_lapack import _fortran, routines
+from ._lookahead import compile_driver, drivers_available, few_threads, run_driver
+from ._numpy_lapack import routines
 from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
 
 __all__ = ["FIRST_FROM", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available", "lookahead_first",
@@ -258,17 +258,13 @@ def _lookahead_getrf(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndar
         n = a.shape[0]
         if a.ndim != 2 or a.shape[1] != n:
             return recursive(a, overwrite_a)
-        copied_here = not overwrite_a and a.dtype == dtype and a.flags.f_contiguous and n > 0
-        lu = np.empty((n, n), dtype, order="F") if copied_here else _fortran(a, dtype, bool(overwrite_a))
-        source, lds = (a.ctypes.data, max(1, a.strides[1] // a.itemsize, n)) if copied_here else (None, 0)
         ipiv = np.empty(n, index)
-        info = run_alone(lambda count: kernel(n, lu.ctypes.data, max(1, n), source, lds, ipiv.ctypes.data, NB, W,
-                                              count, *routines), threads)
-        if info is None:  # the copy made here (if any) is the recursion's to overwrite
-            return recursive(a, overwrite_a) if copied_here else recursive(lu, 1)
-        if info < 0:
-            raise MemoryError("lookahead_getrf: could not allocate the workspace")
-        return lu, (ipiv - 1).astype(np.int32), int(info)
+        lu, info = run_driver(lambda out, source, lds, count: kernel(n, out.ctypes.data, max(1, n), source, lds,
+                                                                     ipiv.ctypes.data, NB, W, count, *routines),
+                              a, dtype, bool(overwrite_a), threads)
+        if info is None:
+            return recursive(lu, overwrite_a if lu is a else 1)
+        return lu, (ipiv - 1).astype(np.int32), info
 
     return factor
 

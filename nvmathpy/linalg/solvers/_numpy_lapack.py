@@ -208,11 +208,11 @@ def suits(n: int, dtype: Any, *names: str) -> bool:
 
 def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
     """NumPy's routines ``names`` for matrices of order ``n`` when :func:`suits`, else ``None``
-    (the caller keeps SciPy's). ``getrf`` is the first choice of
-    :func:`._lookahead_lu.getrf_order` (look-ahead, recursive or OpenBLAS's own)."""
+    (the caller keeps SciPy's). ``getrf`` and ``potrf`` are the first choices of
+    :func:`._lookahead_lu.getrf_order` and :func:`._lookahead_cholesky.potrf_order`."""
     if not suits(n, dtype, *names):
         return None
-    from ._lookahead_lu import getrf_of, getrf_order  # they build on this module
+    from ._factored import ALGORITHMS  # it builds on this module
 
-    return tuple(getrf_of(getrf_order(n, dtype)[0], dtype) if name == "getrf" else routines(dtype, name)[0]
-                 for name in names)
+    return tuple(ALGORITHMS[name][1](ALGORITHMS[name][0](n, dtype)[0], dtype) if name in ALGORITHMS
+                 else routines(dtype, name)[0] for name in names)
