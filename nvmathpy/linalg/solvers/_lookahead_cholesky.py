@@ -7,8 +7,8 @@ with a 128-column triangle ran at 9-18 GFLOP/s here, a product at 45); then, whi
 brings the next panel's columns up to date and factors its diagonal block (``?potrf``,
 ``?trtri``), the others update the columns right of it in chunks (``?syrk`` on the diagonal
 block of a chunk, ``?gemm`` below it). A first version that computed ``L21`` on the caller
-alone measured 0.93x ``dpotrf``'s time at n = 1024: the caller's panel work then was most of
-the critical path.
+alone was only 1.08x faster than ``dpotrf`` at n = 1024 (12.3 against 13.3 ms): the caller's
+panel work was most of the critical path; sharing it, 1.25x (9.6 against 12.0 ms, 15 rounds).
 
 The strictly upper triangle is never written (as LAPACK's ``?potrf``); ``info`` is the order
 of the first leading minor that is not positive definite, after which the factorization stops.
@@ -30,10 +30,15 @@ __all__ = ["FIRST_FROM", "UP_TO", "lookahead_potrf", "potrf_of", "potrf_order"]
 #: Columns per panel, and columns (rows) per chunk of a step.
 NB = 128
 W = 128
-#: The look-ahead Cholesky is the first choice for real matrices of these orders (measured in
-#: ``benchmarks/bench_linalg.py --only engines``).
-FIRST_FROM = 512
-UP_TO = 4096
+#: The look-ahead Cholesky is the first choice for real matrices of these orders, on few
+#: threads. Measured here (``benchmarks/bench_linalg.py --only engines``: 2 cores, 9
+#: interleaved rounds, 0.3 s idle before each sample), time of ``scipy.linalg.cho_factor`` /
+#: time of each: float64 n = 512 / 768 / 1024 / 1536 / 2048: look-ahead 1.30x / 1.47x / 1.64x /
+#: 1.80x / 1.70x, OpenBLAS's ``dpotrf`` 1.52x / 1.21x / 1.33x / 1.62x / 1.48x; float32 n = 768
+#: / 1024 / 1536 / 2048: 1.29x / 1.87x / 1.57x / 1.84x against 1.25x / 1.42x / 1.38x / 1.87x.
+#: At n = 256 it is the slowest (0.74x against 0.91x).
+FIRST_FROM = 768
+UP_TO = 2048
 
 _ROUTINES = ("potrf", "trtri", "gemm", "syrk")
 
