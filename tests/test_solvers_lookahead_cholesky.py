@@ -139,7 +139,7 @@ def test_placement(monkeypatch):
 
 
 def test_cholesky_plan_puts_it_first_and_solves():
-    n = 700
+    n = 800
     rng = np.random.default_rng(n)
     x = rng.standard_normal((n, n))
     a = x @ x.T + n * np.eye(n)  # C-ordered: SciPy's upper triangle is the Fortran view's lower one
