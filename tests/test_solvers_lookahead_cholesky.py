@@ -14,6 +14,7 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 
 from nvmathpy.linalg import Cholesky
 from nvmathpy.linalg.solvers import _lookahead as lookahead
@@ -22,26 +23,14 @@ from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
 from nvmathpy.linalg.solvers._lookahead_cholesky import lookahead_available, lookahead_potrf, potrf_of, potrf_order
 
 DTYPES = ["float32", "float64"]
-TOL = {"float32": 2e-6, "float64": 1e-14}
 
 pytestmark = pytest.mark.skipif(not lookahead_available(np.float64),
                                 reason="no C compiler, or NumPy's BLAS exports no LAPACK or thread count here")
 
 
-@pytest.fixture(autouse=True)
-def no_other_threads(monkeypatch):
-    """Every call takes the look-ahead path (the fallback has its own test)."""
-    monkeypatch.setattr(lookahead, "others_running", lambda: 0)
-
-
 def spd(rng, n, dtype):
     x = rng.standard_normal((n, n))
     return np.asfortranarray((x @ x.T + n * np.eye(n)).astype(dtype))
-
-
-def thread_count():
-    get, _ = lookahead._thread_count_functions()
-    return get()
 
 
 def check(a, dtype, nb=None, w=None, threads=None, clean=0):

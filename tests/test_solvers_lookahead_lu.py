@@ -16,6 +16,7 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
@@ -27,17 +28,9 @@ from nvmathpy.linalg.solvers._lookahead_lu import (getrf_of, getrf_order, lookah
 from nvmathpy.linalg.solvers._recursive_lu import recursive_getrf
 
 DTYPES = ["float32", "float64"]
-TOL = {"float32": 2e-6, "float64": 1e-14}
 
 pytestmark = pytest.mark.skipif(not lookahead_available(np.float64),
                                 reason="no C compiler, or NumPy's BLAS exports no LAPACK or thread count here")
-
-
-@pytest.fixture(autouse=True)
-def no_other_threads(monkeypatch):
-    """Every call takes the look-ahead path (a thread left running by another test, say a
-    background build, would send it to the recursive one; that choice has its own test)."""
-    monkeypatch.setattr(lookahead, "others_running", lambda: 0)
 
 
 def rand(rng, shape, dtype):
@@ -51,11 +44,6 @@ def rebuilt(lu, piv):
     for i in reversed(range(len(piv))):  # undo the interchanges, last first
         product[[i, piv[i]]] = product[[piv[i], i]]
     return product
-
-
-def thread_count():
-    get, _ = lookahead._thread_count_functions()
-    return get()
 
 
 def check(a, dtype, nb=None, w=None, threads=None, exact_pivots=None):
