@@ -18,6 +18,7 @@ up to 1.5x slower here, while OpenBLAS's own multi-threaded calls put that worke
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from typing import Any, Callable
 
@@ -109,8 +110,10 @@ static void steps_stop(steps_t *s, pthread_t *ids, int started) {
 """
 
 
+@functools.lru_cache(maxsize=None)
 def _thread_count_functions() -> tuple[Any, Any] | None:
-    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None``."""
+    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None`` (looked up
+    once: every candidate list and every factorization asks)."""
     lib = _numpy_blas()
     if lib is None:
         return None
@@ -139,7 +142,8 @@ def few_threads() -> bool:
     return get_threads() <= MAX_THREADS
 
 
-def compile_driver(dtype_name: str, source: str, function: str, names: tuple[str, ...]) -> tuple[Any, type, list[int]]:
+def compile_driver(dtype_name: str, source: str, function: str,
+                   names: tuple[str, ...]) -> tuple[Any, type, list[int]]:
     """``(function, integer type, addresses of OpenBLAS's routines names)`` of the driver C
     ``source`` built for ``dtype_name`` (``real``, ``blasint`` and :data:`C_STEPS` in scope)."""
     routines = [_symbol(_PREFIX[dtype_name] + r) for r in names]
