@@ -189,11 +189,15 @@ def test_matmul_fused_candidate_falls_back_while_another_thread_runs(monkeypatch
         calls = []
         inner = kernel.gemm
         monkeypatch.setattr(kernel, "gemm", lambda *args: (calls.append(1), inner(*args)))
+        # The rule reads the plan's clock: a clock the test moves makes "directly follows" exact,
+        # whatever the machine's speed or load (no wall-clock window).
+        now = [100.0]
+        monkeypatch.setattr(kernel, "clock", lambda: now[0])
         want = reference(a, b, bias, "relu")
         for running, follows, used in ((1, False, False), (1, True, True), (1, False, False), (0, False, True)):
             monkeypatch.setattr(_matmul_cpu, "others_running", lambda running=running: running)
             if not follows:
-                time.sleep(2 * _matmul_cpu.FUSED_GAP)
+                now[0] += 2 * _matmul_cpu.FUSED_GAP
             calls.clear()
             assert rel_err(mm.execute(), want) < 1e-5
             assert bool(calls) == used, (running, follows)
