@@ -526,6 +526,7 @@ def test_engine_modules_do_not_import_cupy():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_gpu_tests_pass_under_the_host_emulation():
     """tests/gpu run with the host emulation plugin: the GPU tests' own logic (operand builders,
     references, tolerances, the plan and engine glue) is checked here; only the stream, torch and

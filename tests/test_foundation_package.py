@@ -102,6 +102,7 @@ def test_bench_suites_build_and_time_one_case(capsys):
     assert all(r.seconds["nvmathpy"] > 0 for r in results)
 
 
+@pytest.mark.slow
 def test_the_cpu_only_suite_passes_without_the_cuda_packages():
     """The CPU test run must pass on a machine without the CUDA extras: here the CUDA packages
     (cuda-pathfinder, the nvidia wheels, CuPy) are hidden from a subprocess (see conftest.py)
