@@ -35,9 +35,13 @@ from .gemm_mainloop import TWIN_OPS, WMMA_OPS, mma_body, simt_body
 from .ir import Expr
 from .launch import ArrayRef, KernelParam, epilogue_values
 
-__all__ = ["TileConfig", "GemmKernel", "gemm_kernel", "gemm_layout", "SIMT_CONFIGS", "MMA_CONFIGS", "VARIANTS"]
+__all__ = ["TileConfig", "GemmKernel", "gemm_kernel", "gemm_layout", "SIMT_CONFIGS", "MMA_CONFIGS", "VARIANTS",
+           "VARIANT_HEADERS", "variant_compilable"]
 
 VARIANTS = ("simt", "wmma", "twin")
+#: Headers beyond the prelude's ``cuda_fp16.h``/``cuda_bf16.h`` that a variant's source needs
+#: (``mma.h`` includes ``crt/mma.h``, which the CUDA wheels ship only in ``nvidia-cuda-crt``).
+VARIANT_HEADERS = {"simt": (), "wmma": ("mma.h", "crt/mma.h"), "twin": ()}
 _MAX_STATIC_SMEM = 48 * 1024
 _MAX_GRID_Z = 65535
 
@@ -105,6 +109,19 @@ class GemmKernel:
                            ("stride_c", None): c.strides[0], ("beta", None): beta})
         values.update(epilogue_values(self.epilogue.inputs, epilogue_inputs or {}))
         return values
+
+
+def variant_compilable(variant: str) -> bool:
+    """Whether NVRTC finds every header ``variant``'s source includes on this machine.
+
+    Examples
+    --------
+    >>> variant_compilable("twin")
+    True
+    """
+    from ..cuda.nvrtc import header_available
+
+    return all(header_available(h) for h in VARIANT_HEADERS[variant])
 
 
 def _leading(ref: ArrayRef, trans: bool, name: str) -> int:

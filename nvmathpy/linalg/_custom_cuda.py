@@ -25,6 +25,7 @@ epilogue reads it, as with any unfused epilogue.
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import sys
 import threading
@@ -33,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..cuda.runtime import import_cupy
 from ..errors import InvalidOperandError, InvalidOptionError
 from ..kernels.elementwise import elementwise_kernel
-from ..kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, gemm_kernel
+from ..kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, VARIANT_HEADERS, gemm_kernel, variant_compilable
 from ..kernels.ir import Expr, input_, inputs_of, substitute
 from ..kernels.launch import ArrayRef, epilogue_values, pack_arguments
 from ..plan import Candidate, Prepared, Problem
@@ -52,6 +53,7 @@ HALF_VARIANT = "wmma"
 THREADS, MAX_BLOCKS = 256, 65535
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _NO_INPUTS: Mapping[str, Any] = {}
+_LOG = logging.getLogger("nvmathpy")
 
 
 # -- problems and matching ---------------------------------------------------------------------------
@@ -103,6 +105,10 @@ def tiled_candidates(problem: Problem, arch: int) -> list[Candidate]:
         variant, configs = "simt", SIMT_CONFIGS
     elif dtype in ("float16", "bfloat16") and arch >= 80:
         variant, configs = HALF_VARIANT, MMA_CONFIGS
+        if not variant_compilable(variant):
+            _LOG.info("no %r fused-GEMM candidates: NVRTC finds no %s here (install nvidia-cuda-crt, or "
+                      "set CUDA_HOME to a CUDA toolkit)", variant, " / ".join(VARIANT_HEADERS[variant]))
+            return []
     else:
         return []
     trans_a = _trans(problem.get("a_shape"), problem.get("a_strides"))
