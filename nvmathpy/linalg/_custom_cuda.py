@@ -31,7 +31,7 @@ import sys
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cuda.runtime import import_cupy
+from ..cuda.runtime import cupy_stream, import_cupy
 from ..errors import InvalidOperandError, InvalidOptionError
 from ..kernels.elementwise import elementwise_kernel
 from ..kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, VARIANT_HEADERS, gemm_kernel, variant_compilable
@@ -268,9 +268,11 @@ def native_call(kernel: Callable[..., Any], bias_name: str | None) -> Callable[.
 
 
 def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr, device_id: int,
-                     stream: Callable[[], int]) -> Callable[..., Any]:
+                     stream: Callable[[], int], *, package: str | None = None,
+                     explicit_stream: int | None = None) -> Callable[..., Any]:
     """cuBLASLt's product (``lt_kernel``, a C-ordered result) and then the generated elementwise
-    kernel applying ``expr`` to it in place."""
+    kernel applying ``expr`` to it in place. ``package`` and ``explicit_stream`` say which stream
+    copies of the epilogue inputs go to (without ``package``: ``stream()``'s, entered per call)."""
     cupy = import_cupy()
     geometry = _Geometry(problem, cupy)
     dtype = problem.get("dtype")
@@ -284,6 +286,7 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
     grid, block = (max(1, min(-(-total // vector // THREADS), MAX_BLOCKS)), 1, 1), (THREADS, 1, 1)
     params, kinds = generated.params, generated.inputs
     pack_bytes = vector * _ITEMSIZE[dtype]
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package)
     unaligned: list[Callable[..., None]] = []  # the one-element kernel, for an ``out=`` off the pack alignment
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
@@ -291,7 +294,9 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
         if total:
             pointer = _pointer(d)
             keep: list = []  # held until the launch below has been queued
-            values = {**fixed, ("d", None): pointer, **_input_values(geometry, kinds, inputs, keep)}
+            with on_stream():  # any copy of an input is read by the launch on the plan's stream
+                views = _input_values(geometry, kinds, inputs, keep)
+            values = {**fixed, ("d", None): pointer, **views}
             if pointer % pack_bytes == 0:
                 launch(grid, block, pack_arguments(params, values), stream())
             else:
@@ -303,6 +308,18 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
         return d
 
     return kernel
+
+
+def _on_plan_stream(stream: Callable[[], int], cupy: Any,
+                    explicit_stream: int | None = None, package: str | None = None) -> Callable[[], Any]:
+    """``on_stream()``: the context that puts CuPy work (operand and input copies) on the plan's
+    stream (see :func:`._lt_execute.plan_stream_context`)."""
+    from ._lt_execute import plan_stream_context
+
+    fixed = cupy_stream(explicit_stream, cupy) if explicit_stream is not None else None
+    if package is None:  # the elementwise candidate: decided per call by the stream function
+        return lambda: cupy_stream(stream(), cupy)
+    return plan_stream_context(package, stream, fixed, cupy)
 
 
 def _scalar(value: Any) -> float:
@@ -335,20 +352,22 @@ def tiled_call(problem: Problem, candidate: Candidate, expr: Expr, *, device_id:
     new_d = _result_allocator(package, dtype, (batch, m, n), device_id, explicit_stream, cupy, raw_storage)
     d_strides, result = (m * n, n, 1), geometry.result
     kinds = generated.epilogue.inputs
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package)
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
-        a3, b3 = geometry.operand(a, True, trans_a), geometry.operand(b, False, trans_b)
+        keep: list = []  # the viewed inputs (copies among them) live until the launch is queued
+        with on_stream():  # copies of operands and inputs are read by the launch on the plan's stream
+            a3, b3 = geometry.operand(a, True, trans_a), geometry.operand(b, False, trans_b)
+            c_ref = None
+            if has_c:
+                c3 = cupy.broadcast_to(c.reshape(aligned_shape(c.shape, len(result), geometry.a_ndim,
+                                                             geometry.b_ndim)), geometry.full).reshape((batch, m, n))
+                if c3.strides[2] != c3.dtype.itemsize and n != 1:
+                    c3 = cupy.ascontiguousarray(c3)
+                c_ref = _ref(c3)
+            views = {name: geometry.input_view(inputs[name], keep) for name, kind in kinds if kind != "value"}
         d = new_d() if out is None else out
         d_ref = ArrayRef(_pointer(d), (batch, m, n), d_strides)
-        c_ref = None
-        if has_c:
-            c3 = cupy.broadcast_to(c.reshape(aligned_shape(c.shape, len(result), geometry.a_ndim, geometry.b_ndim)),
-                                   geometry.full).reshape((batch, m, n))
-            if c3.strides[2] != c3.dtype.itemsize and n != 1:
-                c3 = cupy.ascontiguousarray(c3)
-            c_ref = _ref(c3)
-        keep: list = []  # the viewed inputs (copies among them) live until the launch is queued
-        views = {name: geometry.input_view(inputs[name], keep) for name, kind in kinds if kind != "value"}
         values = generated.values(_ref(a3), _ref(b3), d_ref, alpha=alpha, beta=beta, c=c_ref, epilogue_inputs=views)
         launch(grid, block, pack_arguments(generated.params, values), stream())
         return d if out is not None else d.reshape(result)
