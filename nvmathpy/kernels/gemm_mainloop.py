@@ -36,6 +36,18 @@ def _tile_loads(cfg: TileConfig, trans_a: bool, trans_b: bool, a_dst: str, b_dst
     ]
 
 
+def _block_loops(bm: int, bn: int) -> list[str]:
+    """The column offset of this block, and the heads of its loops over batches (``gridDim.z``
+    at most 65535) and row blocks (``gridDim.y`` at most 65535: a grid-stride loop covers any
+    ``m``); each body closes both with ``}}``. Both loops' bounds are uniform over the block, so
+    the ``__syncthreads`` inside them are reached by every thread."""
+    return [
+        f"const long long col0 = (long long)blockIdx.x * {bn};",
+        "for (long long bz = blockIdx.z; bz < batch; bz += gridDim.z) {",
+        f"for (long long row0 = (long long)blockIdx.y * {bm}; row0 < m; row0 += (long long)gridDim.y * {bm}) {{",
+    ]
+
+
 def simt_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: list[str]) -> tuple[list[str], int]:
     bm, bn, bk, tm, tn = cfg.block_m, cfg.block_n, cfg.block_k, cfg.thread_m, cfg.thread_n
     smem = bk * (bm + 4) * _size(ctype) + bk * (bn + 4) * _size(ctype)
@@ -43,8 +55,7 @@ def simt_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: 
         f"__shared__ {ctype} As[{bk}][{bm + 4}];",
         f"__shared__ {ctype} Bs[{bk}][{bn + 4}];",
         f"const int tx = threadIdx.x % {bn // tn}, ty = threadIdx.x / {bn // tn};",
-        f"const long long row0 = (long long)blockIdx.y * {bm}, col0 = (long long)blockIdx.x * {bn};",
-        "for (long long bz = blockIdx.z; bz < batch; bz += gridDim.z) {",
+        *_block_loops(bm, bn),
         "  const auto* A = a + bz * stride_a;",
         "  const auto* B = b + bz * stride_b;",
         f"  {ctype} acc[{tm}][{tn}];",
@@ -77,7 +88,7 @@ def simt_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: 
         "      }",
         "    }",
         "  }",
-        "}",
+        "}}",  # the row-block and batch loops
     ]
     return lines, smem
 
@@ -143,8 +154,7 @@ def mma_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: l
         f"T* Bs = reinterpret_cast<T*>(smem + {b_offset});",
         "float* Cs = reinterpret_cast<float*>(smem);",
         f"const int warp = threadIdx.x / 32, wm = warp / {cfg.warps_n}, wn = warp % {cfg.warps_n};",
-        f"const long long row0 = (long long)blockIdx.y * {bm}, col0 = (long long)blockIdx.x * {bn};",
-        "for (long long bz = blockIdx.z; bz < batch; bz += gridDim.z) {",
+        *_block_loops(bm, bn),
         "  const T* A = a + bz * stride_a;",
         "  const T* B = b + bz * stride_b;",
         f"  nvm_acc acc[{fm}][{fn}];",
@@ -176,6 +186,6 @@ def mma_body(cfg: TileConfig, ctype: str, trans_a: bool, trans_b: bool, store: l
         "    }",
         "  }",
         "  __syncthreads();",
-        "}",
+        "}}",  # the row-block and batch loops
     ]
     return lines, smem

@@ -44,6 +44,8 @@ VARIANTS = ("simt", "wmma", "twin")
 VARIANT_HEADERS = {"simt": (), "wmma": ("mma.h", "crt/mma.h"), "twin": ()}
 _MAX_STATIC_SMEM = 48 * 1024
 _MAX_GRID_Z = 65535
+#: CUDA's limit of gridDim.y (and z); row blocks beyond it are looped over in the kernel.
+_MAX_GRID_Y = 65535
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,19 @@ class GemmKernel:
     smem_bytes: int
 
     def launch_dims(self, batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """``(grid, block)`` for a ``(batch, m, n)`` result (batches beyond 65535 loop in-kernel)."""
+        """``(grid, block)`` for a ``(batch, m, n)`` result: one block per ``block_m x block_n``
+        tile, with row blocks beyond 65535 (``gridDim.y``) and batches beyond 65535 (``gridDim.z``)
+        looped over in the kernel.
+
+        Examples
+        --------
+        >>> k = gemm_kernel("float32")
+        >>> k.launch_dims(1, 64 * 70000, 100)[0]
+        (2, 65535, 1)
+        """
         cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), max(1, min(batch, _MAX_GRID_Z)))
+        grid = (max(1, -(-n // cfg.block_n)), max(1, min(-(-m // cfg.block_m), _MAX_GRID_Y)),
+                max(1, min(batch, _MAX_GRID_Z)))
         return grid, (self.threads, 1, 1)
 
     def values(self, a: ArrayRef, b: ArrayRef, d: ArrayRef, *, alpha: float = 1.0, beta: float = 0.0,
