@@ -9,7 +9,8 @@ A custom epilogue reaches the GPU in one of three ways:
   ``"cublaslt+elementwise"``, cuBLASLt's product (one candidate per heuristic algorithm) and then
   the generated elementwise kernel (:mod:`nvmathpy.kernels.elementwise`) applying the whole
   epilogue to the result in one in-place pass; and ``"generated-gemm"``, the fused tiled GEMM
-  (:mod:`nvmathpy.kernels.gemm_tiled`, tensor cores for float16/bfloat16 on sm_80 and newer),
+  (:mod:`nvmathpy.kernels.gemm_tiled`, tensor cores for float16/bfloat16 on sm_80 and newer: ``nvcuda::wmma``,
+  or inline-PTX ``mma.sync`` where ``mma.h`` cannot be compiled),
   one candidate per tile configuration, applying the epilogue in registers before the store.
 
 Generated kernels are compiled with NVRTC for the device's own architecture (through the
@@ -42,13 +43,15 @@ from ._custom_match import NativeMatch, match_native
 
 __all__ = ["ELEMENTWISE", "TILED", "HALF_VARIANT", "KERNEL_DTYPES", "CustomPrepared", "aligned_shape",
            "device_arch", "elementwise_call", "gpu_expression", "interleave", "load_function", "builtin_problem",
-           "native_match", "native_call", "tiled_call", "tiled_candidates", "vector_width"]
+           "native_match", "native_call", "PTX_VARIANT", "tiled_call", "tiled_candidates", "vector_width"]
 
 ELEMENTWISE, TILED = "cublaslt+elementwise", "generated-gemm"
 #: Result dtypes the generated kernels take.
 KERNEL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: The fused kernel's float16/bfloat16 variant (the tests' host emulation runs its scalar twin).
 HALF_VARIANT = "wmma"
+#: The float16/bfloat16 variant used where :data:`HALF_VARIANT`'s headers are missing (inline PTX).
+PTX_VARIANT = "mma"
 #: Threads per block of the elementwise kernel, and the most blocks of its grid-stride loop.
 THREADS, MAX_BLOCKS = 256, 65535
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
@@ -106,9 +109,10 @@ def tiled_candidates(problem: Problem, arch: int) -> list[Candidate]:
     elif dtype in ("float16", "bfloat16") and arch >= 80:
         variant, configs = HALF_VARIANT, MMA_CONFIGS
         if not variant_compilable(variant):
-            _LOG.info("no %r fused-GEMM candidates: NVRTC finds no %s here (install nvidia-cuda-crt, or "
-                      "set CUDA_HOME to a CUDA toolkit)", variant, " / ".join(VARIANT_HEADERS[variant]))
-            return []
+            _LOG.info("fused GEMM: the %r variant needs %s, which NVRTC does not find here (install "
+                      "nvidia-cuda-crt, or set CUDA_HOME to a CUDA toolkit); using the inline-PTX %r variant",
+                      variant, " / ".join(VARIANT_HEADERS[variant]), PTX_VARIANT)
+            variant = PTX_VARIANT
     else:
         return []
     trans_a = _trans(problem.get("a_shape"), problem.get("a_strides"))

@@ -87,7 +87,8 @@ def every_kernel(with_wmma: bool) -> dict[str, tuple[str, str]]:
         for vector in (1, 2):
             k = elementwise_kernel(EPILOGUE, storage, vector=vector)
             kernels[f"elementwise-{storage}-v{vector}"] = (k.source, k.name)
-    variants = [("simt", ("float32", "float64"), SIMT_CONFIGS), ("twin", ("float16", "bfloat16"), MMA_CONFIGS)]
+    variants = [("simt", ("float32", "float64"), SIMT_CONFIGS), ("twin", ("float16", "bfloat16"), MMA_CONFIGS),
+                ("mma", ("float16", "bfloat16"), MMA_CONFIGS)]
     if with_wmma:
         variants.append(("wmma", ("float16", "bfloat16"), MMA_CONFIGS))
     for variant, dtypes, configs in variants:
@@ -121,7 +122,8 @@ def test_resolution_completes_a_wheel_without_crt_from_a_toolkit(layout):
     assert len(dirs) == 2 and dirs[0].endswith(os.path.join("nvidia", "cu13", "include"))
     assert Path(dirs[1], "crt", "mma.h").is_file() and Path(dirs[1]).resolve().is_relative_to(root.resolve())
     assert nvrtc.header_available("crt/mma.h") and variant_compilable("wmma")
-    assert len(custom_cuda.tiled_candidates(half_problem(), 90)) == len(MMA_CONFIGS)
+    offered = custom_cuda.tiled_candidates(half_problem(), 90)
+    assert len(offered) == len(MMA_CONFIGS) and {c.params["variant"] for c in offered} == {"wmma"}
 
 
 def test_resolution_without_a_toolkit_reports_the_missing_header(layout):
@@ -130,7 +132,8 @@ def test_resolution_without_a_toolkit_reports_the_missing_header(layout):
     assert len(dirs) == 1 and not Path(dirs[0], "crt").exists()
     assert nvrtc.header_available("cuda_fp16.h") and not nvrtc.header_available("crt/mma.h")
     assert not variant_compilable("wmma") and variant_compilable("twin") and variant_compilable("simt")
-    assert custom_cuda.tiled_candidates(half_problem(), 90) == []  # cuBLASLt + elementwise remains
+    fallback = custom_cuda.tiled_candidates(half_problem(), 90)  # tensor cores through inline PTX instead
+    assert len(fallback) == len(MMA_CONFIGS) and {c.params["variant"] for c in fallback} == {"mma"}
     # the layout reproduces the H200's failure for the variant that is then not offered
     with pytest.raises(LibraryError, match="crt/mma.h"):
         nvrtc.compile_cuda(gemm_kernel("float16", variant="wmma").source, ARCH)
@@ -154,8 +157,8 @@ def test_resolution_prefers_a_toolkit_of_nvrtcs_major(tmp_path):
 @pytest.mark.parametrize("toolkit", [True, False], ids=["wheel-without-crt+toolkit", "wheel-without-crt"])
 def test_every_generated_kernel_compiles(layout, toolkit):
     layout(toolkit=toolkit)
-    # without crt/ the tensor-core variant is not offered (see _custom_cuda.tiled_candidates); all
-    # the others must compile, and with a toolkit every one of them
+    # without crt/ the wmma variant is not offered (the inline-PTX "mma" one is, see
+    # _custom_cuda.tiled_candidates); all the others must compile, and with a toolkit every one
     compile_all(every_kernel(with_wmma=variant_compilable("wmma")))
     assert variant_compilable("wmma") is toolkit
 
