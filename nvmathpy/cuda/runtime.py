@@ -109,13 +109,13 @@ class _RawStream:
         return (0, self.pointer)
 
 
-def cupy_stream(pointer: int, cupy: Any = None) -> Any:
+def cupy_stream(pointer: int, cupy: Any = None, device_id: int | None = None) -> Any:
     """A CuPy stream object (usable as a context manager) for the ``cudaStream_t`` ``pointer``.
 
     The stream is not owned: CuPy never destroys it. Uses ``cupy.cuda.Stream.from_external``
     (CuPy 14 deprecates ``ExternalStream``) when CuPy has it, else ``cupy.cuda.ExternalStream``.
-    ``from_external`` records the current device as the stream's: call it with the stream's device
-    current.
+    ``from_external`` records the current device as the stream's: pass ``device_id`` (the stream's
+    device) unless that device is current.
 
     Parameters
     ----------
@@ -123,12 +123,17 @@ def cupy_stream(pointer: int, cupy: Any = None) -> Any:
         The stream handle (0 is the legacy default stream).
     cupy : module, optional
         The CuPy module (imported if not given).
+    device_id : int, optional
+        The device the stream belongs to (default: the current device).
     """
     cupy = import_cupy() if cupy is None else cupy
     from_external = getattr(getattr(cupy.cuda, "Stream", None), "from_external", None)
-    if from_external is not None:
+    if from_external is None:
+        return cupy.cuda.ExternalStream(pointer, -1 if device_id is None else device_id)
+    if device_id is None:
         return from_external(_RawStream(int(pointer)))
-    return cupy.cuda.ExternalStream(pointer)
+    with cupy.cuda.Device(device_id):
+        return from_external(_RawStream(int(pointer)))
 
 
 def current_stream_pointer(package: str, device_id: int) -> Callable[[], int]:

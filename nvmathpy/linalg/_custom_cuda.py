@@ -290,7 +290,7 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
     grid, block = (max(1, min(-(-total // vector // THREADS), MAX_BLOCKS)), 1, 1), (THREADS, 1, 1)
     params, kinds = generated.params, generated.inputs
     pack_bytes = vector * _ITEMSIZE[dtype]
-    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package)
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package, device_id)
     unaligned: list[Callable[..., None]] = []  # the one-element kernel, for an ``out=`` off the pack alignment
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
@@ -314,13 +314,13 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
     return kernel
 
 
-def _on_plan_stream(stream: Callable[[], int], cupy: Any,
-                    explicit_stream: int | None = None, package: str | None = None) -> Callable[[], Any]:
+def _on_plan_stream(stream: Callable[[], int], cupy: Any, explicit_stream: int | None = None,
+                    package: str | None = None, device_id: int | None = None) -> Callable[[], Any]:
     """``on_stream()``: the context that puts CuPy work (operand and input copies) on the plan's
     stream (see :func:`._lt_execute.plan_stream_context`)."""
     from ._lt_execute import plan_stream_context
 
-    fixed = cupy_stream(explicit_stream, cupy) if explicit_stream is not None else None
+    fixed = cupy_stream(explicit_stream, cupy, device_id) if explicit_stream is not None else None
     if package is None:  # the elementwise candidate: decided per call by the stream function
         return lambda: cupy_stream(stream(), cupy)
     return plan_stream_context(package, stream, fixed, cupy)
@@ -356,7 +356,7 @@ def tiled_call(problem: Problem, candidate: Candidate, expr: Expr, *, device_id:
     new_d = _result_allocator(package, dtype, (batch, m, n), device_id, explicit_stream, cupy, raw_storage)
     d_strides, result = (m * n, n, 1), geometry.result
     kinds = generated.epilogue.inputs
-    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package)
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package, device_id)
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
         keep: list = []  # the viewed inputs (copies among them) live until the launch is queued

@@ -199,7 +199,8 @@ def plan_stream_context(package: str, stream: Callable[[], int], fixed_ctx: Any,
 
 def _fixed(spec: LtSpec, launch: Launch, cupy: Any) -> _Fixed:
     item = spec.itemsize
-    fixed_ctx = cupy_stream(launch.explicit_stream, cupy) if launch.explicit_stream is not None else None
+    fixed_ctx = (cupy_stream(launch.explicit_stream, cupy, launch.device_id)
+                 if launch.explicit_stream is not None else None)
     default = (ctypes.byref(launch.algo), launch.workspace, launch.workspace_bytes)
     relaxed_cache: dict[tuple[int, int, int, int], tuple[Any, int, int]] = {}
 
