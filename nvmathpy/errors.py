@@ -20,6 +20,7 @@ __all__ = [
     "ExecutionSpaceUnavailableError",
     "MissingDependencyError",
     "LibraryError",
+    "CandidatesFailedError",
     "LinAlgError",
 ]
 
@@ -50,6 +51,15 @@ class ExecutionSpaceUnavailableError(NvmathpyError, RuntimeError):
 
 class MissingDependencyError(NvmathpyError, ImportError):
     """An optional library is needed for this call; the message names the extra to install."""
+
+
+class CandidatesFailedError(NvmathpyError, RuntimeError):
+    """Every candidate of a plan failed (to be prepared or to run); ``failures`` maps each
+    candidate's label to its exception, and the message says why each failed."""
+
+    def __init__(self, message: str, failures: "dict[str, BaseException] | None" = None):
+        super().__init__(message)
+        self.failures = dict(failures or {})
 
 
 class LibraryError(NvmathpyError, RuntimeError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nvmathpy.errors import InvalidOptionError, PlanStateError
+import logging
+
+from nvmathpy.errors import CandidatesFailedError, InvalidOptionError, PlanStateError
 from nvmathpy.plan import Candidate, Engine, Plan, Prepared, Problem, Wisdom
 
 
@@ -14,7 +16,7 @@ class ScaleEngine(Engine):
 
     name = "toy"
 
-    def __init__(self, fail_on: str | None = None):
+    def __init__(self, fail_on: str | tuple[str, ...] | None = None):
         self.prepared: list[Prepared] = []
         self.fail_on = fail_on
 
@@ -22,7 +24,7 @@ class ScaleEngine(Engine):
         return [Candidate.of("slow", loops=2000), Candidate.of("fast", loops=0), Candidate.of("medium", loops=200)]
 
     def prepare(self, problem, candidate, extra=None):
-        if candidate.label == self.fail_on:
+        if candidate.label in ((self.fail_on,) if isinstance(self.fail_on, str) else self.fail_on or ()):
             raise RuntimeError(f"cannot prepare {candidate.label}")
         prepared = Prepared(candidate, extra=dict(extra or {}))
         prepared.freed = False
@@ -40,8 +42,9 @@ class ScaleEngine(Engine):
 
 
 class Scale(Plan):
-    def __init__(self, x, factor, *, engine=None, wisdom=None):
+    def __init__(self, x, factor, *, engine=None, wisdom=None, broken_runs=()):
         super().__init__(wisdom=wisdom)
+        self.broken_runs = broken_runs  # labels of candidates whose calls raise
         self.x = np.asarray(x)
         self.factor = factor
         self._problem = Problem.of("scale", shape=list(self.x.shape), factor=factor)
@@ -49,8 +52,11 @@ class Scale(Plan):
 
     def _bind(self, prepared):
         x, factor, loops = self.x, self.factor, prepared.candidate.params["loops"]
+        broken = prepared.candidate.label in self.broken_runs
 
         def run():
+            if broken:
+                raise ValueError(f"{prepared.candidate.label} cannot run")
             for _ in range(loops):
                 pass
             return x * factor
@@ -161,21 +167,62 @@ def test_autotune_bad_arguments(wisdom):
     assert engine.prepared == []  # nothing was prepared before the arguments were checked
 
 
-def test_failure_in_autotune_leaves_plan_usable(wisdom):
+def test_a_candidate_that_cannot_be_prepared_is_skipped_by_autotune(wisdom, caplog):
     engine = ScaleEngine(fail_on="medium")
     plan = Scale([1.0, 2.0], 4.0, engine=engine, wisdom=wisdom).plan()
-    with pytest.raises(RuntimeError, match="cannot prepare medium"):
-        plan.autotune(effort="exhaustive")
+    with caplog.at_level(logging.WARNING, logger="nvmathpy"):
+        timings = plan.autotune(effort="exhaustive", repeats=1)
+    assert set(timings) == {"slow(loops=2000)", "fast(loops=0)"}
+    assert any("medium(loops=200)" in r.getMessage() and "cannot prepare medium" in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
     np.testing.assert_array_equal(plan.execute(), [4.0, 8.0])
-    assert plan.candidate.label == "slow"
+    assert plan.chosen_by == "autotune" and plan.candidate.label in ("slow", "fast")
     assert all(p.freed for p in engine.prepared if p is not plan._prepared)
 
 
-def test_failure_in_plan_leaves_plan_unplanned_but_usable(wisdom):
+def test_a_candidate_that_fails_when_run_is_skipped_by_autotune(wisdom, caplog):
+    engine = ScaleEngine()
+    plan = Scale([1.0, 2.0], 4.0, engine=engine, wisdom=wisdom, broken_runs=("fast",)).plan()
+    with caplog.at_level(logging.WARNING, logger="nvmathpy"):
+        timings = plan.autotune(effort="exhaustive", repeats=2)
+    assert set(timings) == {"slow(loops=2000)", "medium(loops=200)"}
+    assert any("fast(loops=0)" in r.getMessage() and "fast cannot run" in r.getMessage() for r in caplog.records)
+    assert plan.candidate.label in ("slow", "medium")
+    np.testing.assert_array_equal(plan.execute(), [4.0, 8.0])
+    assert all(p.freed for p in engine.prepared if p is not plan._prepared)
+
+
+def test_autotune_fails_only_when_every_candidate_fails_and_says_why(wisdom):
+    engine = ScaleEngine()
+    plan = Scale([1.0, 2.0], 4.0, engine=engine, wisdom=wisdom, broken_runs=("slow",)).plan()
+    engine.fail_on = ("fast", "medium")
+    with pytest.raises(CandidatesFailedError) as info:
+        plan.autotune(effort="exhaustive", repeats=1)
+    message = str(info.value)
+    for label, why in [("slow", "slow cannot run"), ("fast", "cannot prepare fast"),
+                       ("medium", "cannot prepare medium")]:
+        assert label in message and why in message
+    assert set(info.value.failures) == {"slow(loops=2000)", "fast(loops=0)", "medium(loops=200)"}
+    assert plan.candidate.label == "slow" and plan.chosen_by == "heuristic"  # the plan is as it was
+    assert all(p.freed for p in engine.prepared if p is not plan._prepared)
+
+
+def test_plan_skips_a_first_candidate_that_cannot_be_prepared(wisdom, caplog):
     engine = ScaleEngine(fail_on="slow")
+    with caplog.at_level(logging.WARNING, logger="nvmathpy"):
+        plan = Scale([1.0], 2.0, engine=engine, wisdom=wisdom).plan()
+    assert plan.candidate.label == "fast" and plan.chosen_by == "heuristic"
+    assert any("cannot prepare slow" in r.getMessage() for r in caplog.records)
+    assert plan.execute()[0] == 2.0
+
+
+def test_failure_in_plan_leaves_plan_unplanned_but_usable(wisdom):
+    engine = ScaleEngine(fail_on=("slow", "fast", "medium"))
     plan = Scale([1.0], 2.0, engine=engine, wisdom=wisdom)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="cannot prepare slow") as info:
         plan.plan()
+    if hasattr(info.value, "__notes__"):  # Python >= 3.11: the others' failures are noted
+        assert "cannot prepare fast" in info.value.__notes__[0] and "cannot prepare medium" in info.value.__notes__[0]
     with pytest.raises(PlanStateError, match="before plan"):
         plan.execute()
     engine.fail_on = None

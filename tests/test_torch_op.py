@@ -92,6 +92,45 @@ def test_opcheck_matmul(a_shape, b_shape, bias_shape, epilogue, save_aux, dtype)
     torch.library.opcheck(torch.ops.nvmathpy.matmul.default, (a, b, bias, epilogue, save_aux))
 
 
+def _padded_views(result):
+    """``result`` (a tensor or (tensor, {name: tensor})) as the CUDA engine can hand it back: each
+    matrix a strided view (the GELU aux of a buffer whose leading dimension cuBLASLt pads to a
+    multiple of 8; an F-ordered product for a row bias)."""
+    def padded(t):
+        buffer = t.new_zeros((*t.shape[:-1], -(-(t.shape[-1] + 1) // 8) * 8))
+        buffer[..., : t.shape[-1]] = t
+        return buffer[..., : t.shape[-1]]
+
+    def f_ordered(t):
+        return t.mT.contiguous().mT
+
+    if isinstance(result, tuple):
+        out, extra = result
+        if not isinstance(out, torch.Tensor):  # the bgradb operator calls it on NumPy arrays
+            return result
+        return f_ordered(out), {name: padded(value) for name, value in extra.items()}
+    return f_ordered(result) if isinstance(result, torch.Tensor) else result
+
+
+@pytest.mark.parametrize("epilogue,save_aux", [("gelu_bias", True), ("relu_bias", True), ("bias", False)])
+def test_opcheck_when_the_engine_returns_strided_views(monkeypatch, epilogue, save_aux):
+    """The real implementation returns what the fake reports (C-contiguous outputs) even when the
+    engine's results are views with other strides, as on the GPU (issue 20: ``Stride mismatch!
+    Strides are (8, 1) and (3, 1)`` for the GELU aux of a 7 x 3 product)."""
+    from nvmathpy.torch import _ops
+
+    real = _ops.nv_matmul
+    monkeypatch.setattr(_ops, "nv_matmul", lambda *args, **kwargs: _padded_views(real(*args, **kwargs)))
+    g = torch.Generator().manual_seed(21)
+    a = torch.randn(7, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    b = torch.randn(5, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    bias = torch.randn(3, dtype=torch.float64, generator=g, requires_grad=True)
+    out, aux = torch.ops.nvmathpy.matmul(a, b, bias, epilogue, save_aux)
+    assert out.is_contiguous() and aux.is_contiguous()
+    assert _rel(out, _reference(a, b, bias, epilogue)) < 1e-13
+    torch.library.opcheck(torch.ops.nvmathpy.matmul.default, (a, b, bias, epilogue, save_aux))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_opcheck_bgradb(dtype):
     g = torch.Generator().manual_seed(4)

@@ -6,6 +6,8 @@ belong to, so memory comes from that package's pool and work lands on its stream
 - :func:`stream_pointer` / :func:`current_stream_pointer`: the ``cudaStream_t`` to enqueue on
   (an explicit ``stream=`` given as an int, a CuPy or torch stream, or any object with
   ``__cuda_stream__``; else the package's current stream);
+- :func:`cupy_stream`: a CuPy stream object for a raw ``cudaStream_t`` (``Stream.from_external``
+  where CuPy has it, ``ExternalStream`` before CuPy 14), the one place nvmathpy wraps a pointer;
 - :func:`allocate`: raw device memory (workspaces) from CuPy's pool or torch's caching allocator;
 - :func:`event_timer`: an autotune timer (``timer(fn, calls) -> seconds per call``) built on CUDA
   events, with the L2 cache flushed by a device-side write before each timed call;
@@ -28,6 +30,7 @@ from ..errors import InvalidOptionError, MissingDependencyError
 __all__ = [
     "CUDA_PACKAGES",
     "allocate",
+    "cupy_stream",
     "current_stream_pointer",
     "describe_device",
     "device_description",
@@ -94,6 +97,45 @@ def stream_pointer(stream: Any) -> int:
     )
 
 
+class _RawStream:
+    """A raw ``cudaStream_t`` presented through the CUDA stream protocol."""
+
+    __slots__ = ("pointer",)
+
+    def __init__(self, pointer: int) -> None:
+        self.pointer = pointer
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.pointer)
+
+
+def cupy_stream(pointer: int, cupy: Any = None, device_id: int | None = None) -> Any:
+    """A CuPy stream object (usable as a context manager) for the ``cudaStream_t`` ``pointer``.
+
+    The stream is not owned: CuPy never destroys it. Uses ``cupy.cuda.Stream.from_external``
+    (CuPy 14 deprecates ``ExternalStream``) when CuPy has it, else ``cupy.cuda.ExternalStream``.
+    ``from_external`` records the current device as the stream's: pass ``device_id`` (the stream's
+    device) unless that device is current.
+
+    Parameters
+    ----------
+    pointer : int
+        The stream handle (0 is the legacy default stream).
+    cupy : module, optional
+        The CuPy module (imported if not given).
+    device_id : int, optional
+        The device the stream belongs to (default: the current device).
+    """
+    cupy = import_cupy() if cupy is None else cupy
+    from_external = getattr(getattr(cupy.cuda, "Stream", None), "from_external", None)
+    if from_external is None:
+        return cupy.cuda.ExternalStream(pointer, -1 if device_id is None else device_id)
+    if device_id is None:
+        return from_external(_RawStream(int(pointer)))
+    with cupy.cuda.Device(device_id):
+        return from_external(_RawStream(int(pointer)))
+
+
 def current_stream_pointer(package: str, device_id: int) -> Callable[[], int]:
     """A no-argument function returning the package's current stream (per call): torch's on
     ``device_id``, CuPy's on the current device (the operands' device is current during a call)."""
@@ -127,7 +169,7 @@ def allocate(nbytes: int, package: str, device_id: int, stream: int | None = Non
         return buffer, buffer.data_ptr()
     cupy = import_cupy()
     with cupy.cuda.Device(device_id):
-        with cupy.cuda.ExternalStream(stream) if stream is not None else contextlib.nullcontext():
+        with cupy_stream(stream, cupy) if stream is not None else contextlib.nullcontext():
             memory = cupy.cuda.alloc(nbytes)
     return memory, memory.ptr
 
@@ -153,7 +195,7 @@ def event_timer(stream: Callable[[], int], device_id: int, flush_bytes: int = FL
 
     def timer(fn: Callable[[], object], calls: int) -> float:
         with cupy.cuda.Device(device_id):
-            external = cupy.cuda.ExternalStream(stream())
+            external = cupy_stream(stream(), cupy)
             if "flush" not in state:
                 state["flush"] = cupy.cuda.alloc(flush_bytes)
             flush = state["flush"]

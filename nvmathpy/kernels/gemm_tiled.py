@@ -15,6 +15,10 @@ Three variants share the structure (shared-memory tiles, ``__syncthreads`` aroun
     float16/bfloat16 inputs, float32 accumulation on tensor cores (``nvcuda::wmma`` 16x16x16);
     each warp owns a ``(block_m / warps_m) x (block_n / warps_n)`` tile of fragments, staged
     through shared memory for the epilogue.
+``"mma"``
+    The ``"wmma"`` structure with the fragments multiplied by ``mma.sync.m16n8k16`` in inline PTX
+    (sm_80+): needs no header beyond ``cuda_fp16.h``/``cuda_bf16.h``, for machines where
+    ``mma.h``'s ``crt/`` headers are missing.
 ``"twin"``
     The ``"wmma"`` source with the three fragment operations (zero, multiply-accumulate,
     store) done by scalar code on the same shared-memory tiles and pointers: it compiles
@@ -31,15 +35,21 @@ from ..errors import InvalidOperandError, InvalidOptionError
 from .emit_cuda import PRELUDE, STORAGE_TYPES
 from .fused_epilogue import EpiloguePart, epilogue_part
 from .gemm_config import MMA_CONFIGS, SIMT_CONFIGS, TileConfig
-from .gemm_mainloop import TWIN_OPS, WMMA_OPS, mma_body, simt_body
+from .gemm_mainloop import TWIN_OPS, WMMA_OPS, mma_body, mma_ptx_ops, simt_body
 from .ir import Expr
 from .launch import ArrayRef, KernelParam, epilogue_values
 
-__all__ = ["TileConfig", "GemmKernel", "gemm_kernel", "gemm_layout", "SIMT_CONFIGS", "MMA_CONFIGS", "VARIANTS"]
+__all__ = ["TileConfig", "GemmKernel", "gemm_kernel", "gemm_layout", "SIMT_CONFIGS", "MMA_CONFIGS", "VARIANTS",
+           "VARIANT_HEADERS", "variant_compilable"]
 
-VARIANTS = ("simt", "wmma", "twin")
+VARIANTS = ("simt", "wmma", "mma", "twin")
+#: Headers beyond the prelude's ``cuda_fp16.h``/``cuda_bf16.h`` that a variant's source needs
+#: (``mma.h`` includes ``crt/mma.h``, which the CUDA wheels ship only in ``nvidia-cuda-crt``).
+VARIANT_HEADERS = {"simt": (), "wmma": ("mma.h", "crt/mma.h"), "mma": (), "twin": ()}
 _MAX_STATIC_SMEM = 48 * 1024
 _MAX_GRID_Z = 65535
+#: CUDA's limit of gridDim.y (and z); row blocks beyond it are looped over in the kernel.
+_MAX_GRID_Y = 65535
 
 
 @dataclass(frozen=True)
@@ -74,9 +84,19 @@ class GemmKernel:
     smem_bytes: int
 
     def launch_dims(self, batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """``(grid, block)`` for a ``(batch, m, n)`` result (batches beyond 65535 loop in-kernel)."""
+        """``(grid, block)`` for a ``(batch, m, n)`` result: one block per ``block_m x block_n``
+        tile, with row blocks beyond 65535 (``gridDim.y``) and batches beyond 65535 (``gridDim.z``)
+        looped over in the kernel.
+
+        Examples
+        --------
+        >>> k = gemm_kernel("float32")
+        >>> k.launch_dims(1, 64 * 70000, 100)[0]
+        (2, 65535, 1)
+        """
         cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), max(1, min(batch, _MAX_GRID_Z)))
+        grid = (max(1, -(-n // cfg.block_n)), max(1, min(-(-m // cfg.block_m), _MAX_GRID_Y)),
+                max(1, min(batch, _MAX_GRID_Z)))
         return grid, (self.threads, 1, 1)
 
     def values(self, a: ArrayRef, b: ArrayRef, d: ArrayRef, *, alpha: float = 1.0, beta: float = 0.0,
@@ -105,6 +125,19 @@ class GemmKernel:
                            ("stride_c", None): c.strides[0], ("beta", None): beta})
         values.update(epilogue_values(self.epilogue.inputs, epilogue_inputs or {}))
         return values
+
+
+def variant_compilable(variant: str) -> bool:
+    """Whether NVRTC finds every header ``variant``'s source includes on this machine.
+
+    Examples
+    --------
+    >>> variant_compilable("twin")
+    True
+    """
+    from ..cuda.nvrtc import header_available
+
+    return all(header_available(h) for h in VARIANT_HEADERS[variant])
 
 
 def _leading(ref: ArrayRef, trans: bool, name: str) -> int:
@@ -188,7 +221,7 @@ def gemm_kernel(dtype: str, *, config: TileConfig | None = None, variant: str = 
         (``"wmma"``, ``"twin"``; accumulation in float32).
     config : TileConfig, optional
         Tile sizes; by default the first of :data:`SIMT_CONFIGS` or :data:`MMA_CONFIGS`.
-    variant : {"simt", "wmma", "twin"}
+    variant : {"simt", "wmma", "mma", "twin"}
     trans_a, trans_b : bool
         A stored as ``(batch, K, M)`` / B as ``(batch, N, K)`` row-major.
     with_c : bool
@@ -223,7 +256,7 @@ def gemm_kernel(dtype: str, *, config: TileConfig | None = None, variant: str = 
     else:
         body, smem = mma_body(cfg, ctype, trans_a, trans_b, _store(part, compute, "cv", with_c))
         ops = f"typedef {ctype} T;\n#define nvm_zero __float2{'half' if dtype == 'float16' else 'bfloat16'}_rn(0.0f)\n"
-        ops += WMMA_OPS if variant == "wmma" else TWIN_OPS
+        ops += {"wmma": WMMA_OPS, "twin": TWIN_OPS}.get(variant) or mma_ptx_ops(dtype)
     if smem > _MAX_STATIC_SMEM:
         raise InvalidOptionError(f"tile config {cfg} needs {smem} bytes of shared memory; at most "
                                  f"{_MAX_STATIC_SMEM} allowed")

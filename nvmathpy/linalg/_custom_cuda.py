@@ -9,7 +9,8 @@ A custom epilogue reaches the GPU in one of three ways:
   ``"cublaslt+elementwise"``, cuBLASLt's product (one candidate per heuristic algorithm) and then
   the generated elementwise kernel (:mod:`nvmathpy.kernels.elementwise`) applying the whole
   epilogue to the result in one in-place pass; and ``"generated-gemm"``, the fused tiled GEMM
-  (:mod:`nvmathpy.kernels.gemm_tiled`, tensor cores for float16/bfloat16 on sm_80 and newer),
+  (:mod:`nvmathpy.kernels.gemm_tiled`, tensor cores for float16/bfloat16 on sm_80 and newer: ``nvcuda::wmma``,
+  or inline-PTX ``mma.sync`` where ``mma.h`` cannot be compiled),
   one candidate per tile configuration, applying the epilogue in registers before the store.
 
 Generated kernels are compiled with NVRTC for the device's own architecture (through the
@@ -25,15 +26,16 @@ epilogue reads it, as with any unfused epilogue.
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import sys
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cuda.runtime import import_cupy
+from ..cuda.runtime import cupy_stream, import_cupy
 from ..errors import InvalidOperandError, InvalidOptionError
 from ..kernels.elementwise import elementwise_kernel
-from ..kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, gemm_kernel
+from ..kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, VARIANT_HEADERS, gemm_kernel, variant_compilable
 from ..kernels.ir import Expr, input_, inputs_of, substitute
 from ..kernels.launch import ArrayRef, epilogue_values, pack_arguments
 from ..plan import Candidate, Prepared, Problem
@@ -41,17 +43,20 @@ from ._custom_match import NativeMatch, match_native
 
 __all__ = ["ELEMENTWISE", "TILED", "HALF_VARIANT", "KERNEL_DTYPES", "CustomPrepared", "aligned_shape",
            "device_arch", "elementwise_call", "gpu_expression", "interleave", "load_function", "builtin_problem",
-           "native_match", "native_call", "tiled_call", "tiled_candidates", "vector_width"]
+           "native_match", "native_call", "PTX_VARIANT", "tiled_call", "tiled_candidates", "vector_width"]
 
 ELEMENTWISE, TILED = "cublaslt+elementwise", "generated-gemm"
 #: Result dtypes the generated kernels take.
 KERNEL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: The fused kernel's float16/bfloat16 variant (the tests' host emulation runs its scalar twin).
 HALF_VARIANT = "wmma"
+#: The float16/bfloat16 variant used where :data:`HALF_VARIANT`'s headers are missing (inline PTX).
+PTX_VARIANT = "mma"
 #: Threads per block of the elementwise kernel, and the most blocks of its grid-stride loop.
 THREADS, MAX_BLOCKS = 256, 65535
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _NO_INPUTS: Mapping[str, Any] = {}
+_LOG = logging.getLogger("nvmathpy")
 
 
 # -- problems and matching ---------------------------------------------------------------------------
@@ -103,6 +108,11 @@ def tiled_candidates(problem: Problem, arch: int) -> list[Candidate]:
         variant, configs = "simt", SIMT_CONFIGS
     elif dtype in ("float16", "bfloat16") and arch >= 80:
         variant, configs = HALF_VARIANT, MMA_CONFIGS
+        if not variant_compilable(variant):
+            _LOG.info("fused GEMM: the %r variant needs %s, which NVRTC does not find here (install "
+                      "nvidia-cuda-crt, or set CUDA_HOME to a CUDA toolkit); using the inline-PTX %r variant",
+                      variant, " / ".join(VARIANT_HEADERS[variant]), PTX_VARIANT)
+            variant = PTX_VARIANT
     else:
         return []
     trans_a = _trans(problem.get("a_shape"), problem.get("a_strides"))
@@ -262,9 +272,11 @@ def native_call(kernel: Callable[..., Any], bias_name: str | None) -> Callable[.
 
 
 def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr, device_id: int,
-                     stream: Callable[[], int]) -> Callable[..., Any]:
+                     stream: Callable[[], int], *, package: str | None = None,
+                     explicit_stream: int | None = None) -> Callable[..., Any]:
     """cuBLASLt's product (``lt_kernel``, a C-ordered result) and then the generated elementwise
-    kernel applying ``expr`` to it in place."""
+    kernel applying ``expr`` to it in place. ``package`` and ``explicit_stream`` say which stream
+    copies of the epilogue inputs go to (without ``package``: ``stream()``'s, entered per call)."""
     cupy = import_cupy()
     geometry = _Geometry(problem, cupy)
     dtype = problem.get("dtype")
@@ -278,6 +290,7 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
     grid, block = (max(1, min(-(-total // vector // THREADS), MAX_BLOCKS)), 1, 1), (THREADS, 1, 1)
     params, kinds = generated.params, generated.inputs
     pack_bytes = vector * _ITEMSIZE[dtype]
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package, device_id)
     unaligned: list[Callable[..., None]] = []  # the one-element kernel, for an ``out=`` off the pack alignment
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
@@ -285,7 +298,9 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
         if total:
             pointer = _pointer(d)
             keep: list = []  # held until the launch below has been queued
-            values = {**fixed, ("d", None): pointer, **_input_values(geometry, kinds, inputs, keep)}
+            with on_stream():  # any copy of an input is read by the launch on the plan's stream
+                views = _input_values(geometry, kinds, inputs, keep)
+            values = {**fixed, ("d", None): pointer, **views}
             if pointer % pack_bytes == 0:
                 launch(grid, block, pack_arguments(params, values), stream())
             else:
@@ -297,6 +312,18 @@ def elementwise_call(lt_kernel: Callable[..., Any], problem: Problem, expr: Expr
         return d
 
     return kernel
+
+
+def _on_plan_stream(stream: Callable[[], int], cupy: Any, explicit_stream: int | None = None,
+                    package: str | None = None, device_id: int | None = None) -> Callable[[], Any]:
+    """``on_stream()``: the context that puts CuPy work (operand and input copies) on the plan's
+    stream (see :func:`._lt_execute.plan_stream_context`)."""
+    from ._lt_execute import plan_stream_context
+
+    fixed = cupy_stream(explicit_stream, cupy, device_id) if explicit_stream is not None else None
+    if package is None:  # the elementwise candidate: decided per call by the stream function
+        return lambda: cupy_stream(stream(), cupy)
+    return plan_stream_context(package, stream, fixed, cupy)
 
 
 def _scalar(value: Any) -> float:
@@ -329,20 +356,22 @@ def tiled_call(problem: Problem, candidate: Candidate, expr: Expr, *, device_id:
     new_d = _result_allocator(package, dtype, (batch, m, n), device_id, explicit_stream, cupy, raw_storage)
     d_strides, result = (m * n, n, 1), geometry.result
     kinds = generated.epilogue.inputs
+    on_stream = _on_plan_stream(stream, cupy, explicit_stream, package, device_id)
 
     def kernel(a: Any, b: Any, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
-        a3, b3 = geometry.operand(a, True, trans_a), geometry.operand(b, False, trans_b)
+        keep: list = []  # the viewed inputs (copies among them) live until the launch is queued
+        with on_stream():  # copies of operands and inputs are read by the launch on the plan's stream
+            a3, b3 = geometry.operand(a, True, trans_a), geometry.operand(b, False, trans_b)
+            c_ref = None
+            if has_c:
+                c3 = cupy.broadcast_to(c.reshape(aligned_shape(c.shape, len(result), geometry.a_ndim,
+                                                             geometry.b_ndim)), geometry.full).reshape((batch, m, n))
+                if c3.strides[2] != c3.dtype.itemsize and n != 1:
+                    c3 = cupy.ascontiguousarray(c3)
+                c_ref = _ref(c3)
+            views = {name: geometry.input_view(inputs[name], keep) for name, kind in kinds if kind != "value"}
         d = new_d() if out is None else out
         d_ref = ArrayRef(_pointer(d), (batch, m, n), d_strides)
-        c_ref = None
-        if has_c:
-            c3 = cupy.broadcast_to(c.reshape(aligned_shape(c.shape, len(result), geometry.a_ndim, geometry.b_ndim)),
-                                   geometry.full).reshape((batch, m, n))
-            if c3.strides[2] != c3.dtype.itemsize and n != 1:
-                c3 = cupy.ascontiguousarray(c3)
-            c_ref = _ref(c3)
-        keep: list = []  # the viewed inputs (copies among them) live until the launch is queued
-        views = {name: geometry.input_view(inputs[name], keep) for name, kind in kinds if kind != "value"}
         values = generated.values(_ref(a3), _ref(b3), d_ref, alpha=alpha, beta=beta, c=c_ref, epilogue_inputs=views)
         launch(grid, block, pack_arguments(generated.params, values), stream())
         return d if out is not None else d.reshape(result)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..cuda.runtime import import_cupy
+from ..cuda.runtime import cupy_stream, import_cupy
 from ..plan import Problem
 from ._lt_execute import STORAGE, _numpy_dtype
 
@@ -92,7 +92,7 @@ def on_device(kernel: Callable[..., Any], problem: Problem, stream: int | None =
     device ``device_id`` (made current for the call: the caller's may be another) and on
     ``stream`` (the plan's ``stream=``; ``None``: CuPy's current stream of that device)."""
     cupy = import_cupy()
-    stream_context = (lambda: cupy.cuda.ExternalStream(stream)) if stream is not None else contextlib.nullcontext
+    stream_context = (lambda: cupy_stream(stream, cupy)) if stream is not None else contextlib.nullcontext
     result_dtype = _numpy_dtype(problem.get("result_dtype") or problem.get("dtype"))
 
     @contextlib.contextmanager

@@ -10,8 +10,10 @@ Aux buffers follow cuBLASLt's layouts: the ReLU mask is one bit per element of D
 bits apart (``ld`` a multiple of 128), read here as bit ``r % 8`` of byte ``r // 8`` of its column
 (the header gives the bit layout, not the order within a byte: tests/gpu checks it against
 ``z > 0``); it is unpacked to (or packed from) the boolean array nvmathpy's epilogue convention
-uses. The GELU pre-activation has a leading dimension padded to a multiple of 8 and is returned
-as a view without the padding. FP8 products set their A/B scale pointers (float32 device
+uses. The GELU pre-activation has a leading dimension padded to a multiple of 8; aux outputs are
+returned C-contiguous (a copy without the padding when there is any), the layout the torch
+operator's fake implementation reports. Operands whose layout needs a copy are copied on the
+plan's stream, like every other piece of work of a call. FP8 products set their A/B scale pointers (float32 device
 scalars) per call like the bias; their D has the result dtype.
 """
 
@@ -27,11 +29,11 @@ import numpy as np
 
 from ..cuda.bindings import cublaslt
 from ..cuda.bindings.cublaslt import MatmulDescAttribute as Desc
-from ..cuda.runtime import import_cupy
+from ..cuda.runtime import cupy_stream, import_cupy
 from ..errors import OperandMismatchError
 from ._lt_spec import LtSpec, scalar_bytes
 
-__all__ = ["Launch", "build_kernel", "ALIGNMENT"]
+__all__ = ["Launch", "build_kernel", "plan_stream_context", "ALIGNMENT"]
 
 #: cuBLASLt's default guaranteed alignment of A, B, C and D; other pointers take a relaxed algorithm.
 ALIGNMENT = 256
@@ -173,6 +175,7 @@ class _Fixed:
     new_d: Callable[[], tuple[Any, int]]
     algorithm: Callable[[int, int, int, int], tuple[Any, int, int]]
     fixed_ctx: Any
+    on_stream: Callable[[], Any]
 
     @property
     def alpha_p(self) -> int:
@@ -183,8 +186,21 @@ class _Fixed:
         return ctypes.addressof(self.scalars[1])
 
 
+def plan_stream_context(package: str, stream: Callable[[], int], fixed_ctx: Any, cupy: Any) -> Callable[[], Any]:
+    """``on_stream()``: a context in which CuPy work (operand copies, buffers) lands on the plan's
+    stream: ``fixed_ctx`` (the explicit ``stream=``, if any), torch's current stream for torch
+    operands, else CuPy's current stream (which is the plan's: no change)."""
+    if fixed_ctx is not None:
+        return lambda: fixed_ctx
+    if package == "torch":
+        return lambda: cupy_stream(stream(), cupy)
+    return contextlib.nullcontext
+
+
 def _fixed(spec: LtSpec, launch: Launch, cupy: Any) -> _Fixed:
     item = spec.itemsize
+    fixed_ctx = (cupy_stream(launch.explicit_stream, cupy, launch.device_id)
+                 if launch.explicit_stream is not None else None)
     default = (ctypes.byref(launch.algo), launch.workspace, launch.workspace_bytes)
     relaxed_cache: dict[tuple[int, int, int, int], tuple[Any, int, int]] = {}
 
@@ -207,8 +223,8 @@ def _fixed(spec: LtSpec, launch: Launch, cupy: Any) -> _Fixed:
                  ctypes.create_string_buffer(scalar_bytes(spec.beta, spec.scale_type))),
         new_d=_allocator(spec, launch, cupy),
         algorithm=algorithm,
-        fixed_ctx=cupy.cuda.ExternalStream(launch.explicit_stream)
-        if launch.explicit_stream is not None else None,
+        fixed_ctx=fixed_ctx,
+        on_stream=plan_stream_context(launch.package, launch.stream, fixed_ctx, cupy),
     )
 
 
@@ -227,19 +243,21 @@ def _bound(spec: LtSpec, launch: Launch, fixed: _Fixed) -> tuple:
     """Everything a kernel reads per call, as a tuple to unpack into the builder's locals (fast lookups)."""
     return (cublaslt.LIB.cublasLtMatmul, launch.stream, launch.handle, launch.desc, launch.a, launch.b, launch.d,
             fixed.a_strides, fixed.b_strides, fixed.copy_a, fixed.copy_b, fixed.alpha_p, fixed.beta_p,
-            fixed.algorithm, fixed.new_d, fixed.fixed_ctx, spec.lt.swapped)
+            fixed.algorithm, fixed.new_d, fixed.fixed_ctx, fixed.on_stream, spec.lt.swapped)
 
 
 def _plain_kernel(spec: LtSpec, launch: Launch, cupy: Any, fixed: _Fixed) -> Callable[..., Any]:
     """No ``c``, no epilogue buffers, C-ordered result: the shortest path."""
     (matmul, stream, handle, desc, la, lb, ld, a_strides, b_strides, copy_a, copy_b, alpha_p, beta_p, algorithm,
-     new_d, fixed_ctx, swapped) = _bound(spec, launch, fixed)
+     new_d, fixed_ctx, on_stream, swapped) = _bound(spec, launch, fixed)
 
     def kernel(a: Any, b: Any, c: Any, inputs: Any, out: Any) -> Any:
-        if a.strides != a_strides:
-            a = copy_a(a)
-        if b.strides != b_strides:
-            b = copy_b(b)
+        if a.strides != a_strides or b.strides != b_strides:
+            with on_stream():  # the copies are read by the product on the plan's stream
+                if a.strides != a_strides:
+                    a = copy_a(a)
+                if b.strides != b_strides:
+                    b = copy_b(b)
         if out is not None:
             d, pd = out, out.data.ptr
         elif fixed_ctx is None:
@@ -274,16 +292,13 @@ def _pointer_setter(desc: int) -> Callable[[int, int], None]:
 def _general_kernel(spec: LtSpec, launch: Launch, cupy: Any, fixed: _Fixed) -> Callable[..., Any]:
     """Every other case: ``c``, bias, aux in/out, bias gradients, F-ordered results."""
     (matmul, stream, handle, desc, la, lb, ld, a_strides, b_strides, copy_a, copy_b, alpha_p, beta_p, algorithm,
-     new_d, fixed_ctx, swapped) = _bound(spec, launch, fixed)
+     new_d, fixed_ctx, on_stream, swapped) = _bound(spec, launch, fixed)
     set_pointer = _pointer_setter(desc)
     finish = _finisher(spec)
     dtype = _cupy_dtype(spec.out_dtype, launch.raw_storage)
     batch = spec.batch_shape
     scales = tuple((getattr(Desc, attr), name) for attr, name in spec.scales)
     as_cupy = cupy.from_dlpack if launch.package == "torch" else (lambda x: x)
-    on_stream = (lambda: fixed_ctx) if fixed_ctx is not None else (
-        (lambda: contextlib.nullcontext()) if launch.package != "torch"
-        else (lambda: cupy.cuda.ExternalStream(stream())))
     bias, aux, bgrad, c_mode = spec.bias, spec.aux, spec.bgrad, spec.c_mode
     bit_shifts = cupy.arange(8, dtype=cupy.uint8)
     bit_weights = cupy.asarray([1 << i for i in range(8)], dtype=cupy.uint8)
@@ -319,14 +334,14 @@ def _general_kernel(spec: LtSpec, launch: Launch, cupy: Any, fixed: _Fixed) -> C
             buffer = bits.reshape(batch + (aux.cols, aux.ld)).astype(cupy.bool_)
         view = buffer[..., : aux.rows]
         view = view if spec.order == "C" else view.swapaxes(-1, -2)
-        return view.reshape(spec.result_shape)
+        return cupy.ascontiguousarray(view.reshape(spec.result_shape))
 
     def kernel(a: Any, b: Any, c: Any, inputs: Any, out: Any) -> Any:
-        if a.strides != a_strides:
-            a = copy_a(a)
-        if b.strides != b_strides:
-            b = copy_b(b)
         with on_stream():
+            if a.strides != a_strides:
+                a = copy_a(a)
+            if b.strides != b_strides:
+                b = copy_b(b)
             if out is not None and spec.order == "C":
                 d, pd = out, out.data.ptr
             else:

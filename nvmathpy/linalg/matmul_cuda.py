@@ -267,7 +267,8 @@ class CudaMatmulEngine(Engine):
         if label == custom_cuda.ELEMENTWISE:
             inner = self.prepare_lt(custom_cuda.builtin_problem(problem, None, {}), candidate)
             try:
-                kernel = custom_cuda.elementwise_call(inner.kernel, problem, self.custom, self.device_id, self.stream)
+                kernel = custom_cuda.elementwise_call(inner.kernel, problem, self.custom, self.device_id, self.stream,
+                                                      package=self.package, explicit_stream=self.explicit_stream)
             except BaseException:
                 inner.free()
                 raise

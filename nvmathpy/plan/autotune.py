@@ -60,6 +60,7 @@ def time_candidates(
     budget_seconds: float | None = None,
     timer: Timer = perf_counter_timer,
     progress: Callable[[str], None] | None = None,
+    failures: dict[str, Exception] | None = None,
 ) -> dict[str, float]:
     """Median seconds per call of each runner.
 
@@ -69,6 +70,10 @@ def time_candidates(
     machine hits every candidate alike, and the median per runner is reported. Runners are
     warmed in the order given; once ``budget_seconds`` is spent the remaining ones are
     skipped (the first is always timed). ``progress`` is called after each timed round.
+
+    With a ``failures`` dict, a runner that raises (when warmed up or timed) is dropped from the
+    result and its exception recorded there under its label (and logged); without one, the
+    exception propagates.
 
     Examples
     --------
@@ -80,15 +85,30 @@ def time_candidates(
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     start = time.perf_counter()
     calls: dict[str, tuple[Callable[[], object], int]] = {}
+
+    def failed(label: str, exc: Exception) -> None:
+        if failures is None:
+            raise exc
+        failures[label] = exc
+        logger.warning("autotune: candidate %s failed when run (%s: %s); skipped", label, type(exc).__name__, exc)
+
     for label, fn in runners:
         if calls and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
             break
-        first = timer(fn, 1)
+        try:
+            first = timer(fn, 1)
+        except Exception as exc:  # noqa: BLE001 - one failing candidate must not stop the others
+            failed(label, exc)
+            continue
         calls[label] = (fn, max(1, min(10_000, int(sample_seconds / max(first, 1e-9)))))
     samples: dict[str, list[float]] = {label: [] for label in calls}
     for round_index in range(repeats):
-        for label, (fn, count) in calls.items():
-            samples[label].append(timer(fn, count))
+        for label, (fn, count) in list(calls.items()):
+            try:
+                samples[label].append(timer(fn, count))
+            except Exception as exc:  # noqa: BLE001
+                del calls[label], samples[label]
+                failed(label, exc)
         if progress is not None:
             progress(f"round {round_index + 1}/{repeats}")
     return {label: statistics.median(values) for label, values in samples.items()}

@@ -6,6 +6,11 @@ heuristic's first, prepare it), optionally tuned (:meth:`Plan.autotune`: time ca
 record the winner in wisdom), executed many times, fed new data with ``reset_operands`` and
 finally freed. Each phase either completes or leaves the plan as it was.
 
+A candidate that cannot be prepared (say a generated kernel the machine's toolchain cannot
+compile) or run is logged on the ``nvmathpy`` logger (WARNING) and skipped: ``plan()`` takes the
+next one in heuristic order, ``autotune()`` times the others. Only when every candidate fails
+does the phase fail, with an error that names each candidate and why it failed.
+
 The hot path is one attribute load and one call: ``execute()`` calls ``self._run``, a closure
 the subclass builds (in :meth:`Plan._bind`) over the prepared candidate and the current
 operands. Before planning and after freeing, ``_run`` is a function that raises the right
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .._logging import logger
-from ..errors import InvalidOptionError, PlanStateError
+from ..errors import CandidatesFailedError, InvalidOptionError, PlanStateError
 from .autotune import (
     EFFORTS,
     KEEP_MARGIN,
@@ -71,6 +76,15 @@ class Candidate:
     def __str__(self) -> str:
         params = ",".join(f"{k}={thaw(v)}" for k, v in self.frozen_params)
         return f"{self.label}({params})" if params else self.label
+
+
+def _failure_summary(failures: Mapping[str, BaseException]) -> str:
+    """One line per failed candidate: ``candidate: ExceptionType: message`` (message shortened)."""
+    lines = []
+    for label, exc in failures.items():
+        text = " ".join(str(exc).split())
+        lines.append(f"  {label}: {type(exc).__name__}: {text[:400]}{'...' if len(text) > 400 else ''}")
+    return "candidates that failed:\n" + "\n".join(lines)
 
 
 def _remembered_choice(entry: Mapping[str, Any] | None) -> "Candidate | None":
@@ -211,19 +225,38 @@ class Plan(abc.ABC):
         remembered = _remembered_choice(entry)
         if remembered is not None and remembered in candidates:
             chosen, extra, how = remembered, entry.get("extra"), "wisdom"
-        try:
-            prepared = self._engine.prepare(self._problem, chosen, extra)
-        except Exception as exc:  # noqa: BLE001 - a damaged entry's state must not stop planning
-            if how != "wisdom":
-                raise
-            warnings.warn(f"nvmathpy: the wisdom entry for {chosen} could not be used ({type(exc).__name__}: "
-                          f"{exc}); planning without it", WisdomWarning, stacklevel=2)
-            chosen, how = candidates[0], "heuristic"
-            prepared = self._engine.prepare(self._problem, chosen, None)
+        prepared = None
+        if how == "wisdom":
+            try:
+                prepared = self._engine.prepare(self._problem, chosen, extra)
+            except Exception as exc:  # noqa: BLE001 - a damaged entry's state must not stop planning
+                warnings.warn(f"nvmathpy: the wisdom entry for {chosen} could not be used ({type(exc).__name__}: "
+                              f"{exc}); planning without it", WisdomWarning, stacklevel=2)
+                how = "heuristic"
+        if prepared is None:
+            chosen, prepared = self._prepare_first_working(candidates)
         self._install(prepared, how)
         if logger.isEnabledFor(20):
             logger.info("%s: planned %s (%s) for problem %s", type(self).__name__, chosen, how, self._problem.digest())
         return self
+
+    def _prepare_first_working(self, candidates: list[Candidate]) -> tuple[Candidate, Prepared]:
+        """The first candidate (in heuristic order) that can be prepared, prepared; a failing one
+        is logged and the next tried. If all fail, the first one's exception is raised (its type
+        is the one a caller expects, e.g. for invalid operands), noting the others' failures."""
+        failures: list[tuple[Candidate, Exception]] = []
+        for candidate in candidates:
+            try:
+                return candidate, self._engine.prepare(self._problem, candidate, None)
+            except Exception as exc:  # noqa: BLE001 - try the next candidate
+                failures.append((candidate, exc))
+                if len(candidates) > 1:
+                    logger.warning("%s: candidate %s could not be prepared (%s: %s); trying the next",
+                                   type(self).__name__, candidate, type(exc).__name__, exc)
+        first = failures[0][1]
+        if len(failures) > 1 and hasattr(first, "add_note"):
+            first.add_note(_failure_summary({str(c): e for c, e in failures}))
+        raise first
 
     def autotune(
         self,
@@ -282,23 +315,43 @@ class Plan(abc.ABC):
         prepared: dict[str, Prepared] = {}
         start = time.perf_counter()
         step, close_progress = progress_reporter(f"{type(self).__name__} autotune", len(candidates) + repeats)
+        failures: dict[str, Exception] = {}
         try:
             for cand in candidates:  # preparing (e.g. FFTW planning) counts against the budget too
                 if prepared and budget_seconds is not None and time.perf_counter() - start > budget_seconds:
                     break
-                prepared[str(cand)] = (
-                    self._prepared if cand == self._prepared.candidate else self._engine.prepare(self._problem, cand)
-                )
+                try:
+                    prepared[str(cand)] = (
+                        self._prepared if cand == self._prepared.candidate
+                        else self._engine.prepare(self._problem, cand)
+                    )
+                except Exception as exc:  # noqa: BLE001 - one failing candidate must not stop the others
+                    failures[str(cand)] = exc
+                    logger.warning("%s: autotune: candidate %s could not be prepared (%s: %s); skipped",
+                                   type(self).__name__, cand, type(exc).__name__, exc)
                 if step is not None:
                     step(f"prepared {cand}")
             remaining = None if budget_seconds is None else max(0.0, budget_seconds - (time.perf_counter() - start))
+            runners = []
+            for label, p in prepared.items():
+                try:
+                    runners.append((label, self._timing_call(p)))
+                except Exception as exc:  # noqa: BLE001
+                    failures[label] = exc
+                    logger.warning("%s: autotune: candidate %s could not be bound (%s: %s); skipped",
+                                   type(self).__name__, label, type(exc).__name__, exc)
             timings = time_candidates(
-                [(label, self._timing_call(p)) for label, p in prepared.items()],
+                runners,
                 repeats=repeats,
                 budget_seconds=remaining,
                 timer=self._engine.timer,
                 progress=step,
+                failures=failures,
             )
+            if not timings:
+                raise CandidatesFailedError(
+                    f"{type(self).__name__} autotune: no candidate could be prepared and run; "
+                    + _failure_summary(failures), failures)
         except BaseException:
             for p in prepared.values():
                 if p is not self._prepared:

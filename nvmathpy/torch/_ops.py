@@ -49,12 +49,15 @@ def _matmul_op(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     activation, _ = EPILOGUES[epilogue]
     inputs = {"bias": bias} if bias is not None else None
+    # Both outputs are returned C-contiguous, as the fake implementation below reports them (an
+    # engine may hand back a strided view: cuBLASLt's GELU aux has a padded leading dimension, a
+    # row bias gives an F-ordered result); .contiguous() is free when they already are.
     if save_aux and activation is not None:
         name = f"{activation}_aux_bias" if bias is not None else f"{activation}_aux"
         out, aux = nv_matmul(a, b, epilogue=name, epilogue_inputs=inputs)
-        return out, aux[f"{activation}_aux"]
+        return out.contiguous(), aux[f"{activation}_aux"].contiguous()
     out = nv_matmul(a, b, epilogue=None if epilogue == "none" else epilogue, epilogue_inputs=inputs)
-    return out, a.new_empty(0)
+    return out.contiguous(), a.new_empty(0)
 
 
 @_matmul_op.register_fake
@@ -71,7 +74,7 @@ def _matmul_fake(a, b, bias, epilogue, save_aux):  # noqa: ANN001, ANN202 - sign
 def _bgradb_op(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     na, nb = wrap(a, "a"), wrap(b, "b")
     out, aux = nv_matmul(na.array, nb.array, epilogue="bgradb")
-    return to_package(out, na), to_package(aux["bgradb"], na)
+    return to_package(out, na).contiguous(), to_package(aux["bgradb"], na).contiguous()  # as the fake
 
 
 @_bgradb_op.register_fake

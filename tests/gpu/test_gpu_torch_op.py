@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import nvmathpy.torch as nt  # noqa: E402
+from nvmathpy.torch._custom import _epilogue_text  # noqa: E402
 
 # a marker, not a module-level skip: the host-emulation run deselects these tests by name
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device here")
@@ -198,7 +199,7 @@ def test_custom_epilogue_opcheck_and_compile_on_cuda():
     b = torch.randn(5, 3, device=DEVICE, generator=g, requires_grad=True)
     gate = torch.randn(7, 3, device=DEVICE, generator=g, requires_grad=True)
     scale = torch.tensor(0.5, device=DEVICE)
-    text, names = nt._epilogue_text(_swiglu, (("gate", "matrix"), ("scale", "scalar")))
+    text, names = _epilogue_text(_swiglu, (("gate", "matrix"), ("scale", "scalar")))
     assert names == ("gate", "scale")
     torch.library.opcheck(torch.ops.nvmathpy.matmul_custom.default, (a, b, text, [gate, scale]))
     fn = lambda a, b, gate: nt.matmul(a, b, epilogue=_swiglu, epilogue_inputs={"gate": gate, "scale": 0.5})  # noqa: E731

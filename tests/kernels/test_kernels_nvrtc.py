@@ -64,6 +64,7 @@ def test_elementwise_all_ops_every_storage(storage, arch, kcache):
 EPILOGUE = trace(lambda x, bias, r, s: gelu(x + bias) * s - r, {"bias": "col", "r": "row", "s": "scalar"})
 GEMM_CASES = ([("simt", dt, cfg) for dt in ("float32", "float64") for cfg in SIMT_CONFIGS]
               + [("wmma", dt, cfg) for dt in ("float16", "bfloat16") for cfg in MMA_CONFIGS]
+              + [("mma", dt, cfg) for dt in ("float16", "bfloat16") for cfg in MMA_CONFIGS]
               + [("twin", "float16", cfg) for cfg in MMA_CONFIGS[:2]])
 
 
@@ -136,6 +137,8 @@ def sass(cubin: bytes, tmp_path) -> str:
 def test_tensor_core_kernel_has_hmma_and_scalar_ones_do_not(dtype, arch, tmp_path, kcache):
     wmma = case_kernel("wmma", dtype, MMA_CONFIGS[0])
     assert "HMMA" in sass(kcache.compile(wmma.source, arch).code, tmp_path)
+    ptx = case_kernel("mma", dtype, MMA_CONFIGS[0])  # inline-PTX mma.sync: tensor cores without mma.h
+    assert "HMMA" in sass(kcache.compile(ptx.source, arch).code, tmp_path)
     twin = case_kernel("twin", "float16", MMA_CONFIGS[0])
     assert "HMMA" not in sass(kcache.compile(twin.source, arch).code, tmp_path)
     simt = case_kernel("simt", "float32", SIMT_CONFIGS[0])

@@ -113,6 +113,49 @@ class NvmEmuBarrier {
 inline NvmEmuBarrier* nvm_emu_barrier = nullptr;
 inline void __syncthreads() { nvm_emu_barrier->wait(); }
 
+// ---- warp-level matrix multiply: mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} ---------------
+inline std::uint16_t __half_as_ushort(__half h) { return h.bits; }
+inline std::uint16_t __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
+
+// The instruction as the PTX ISA lays out its fragments, from each lane's registers: lanes post
+// their registers to the block, meet at a barrier, each computes its own four results from its
+// warp's 32 lanes, and meet again before the registers are overwritten. Every thread of the block
+// must call it the same number of times (the generated kernels do: the loops are block-uniform).
+inline void nvm_emu_mma_m16n8k16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                 unsigned b1, bool bf16) {
+  static unsigned regs[1024][6];
+  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned posted[6] = {a0, a1, a2, a3, b0, b1};
+  for (int r = 0; r < 6; ++r) regs[tid][r] = posted[r];
+  __syncthreads();
+  auto value = [bf16](unsigned reg, int upper) {
+    const std::uint16_t bits = static_cast<std::uint16_t>(upper ? reg >> 16 : reg & 0xffffu);
+    return bf16 ? __bfloat162float(__nv_bfloat16{bits}) : __half2float(__half{bits});
+  };
+  float A[16][16], B[16][8];
+  const unsigned warp0 = tid - tid % 32;
+  for (int l = 0; l < 32; ++l) {
+    const unsigned* r = regs[warp0 + l];
+    const int g = l / 4, t2 = 2 * (l % 4);
+    for (int e = 0; e < 2; ++e) {
+      A[g][t2 + e] = value(r[0], e);
+      A[g + 8][t2 + e] = value(r[1], e);
+      A[g][t2 + 8 + e] = value(r[2], e);
+      A[g + 8][t2 + 8 + e] = value(r[3], e);
+      B[t2 + e][g] = value(r[4], e);
+      B[t2 + 8 + e][g] = value(r[5], e);
+    }
+  }
+  const int lane = tid % 32, g = lane / 4, t2 = 2 * (lane % 4);
+  const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {t2, t2 + 1, t2, t2 + 1};
+  for (int i = 0; i < 4; ++i) {
+    float sum = d[i];
+    for (int k = 0; k < 16; ++k) sum = std::fma(A[rows[i]][k], B[k][cols[i]], sum);
+    d[i] = sum;
+  }
+  __syncthreads();
+}
+
 // ---- launch: cuLaunchKernel's argument array unpacked into a call -------------------------------
 template <typename... A, std::size_t... I>
 void nvm_emu_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
