@@ -51,8 +51,8 @@ import numpy as np
 from .emit_cuda import PRELUDE, emit_expression
 from .ir import Expr, inputs_of, walk
 
-__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "LINK_NAMES", "apply_source", "compile_apply", "CallbackKernel", "callback_kernel", "callback_type", "caller_info",
-           "compile_callback", "peel_order"]
+__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "LINK_NAMES", "CallbackKernel", "apply_source", "callback_kernel",
+           "callback_type", "caller_info", "compile_apply", "compile_callback", "peel_order"]
 
 #: Value dtype -> (cuFFT element type, compute type, real type, JIT typedef suffix).
 CALLBACK_DTYPES = {
@@ -77,7 +77,6 @@ LINK_NAMES = {
     for dtype, name in (("complex64", "Complex"), ("complex128", "DoubleComplex"), ("float32", "Real"),
                         ("float64", "DoubleReal"))
 }
-_LINK_NAMES = LINK_NAMES
 
 #: Complex arithmetic and math on the compute type (ordering, erf, max/min and casts act on the
 #: real part: the tracer allows them on complex callbacks only where no data is involved).
@@ -363,7 +362,7 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
     returns = element if role == "prolog" else "void"
     text = "\n".join(lines)
     tag = "nvm_fft_" + role + "_" + hashlib.sha256((struct + head + text).encode()).hexdigest()[:16]
-    symbol = _LINK_NAMES[_ROLES[role], dtype]
+    symbol = LINK_NAMES[_ROLES[role], dtype]
     typedef = f"cufftJITCallback{'Load' if role == 'prolog' else 'Store'}{suffix}"
     source = "".join([
         PRELUDE, _COMPLEX, struct,
