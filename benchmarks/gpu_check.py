@@ -204,8 +204,11 @@ def rel_error(got: Any, ref: Any) -> float:
     import cupy
 
     def as64(x: Any) -> Any:
-        if hasattr(x, "detach"):  # torch
-            x = cupy.from_dlpack(x.detach().contiguous())
+        if hasattr(x, "detach"):  # torch (widened there: CuPy has no bfloat16)
+            import torch
+
+            x = x.detach()
+            x = cupy.from_dlpack(x.to(torch.complex128 if x.is_complex() else torch.float64).contiguous())
         x = cupy.asarray(x)
         return x.astype(cupy.complex128 if x.dtype.kind == "c" else cupy.float64)
 
