@@ -26,6 +26,16 @@ callbacks each direction has plans of its own. Only strategies whose first/last 
 exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kernels.fft_callbacks.peel_order`)
 are offered.
 
+Where cuFFT refuses a plan with LTO callbacks (any :class:`~nvmathpy.errors.LibraryError` while
+attaching or planning: cuFFT's JIT link, sizes it does not take with callbacks), the candidate falls
+back by itself - logged once per cuFFT status, never raised - to the plain FFT plus one generated
+elementwise kernel per callback (:func:`~nvmathpy.kernels.fft_callbacks.apply_source`: the same
+device function called for every element offset, with the same ``callerInfo``), NVRTC-compiled for
+the device and launched on the call's stream: the prolog kernel before the first plan (into a
+scratch buffer laid out like the operand, which stays untouched, or in place on a buffer the engine
+staged), the epilog kernel in place after the last. ``CufftPrepared.callback_path`` says which ran;
+:data:`CALLBACK_PATH` (``NVMATHPY_FFT_CALLBACK_PATH``) forces the fallback.
+
 Half precision (``FFTOptions(half_precision=True)``) runs cuFFT in ``CUDA_R_16F``/``CUDA_C_16F``,
 which cuFFT supports for power-of-2 lengths only; half-complex buffers are float16 arrays with a
 trailing axis of 2, and results come back as complex64/float32 like every other float16 problem.

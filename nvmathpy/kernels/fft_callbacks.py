@@ -43,6 +43,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -481,6 +482,9 @@ def apply_source(kernel: CallbackKernel, extents: Sequence[int], strides: Sequen
                 "nullptr);")
     else:
         call = f"{kernel.symbol}(dst, offset, static_cast<const {element}*>(src)[offset], info, nullptr);"
+    axes.sort(key=lambda axis: -abs(axis[1]))
+    # a dense buffer (no gaps, largest stride first): the element count is the offset
+    dense = all(st == math.prod(n for n, _ in axes[d + 1:]) for d, (_, st) in enumerate(axes))
     lines = [
         kernel.source,
         f'extern "C" __global__ void {APPLY_NAME}(const void* src, void* dst, void* info, long long n) {{',
@@ -488,16 +492,19 @@ def apply_source(kernel: CallbackKernel, extents: Sequence[int], strides: Sequen
         f"  const long long stride[{rank}] = {{{', '.join(str(st) for _, st in axes)}}};",
         "  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;",
         "  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {",
-        "    long long rest = i, at = 0;",
-        f"    for (int d = {rank - 1}; d >= 0; --d) {{",
-        "      at += (rest % extent[d]) * stride[d];",
-        "      rest /= extent[d];",
-        "    }",
-        "    const unsigned long long offset = static_cast<unsigned long long>(at);",
-        f"    {call}",
-        "  }",
-        "}",
     ]
+    if dense:
+        lines.append("    const unsigned long long offset = static_cast<unsigned long long>(i);")
+    else:
+        lines += [
+            "    long long rest = i, at = 0;",
+            f"    for (int d = {rank - 1}; d >= 0; --d) {{",
+            "      at += (rest % extent[d]) * stride[d];",
+            "      rest /= extent[d];",
+            "    }",
+            "    const unsigned long long offset = static_cast<unsigned long long>(at);",
+        ]
+    lines += [f"    {call}", "  }", "}"]
     return "\n".join(lines) + "\n"
 
 
