@@ -591,8 +591,9 @@ def fft_callback_section() -> None:
                     return plain.execute() * filt
 
                 t_fused, t_unfused = device_times(fused.execute, reps=10), device_times(unfused, reps=10)
+                refusals = "; ".join(f"{k}: {v[:100]}" for k, v in _cuda_engine.LTO_REFUSALS.items()) or "none"
                 row("fft callbacks", label, rel_err=err, tol=TOL["complex64"], targets=targets,
-                    path=_callback_path(fused), callbacks_ms=round(t_fused * 1e3, 3),
+                    path=_callback_path(fused), cufft_lto_refusals=refusals, callbacks_ms=round(t_fused * 1e3, 3),
                     fft_then_elementwise_ms=round(t_unfused * 1e3, 3),
                     **{"unfused/callbacks": round(t_unfused / t_fused, 2)}, candidate=str(fused.candidate))
                 fused.free()

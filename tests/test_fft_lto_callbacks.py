@@ -627,8 +627,8 @@ def test_refusal_is_logged_once_and_never_raises(refusing, caplog):
 
     from nvmathpy.fft import _cuda_engine
 
-    monkeypatch_logged = set(_cuda_engine._REFUSALS_LOGGED)
-    _cuda_engine._REFUSALS_LOGGED.clear()
+    saved = dict(_cuda_engine.LTO_REFUSALS)
+    _cuda_engine.LTO_REFUSALS.clear()
     try:
         rng = np.random.default_rng()
         with caplog.at_level(logging.DEBUG, logger="nvmathpy"):
@@ -638,9 +638,10 @@ def test_refusal_is_logged_once_and_never_raises(refusing, caplog):
                 assert rel_err(got, np.fft.fft(x, axis=1) * 2) < 1e-12
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "LTO callbacks" in r.message]
         assert len(warnings) == 1 and "CUFFT_INTERNAL_ERROR" in warnings[0].getMessage()
+        assert list(_cuda_engine.LTO_REFUSALS) == ["CUFFT_INTERNAL_ERROR"]
     finally:
-        _cuda_engine._REFUSALS_LOGGED.clear()
-        _cuda_engine._REFUSALS_LOGGED.update(monkeypatch_logged)
+        _cuda_engine.LTO_REFUSALS.clear()
+        _cuda_engine.LTO_REFUSALS.update(saved)
 
 
 def test_forced_elementwise_path_never_attaches(emu, monkeypatch):

@@ -430,16 +430,17 @@ class CudaFFTEngine(Engine):
 #: plan, the plain FFT plus a generated elementwise kernel) or ``"elementwise"`` (always the
 #: latter). Initialised from the environment variable ``NVMATHPY_FFT_CALLBACK_PATH``.
 CALLBACK_PATH = os.environ.get("NVMATHPY_FFT_CALLBACK_PATH", "auto")
-#: cuFFT statuses already logged as refusing LTO callbacks (each is logged once per process).
-_REFUSALS_LOGGED: set[str] = set()
+#: The refusals of plans with LTO callbacks met in this process: status -> first error message
+#: (each status is logged once, at WARNING; later ones at DEBUG).
+LTO_REFUSALS: dict[str, str] = {}
 
 
 def _log_refusal(exc: LibraryError) -> None:
     status = str(getattr(exc, "status", None) or exc)
-    if status in _REFUSALS_LOGGED:
+    if status in LTO_REFUSALS:
         logger.debug("cuFFT refused a plan with LTO callbacks (%s); elementwise kernels instead", status)
         return
-    _REFUSALS_LOGGED.add(status)
+    LTO_REFUSALS[status] = str(exc)
     logger.warning("cuFFT refused a plan with LTO callbacks (%s): the FFT runs without them and generated "
                    "elementwise kernels apply the prolog/epilog before/after it (same results)", exc)
 
