@@ -542,9 +542,11 @@ def fft_section() -> None:
 
 
 def _callback_path(plan: Any) -> str:
-    """Which way a planned FFT runs its callbacks: ``lto`` (inside cuFFT) or ``elementwise``."""
+    """Which way a planned FFT runs its callbacks: ``lto`` (inside cuFFT; how they were attached)
+    or ``elementwise``."""
     prepared = getattr(plan, "_prepared", None)
-    return str(getattr(prepared, "callback_path", None))
+    path, naming = getattr(prepared, "callback_path", None), getattr(prepared, "callback_naming", None)
+    return f"{path} ({naming} naming)" if naming else str(path)
 
 
 def fft_callback_section() -> None:

@@ -106,6 +106,8 @@ class EmulatedPlan:
     stream: int | None = None
     #: attached LTO callbacks: callback type -> (generated kernel, callerInfo pointer)
     callbacks: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    #: how they were attached: ``"default"`` (no symbol name) or ``"named"``
+    naming: str | None = None
 
 
 def _fail(name: str, status: str) -> LibraryError:
@@ -127,6 +129,8 @@ class CufftEmulator:
         #: a cuFFT status to refuse every plan with LTO callbacks with (as the real cuFFT did on
         #: the first GPU run), or ``None``
         self.refuse_callbacks: str | None = None
+        #: refuse only callbacks attached this way (``"default"``: no symbol name, ``"named"``)
+        self.refuse_naming: str | None = None
         #: elementwise fallback kernel launches: (role, element count, stream)
         self.applied: list[tuple[str, int, int]] = []
         self._next = 1
@@ -167,12 +171,14 @@ class CufftEmulator:
         assert plan.kind is None, "LTO callbacks must be attached before the plan is made"
         assert callback_type in _CALLBACK_DATA and callback_type not in plan.callbacks, callback_type
         assert size == len(ltoir) > 0, "the LTO-IR and its size disagree"
-        # attached without a symbol name: cuFFT links its default C++ callback name
-        assert symbol is None, f"the engine passed a callback symbol name {symbol!r}"
         kernel = self.kernels.get(bytes(ltoir[:size]) if not isinstance(ltoir, bytes) else ltoir)
         assert kernel is not None, "this LTO-IR is not a callback the engine compiled"
         load, data_type = _CALLBACK_DATA[callback_type]
+        # the function has cuFFT's default C++ name for the callback type; attached without a name
+        # (cuFFT then links that default) or with exactly that name
         assert kernel.symbol == fft_callbacks.LINK_NAMES["load" if load else "store", kernel.dtype], kernel.symbol
+        assert symbol is None or symbol == kernel.symbol.encode(), symbol
+        plan.naming = "default" if symbol is None else "named"
         plan.callbacks[callback_type] = (kernel, caller_info[0])
         return 0
 
@@ -199,7 +205,7 @@ class CufftEmulator:
             raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_VALUE")
         for k in range(1, rank):
             assert inembed[k] >= in_ext[k] and onembed[k] >= out_ext[k], (n, inembed, onembed)
-        if plan.callbacks and self.refuse_callbacks:
+        if plan.callbacks and self.refuse_callbacks and self.refuse_naming in (None, plan.naming):
             raise _fail("cufftXtMakePlanMany", self.refuse_callbacks)
         for callback_type in plan.callbacks:  # the callback type must match what the plan reads/writes
             load, data_type = _CALLBACK_DATA[callback_type]

@@ -330,7 +330,11 @@ def test_device_prolog_leaves_zero_padding_zero(dtype):
 
 @pytest.fixture
 def emu(monkeypatch):
+    from nvmathpy.fft import _cuda_engine
+
     plan_cache().clear()
+    for name, fresh in (("_TAKEN", ["default"]), ("_WARNED", [False]), ("LTO_REFUSALS", {})):
+        monkeypatch.setattr(_cuda_engine, name, fresh)  # process-wide memory of cuFFT's refusals
     emulator = install(monkeypatch.setattr, monkeypatch.setitem)
     yield emulator
     plan_cache().clear()
@@ -627,21 +631,37 @@ def test_refusal_is_logged_once_and_never_raises(refusing, caplog):
 
     from nvmathpy.fft import _cuda_engine
 
-    saved = dict(_cuda_engine.LTO_REFUSALS)
-    _cuda_engine.LTO_REFUSALS.clear()
-    try:
-        rng = np.random.default_rng()
-        with caplog.at_level(logging.DEBUG, logger="nvmathpy"):
-            for n in (16, 17):
-                x = _random(rng, (3, n), np.complex128)
-                got = FFT(host(x), axes=[1], epilog=lambda v: v * 2).plan().execute()
-                assert rel_err(got, np.fft.fft(x, axis=1) * 2) < 1e-12
-        warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "LTO callbacks" in r.message]
-        assert len(warnings) == 1 and "CUFFT_INTERNAL_ERROR" in warnings[0].getMessage()
-        assert list(_cuda_engine.LTO_REFUSALS) == ["CUFFT_INTERNAL_ERROR"]
-    finally:
-        _cuda_engine.LTO_REFUSALS.clear()
-        _cuda_engine.LTO_REFUSALS.update(saved)
+    rng = np.random.default_rng()
+    with caplog.at_level(logging.DEBUG, logger="nvmathpy"):
+        for n in (16, 17):
+            x = _random(rng, (3, n), np.complex128)
+            got = FFT(host(x), axes=[1], epilog=lambda v: v * 2).plan().execute()
+            assert rel_err(got, np.fft.fft(x, axis=1) * 2) < 1e-12
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "LTO callbacks" in r.message]
+    assert len(warnings) == 1 and "CUFFT_INTERNAL_ERROR" in warnings[0].getMessage()
+    assert sorted(_cuda_engine.LTO_REFUSALS) == ["default: CUFFT_INTERNAL_ERROR", "named: CUFFT_INTERNAL_ERROR"]
+
+
+def test_the_other_naming_is_tried_and_remembered(emu):
+    """cuFFT refusing callbacks attached without a symbol name: the named way is tried next, taken,
+    and tried first by later plans (no second refused attempt)."""
+    emu.refuse_callbacks, emu.refuse_naming = "CUFFT_INTERNAL_ERROR", "default"
+    rng = np.random.default_rng()
+    for n in (16, 17):
+        x = _random(rng, (3, n), np.complex128)
+        plan = FFT(host(x), axes=[1], prolog=lambda v, k: v * k, epilog=lambda v: v * 2)
+        engine = plan._engine
+        candidate = engine.candidates(plan.problem)[0]
+        prepared = engine.prepare(plan.problem, candidate)
+        try:
+            assert (prepared.callback_path, prepared.callback_naming) == ("lto", "named")
+            assert all(emu.plans[h].naming == "named" for h in prepared.handles)
+            got = prepared.forward(host(x))
+            assert rel_err(got, np.fft.fft(x * np.arange(n), axis=1) * 2) < 1e-12
+        finally:
+            prepared.free()
+        assert engine._lto_refused == ({"default"} if n == 16 else set())
+    assert not emu.applied
 
 
 def test_forced_elementwise_path_never_attaches(emu, monkeypatch):

@@ -27,8 +27,9 @@ exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kern
 are offered.
 
 Where cuFFT refuses a plan with LTO callbacks (any :class:`~nvmathpy.errors.LibraryError` while
-attaching or planning: cuFFT's JIT link, sizes it does not take with callbacks), the candidate falls
-back by itself - logged once per cuFFT status, never raised - to the plain FFT plus one generated
+attaching or planning: cuFFT's JIT link, sizes it does not take with callbacks) however they are
+attached (:data:`LTO_NAMINGS`: without a symbol name, then with the function's name), the candidate
+falls back by itself - a warning once per process, never an exception - to the plain FFT plus one generated
 elementwise kernel per callback (:func:`~nvmathpy.kernels.fft_callbacks.apply_source`: the same
 device function called for every element offset, with the same ``callerInfo``), NVRTC-compiled for
 the device and launched on the call's stream: the prolog kernel before the first plan (into a
@@ -190,6 +191,8 @@ class CufftPrepared(FFTPrepared):
         self._workspace = workspace
         #: with callbacks, how they run: ``"lto"`` (inside cuFFT) or ``"elementwise"`` (fallback kernels)
         self.callback_path: str | None = None
+        #: with LTO callbacks, how they were attached (see :data:`LTO_NAMINGS`)
+        self.callback_naming: str | None = None
 
     def free(self) -> None:
         handles, self.handles, self._workspace = self.handles, [], None
@@ -200,17 +203,17 @@ class CufftPrepared(FFTPrepared):
 
 def _make_plan(step_kind: str, many: Any, precision: str, callbacks: tuple = ()) -> tuple[int, int]:
     """Create one cuFFT plan (auto-allocation off) for ``many``, with LTO ``callbacks``
-    (``(role, LTO-IR, callback type, callerInfo device pointer)``) attached before planning;
-    return ``(handle, work bytes)``."""
+    (``(role, LTO-IR, callback type, callerInfo device pointer, symbol name or None)``) attached
+    before planning; return ``(handle, work bytes)``."""
     real, cplx = _TYPES[precision]
     itype = real if step_kind == "r2c" else cplx
     otype = real if step_kind == "c2r" else cplx
     handle = cufft.create()
     try:
         cufft.LIB.cufftSetAutoAllocation(handle, 0)
-        for _role, ltoir, kind, info in callbacks:
-            # no symbol name: cuFFT links the default C++ callback name the source defines
-            cufft.LIB.cufftXtSetJITCallback(handle, None, ltoir, len(ltoir), kind, (ctypes.c_void_p * 1)(info))
+        for _role, ltoir, kind, info, name in callbacks:
+            # name None: cuFFT links its default C++ callback name, which the source defines
+            cufft.LIB.cufftXtSetJITCallback(handle, name, ltoir, len(ltoir), kind, (ctypes.c_void_p * 1)(info))
         size = ctypes.c_size_t()
 
         def dims(values: tuple[int, ...]) -> Any:
@@ -256,11 +259,13 @@ def _callback_buffers(plan: _Plan, chosen: Schedule, callbacks: Mapping[str, Any
 
 
 def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any, keep: list[Any],
-              lto: bool = True) -> Callable[[str, int, int], tuple]:
+              naming: str | None = "default") -> Callable[[str, int, int], tuple]:
     """Compile the engine's callbacks for the device and upload their inputs (into ``keep``);
     return ``attach(direction, step index, step count)``: the callbacks of that plan, each as
-    ``(role, LTO-IR, callback type, callerInfo device pointer)``; ``attach.kernels`` holds, per
-    role, ``(kernel, element strides of its buffer)`` (for the elementwise fallback)."""
+    ``(role, LTO-IR, callback type, callerInfo device pointer, symbol name)`` - the name ``None``
+    for ``naming="default"`` (cuFFT's default callback name), the function's name for ``"named"``;
+    ``naming=None``: no LTO-IR (the elementwise fallback). ``attach.kernels`` holds, per role,
+    ``(kernel, element strides of its buffer)`` (for the elementwise fallback)."""
     layout = plan.layout
     buffers = _callback_buffers(plan, chosen, engine.callbacks)
     arch = f"sm_{int(cupy.cuda.Device(engine.device_id).compute_capability)}"
@@ -279,7 +284,7 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
                                                   for n, s in zip(device.shape, device.strides)])
             else:
                 scalars[name] = value
-        ltoir = fft_callbacks.compile_callback(kernel, arch).code if lto else b""
+        ltoir = fft_callbacks.compile_callback(kernel, arch).code if naming else b""
         compiled[role] = (kernel, ltoir, order, strides, arrays, scalars)
 
     def attach(direction: str, index: int, count: int) -> tuple:
@@ -296,7 +301,8 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
                                              **extra)
             device = cupy.asarray(np.frombuffer(bytes(info), np.uint8))
             keep.append(device)
-            found.append((role, ltoir, kernel.callback_type, device.data.ptr))
+            name = kernel.symbol.encode() if naming == "named" else None
+            found.append((role, ltoir, kernel.callback_type, device.data.ptr, name))
         return tuple(found)
 
     attach.kernels = {role: (kernel, strides) for role, (kernel, _, _, strides, _, _) in compiled.items()}
@@ -330,7 +336,7 @@ class CudaFFTEngine(Engine):
     def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy", host: bool = False,
                  callbacks: Mapping[str, tuple[Any, Mapping[str, Any]]] | None = None):
         self.callbacks = dict(callbacks or {})
-        self._lto_refused = False  # cuFFT refused a plan with LTO callbacks: use the elementwise fallback
+        self._lto_refused: set[str] = set()  # namings cuFFT refused plans with LTO callbacks for
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
         self.device_id, self.package, self.host = device_id, package, host
@@ -377,16 +383,25 @@ class CudaFFTEngine(Engine):
         """Prepare ``candidate``; with callbacks, as LTO callbacks inside cuFFT unless cuFFT refuses
         them (or :data:`CALLBACK_PATH` says ``"elementwise"``), else as the plain FFT plus one
         generated elementwise kernel before (prolog) and after (epilog) it."""
-        if not self.callbacks or CALLBACK_PATH == "elementwise" or self._lto_refused:
-            return self._build(problem, candidate, lto=False)
-        try:
-            return self._build(problem, candidate, lto=True)
-        except LibraryError as exc:
-            self._lto_refused = True
-            _log_refusal(exc)
-            return self._build(problem, candidate, lto=False)
+        if not self.callbacks or CALLBACK_PATH == "elementwise":
+            return self._build(problem, candidate, None)
+        # the way of naming the callback cuFFT took last in this process first, then the others
+        for naming in sorted(LTO_NAMINGS, key=lambda n: n != _TAKEN[0]):
+            if naming in self._lto_refused:
+                continue
+            try:
+                prepared = self._build(problem, candidate, naming)
+            except LibraryError as exc:
+                self._lto_refused.add(naming)
+                _log_refusal(exc, naming)
+                continue
+            _TAKEN[0] = naming
+            return prepared
+        _warn_fallback()
+        return self._build(problem, candidate, None)
 
-    def _build(self, problem: Problem, candidate: Candidate, lto: bool) -> CufftPrepared:
+    def _build(self, problem: Problem, candidate: Candidate, naming: str | None) -> CufftPrepared:
+        lto = naming is not None
         plan = _Plan(problem)
         chosen, copy_back = engine_schedules(problem)[candidate.params["layout"]]
         cupy = runtime.import_cupy()
@@ -395,7 +410,7 @@ class CudaFFTEngine(Engine):
         inside = bool(self.callbacks) and lto  # callbacks inside cuFFT: plans of their own per direction
         try:
             with cupy.cuda.Device(self.device_id):
-                attach = _attacher(self, plan, chosen, cupy, keep, lto=lto) if self.callbacks else None
+                attach = _attacher(self, plan, chosen, cupy, keep, naming) if self.callbacks else None
                 own: dict[str | None, list[int]] = {}
                 sizes = []
                 for direction in ("forward", "inverse") if inside else (None,):
@@ -423,6 +438,7 @@ class CudaFFTEngine(Engine):
             raise
         prepared = CufftPrepared(candidate, forward, inverse, handles, (owner, keep))
         prepared.callback_path = None if not self.callbacks else ("lto" if lto else "elementwise")
+        prepared.callback_naming = naming if self.callbacks and lto else None
         return prepared
 
 
@@ -430,19 +446,36 @@ class CudaFFTEngine(Engine):
 #: plan, the plain FFT plus a generated elementwise kernel) or ``"elementwise"`` (always the
 #: latter). Initialised from the environment variable ``NVMATHPY_FFT_CALLBACK_PATH``.
 CALLBACK_PATH = os.environ.get("NVMATHPY_FFT_CALLBACK_PATH", "auto")
-#: The refusals of plans with LTO callbacks met in this process: status -> first error message
-#: (each status is logged once, at WARNING; later ones at DEBUG).
+#: How the LTO callbacks are attached, tried in turn until cuFFT takes one: ``"default"`` (no
+#: symbol name: cuFFT links its default C++ callback name, as nvmath-python attaches callbacks) and
+#: ``"named"`` (the C++ function's name passed, as NVIDIA's CUDA 13 samples do).
+LTO_NAMINGS = ("default", "named")
+#: The naming cuFFT took last in this process (tried first).
+_TAKEN = ["default"]
+#: The refusals of plans with LTO callbacks met in this process: "naming: status" -> first error
+#: message (each is logged once, at WARNING; later ones at DEBUG).
 LTO_REFUSALS: dict[str, str] = {}
 
 
-def _log_refusal(exc: LibraryError) -> None:
-    status = str(getattr(exc, "status", None) or exc)
-    if status in LTO_REFUSALS:
-        logger.debug("cuFFT refused a plan with LTO callbacks (%s); elementwise kernels instead", status)
+def _log_refusal(exc: LibraryError, naming: str) -> None:
+    status = f"{naming}: {getattr(exc, 'status', None) or exc}"
+    if status not in LTO_REFUSALS:
+        LTO_REFUSALS[status] = str(exc)
+    logger.info("cuFFT refused a plan with LTO callbacks attached the %r way (%s)", naming, exc)
+
+
+_WARNED = [False]
+
+
+def _warn_fallback() -> None:
+    """Say once per process that callbacks run as elementwise kernels because cuFFT refused them."""
+    if _WARNED[0]:
+        logger.debug("cuFFT refused the LTO callbacks; elementwise kernels apply them")
         return
-    LTO_REFUSALS[status] = str(exc)
-    logger.warning("cuFFT refused a plan with LTO callbacks (%s): the FFT runs without them and generated "
-                   "elementwise kernels apply the prolog/epilog before/after it (same results)", exc)
+    _WARNED[0] = True
+    logger.warning("cuFFT refused plans with LTO callbacks (%s): the FFT runs without them and generated "
+                   "elementwise kernels apply the prolog/epilog before/after it (same results)",
+                   "; ".join(LTO_REFUSALS.values()))
 
 
 class _Apply:
@@ -459,7 +492,7 @@ class _Apply:
 def _elementwise(engine: "CudaFFTEngine", plan: _Plan, attach: Any, direction: str, steps: int
                  ) -> dict[str, _Apply]:
     """The fallback kernels of one direction, by role, with that direction's callerInfo."""
-    infos = {role: info for index in {0, steps - 1} for role, _, _, info in attach(direction, index, steps)}
+    infos = {role: info for index in {0, steps - 1} for role, _, _, info, _ in attach(direction, index, steps)}
     found = {}
     for role, (kernel, strides) in attach.kernels.items():
         shape = plan.layout.in_shape if role == "prolog" else plan.layout.out_shape
