@@ -104,8 +104,10 @@ class EmulatedPlan:
     work_size: int = 0
     work_area: int | None = None
     stream: int | None = None
-    #: attached LTO callbacks: callback type -> (symbol, callerInfo pointer)
-    callbacks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    #: attached LTO callbacks: callback type -> (generated kernel, callerInfo pointer)
+    callbacks: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    #: how they were attached: ``"default"`` (no symbol name) or ``"named"``
+    naming: str | None = None
 
 
 def _fail(name: str, status: str) -> LibraryError:
@@ -122,8 +124,15 @@ class CufftEmulator:
         self.allocations: dict[int, int] = {}  # work areas handed out: address -> bytes
         #: ``refuse(params) -> bool``: plans to fail with CUFFT_INVALID_VALUE (to test fallbacks)
         self.refuse: Callable[[dict[str, Any]], bool] = lambda params: False
-        #: the callbacks the engine generated, by symbol (recorded by :func:`install`)
-        self.kernels: dict[str, Any] = {}
+        #: the callbacks the engine compiled to LTO-IR, by LTO-IR (recorded by :func:`install`)
+        self.kernels: dict[bytes, Any] = {}
+        #: a cuFFT status to refuse every plan with LTO callbacks with (as the real cuFFT did on
+        #: the first GPU run), or ``None``
+        self.refuse_callbacks: str | None = None
+        #: refuse only callbacks attached this way (``"default"``: no symbol name, ``"named"``)
+        self.refuse_naming: str | None = None
+        #: elementwise fallback kernel launches: (role, element count, stream)
+        self.applied: list[tuple[str, int, int]] = []
         self._next = 1
 
     def create(self, ref: Any) -> int:
@@ -162,9 +171,15 @@ class CufftEmulator:
         assert plan.kind is None, "LTO callbacks must be attached before the plan is made"
         assert callback_type in _CALLBACK_DATA and callback_type not in plan.callbacks, callback_type
         assert size == len(ltoir) > 0, "the LTO-IR and its size disagree"
-        name = symbol.decode()
-        assert name in self.kernels, f"{name} is not a callback the engine generated"
-        plan.callbacks[callback_type] = (name, caller_info[0])
+        kernel = self.kernels.get(bytes(ltoir[:size]) if not isinstance(ltoir, bytes) else ltoir)
+        assert kernel is not None, "this LTO-IR is not a callback the engine compiled"
+        load, data_type = _CALLBACK_DATA[callback_type]
+        # the function has cuFFT's default C++ name for the callback type; attached without a name
+        # (cuFFT then links that default) or with exactly that name
+        assert kernel.symbol == fft_callbacks.LINK_NAMES["load" if load else "store", kernel.dtype], kernel.symbol
+        assert symbol is None or symbol == kernel.symbol.encode(), symbol
+        plan.naming = "default" if symbol is None else "named"
+        plan.callbacks[callback_type] = (kernel, caller_info[0])
         return 0
 
     def make_plan_many(self, handle, rank, n, inembed, istride, idist, itype, onembed, ostride, odist, otype, batch,
@@ -190,6 +205,8 @@ class CufftEmulator:
             raise _fail("cufftXtMakePlanMany", "CUFFT_INVALID_VALUE")
         for k in range(1, rank):
             assert inembed[k] >= in_ext[k] and onembed[k] >= out_ext[k], (n, inembed, onembed)
+        if plan.callbacks and self.refuse_callbacks and self.refuse_naming in (None, plan.naming):
+            raise _fail("cufftXtMakePlanMany", self.refuse_callbacks)
         for callback_type in plan.callbacks:  # the callback type must match what the plan reads/writes
             load, data_type = _CALLBACK_DATA[callback_type]
             assert data_type == (itype if load else otype), (callback_type, itype, otype)
@@ -213,9 +230,9 @@ class CufftEmulator:
         return sum(g * s for g, s in zip(grids, strides))
 
     def _callback(self, plan: EmulatedPlan, load: bool) -> tuple[Any, int] | None:
-        for callback_type, (symbol, info) in plan.callbacks.items():
+        for callback_type, (kernel, info) in plan.callbacks.items():
             if _CALLBACK_DATA[callback_type][0] == load:
-                return self.kernels[symbol], info
+                return kernel, info
         return None
 
     @staticmethod
@@ -294,14 +311,39 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
                      ("cufftSetStream", emulator.set_stream), ("cufftXtExec", emulator.exec),
                      ("cufftXtSetJITCallback", emulator.set_jit_callback)):
         setattr_(cufft.LIB, name, fn)
-    generate = fft_callbacks.callback_kernel
+    compile_callback = fft_callbacks.compile_callback
 
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        kernel = generate(*args, **kwargs)
-        emulator.kernels[kernel.symbol] = kernel
-        return kernel
+    def recorded(kernel: Any, arch: str) -> Any:
+        compiled = compile_callback(kernel, arch)
+        emulator.kernels[bytes(compiled.code)] = kernel
+        return compiled
 
-    setattr_(fft_callbacks, "callback_kernel", recorded)
+    setattr_(fft_callbacks, "compile_callback", recorded)
+    from nvmathpy.fft import _cuda_engine
+
+    def load_apply(source: str, device_id: int) -> Callable[..., None]:
+        """The fallback kernel compiled by g++ under the CUDA emulation header, run on the host."""
+        import sys
+        from pathlib import Path
+
+        folder = str(Path(__file__).parent / "kernels")
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        from kernels_emulator import compile_emulated
+
+        lib = ctypes.CDLL(str(compile_emulated(source, fft_callbacks.APPLY_NAME)))
+        lib.nvm_emu_entry.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+        role = "prolog" if "= cufftJITCallbackLoad" in source else "epilog"
+
+        def launch(src: int, dst: int, info: int, count: int, stream: int) -> None:
+            args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info), ctypes.c_longlong(count))
+            argv = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in args))
+            lib.nvm_emu_entry(2, 1, 1, 3, 1, 1, argv)  # a few blocks and threads: the grid-stride loop
+            emulator.applied.append((role, count, stream))
+
+        return launch
+
+    setattr_(_cuda_engine, "load_apply", load_apply)
     buffers: list[Any] = []
 
     def allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:

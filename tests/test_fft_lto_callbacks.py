@@ -118,7 +118,7 @@ def _options():
 
 _CALLER = r"""
 #include <cufftXt.h>
-extern "C" __device__ {element} {symbol}({params});
+__device__ {element} {symbol}({params});  // C++ linkage, as cuFFT's own kernels call it
 extern "C" __global__ void nvm_caller({element}* data, unsigned long long n, void* info) {{
   const unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {call};
@@ -330,7 +330,11 @@ def test_device_prolog_leaves_zero_padding_zero(dtype):
 
 @pytest.fixture
 def emu(monkeypatch):
+    from nvmathpy.fft import _cuda_engine
+
     plan_cache().clear()
+    for name, fresh in (("_TAKEN", ["default"]), ("_WARNED", [False]), ("LTO_REFUSALS", {})):
+        monkeypatch.setattr(_cuda_engine, name, fresh)  # process-wide memory of cuFFT's refusals
     emulator = install(monkeypatch.setattr, monkeypatch.setitem)
     yield emulator
     plan_cache().clear()
@@ -466,7 +470,8 @@ def test_attach_sequence(emu):
             forward, inverse = (emu.plans[h].callbacks[5] for h in (handles[steps - 1], handles[-1]))
             assert forward[0] == inverse[0] and forward[1] != inverse[1]
             with pytest.raises(AssertionError, match="before the plan is made"):
-                emu.set_jit_callback(handles[0], forward[0].encode(), b"x", 1, 5, [forward[1]])
+                emu.set_jit_callback(handles[0], None, b"x", 1, 5, [forward[1]])
+            assert prepared.callback_path == "lto" and not emu.applied
         finally:
             prepared.free()
     assert not emu.plans
@@ -509,3 +514,163 @@ def test_a_copy_free_strategy_keeps_its_callbacks(emu):
     names = [c.params["layout"] for c in plan._engine.candidates(plan.problem)]
     assert names[0] == "strided"
     assert rel_err(plan.plan().execute(), np.fft.fft(x * np.arange(6)[:, None], axis=0) * 2) < 1e-12
+
+
+# -- 4. the elementwise fallback: cuFFT refusing plans with LTO callbacks ------------------------------
+
+
+@needs_nvrtc
+def test_the_callback_has_cuffts_default_cpp_name():
+    """The device function is C++ (mangled) with cuFFT's default name for its callback type - the
+    name nvmath-python's callbacks carry (``_Z<len>cufftJITCallback<Load|Store><type>Pvy...S_S_``) -
+    so that cuFFT, given no symbol name, links it; the PTX shows the linker name."""
+    import re
+
+    from nvmathpy.kernels.kernel_cache import compile_kernel
+
+    mangled_element = {"complex64": "6float2", "complex128": "7double2", "float32": "f", "float64": "d"}
+    snippets = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real", "float64": "DoubleReal"}
+    for dtype in DTYPES:
+        for role, phase in (("prolog", "Load"), ("epilog", "Store")):
+            kernel = callback_kernel(_trace(lambda v, k: v * k, ["k"]), role, dtype, 2)
+            name = f"cufftJITCallback{phase}{snippets[dtype]}"
+            assert kernel.symbol == name and f'extern "C" __device__ {kernel.symbol}' not in kernel.source
+            ptx = compile_kernel(kernel.source, "sm_90", output="ptx", options=_options()).code
+            text = ptx.decode() if isinstance(ptx, bytes) else ptx
+            insert = "" if phase == "Load" else mangled_element[dtype]
+            assert f"_Z{len(name)}{name}Pvy{insert}S_S_" in set(re.findall(r"_Z\w+", text)), text[:2000]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("role", ["prolog", "epilog"])
+def test_fallback_kernel_compiles_to_a_cubin(arch, dtype, role, kcache, monkeypatch):
+    from nvmathpy.kernels import fft_callbacks, kernel_cache
+
+    monkeypatch.setattr(kernel_cache, "_DEFAULT", kcache)
+    kernel = callback_kernel(_trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"]), role, dtype, 2,
+                             role == "prolog")
+    compiled = fft_callbacks.compile_apply(fft_callbacks.apply_source(kernel, (7, 1, 5), (5, 99, 1)), arch)
+    assert compiled.kind == "cubin" and compiled.code[:4] == b"\x7fELF"
+    assert compiled.resources[fft_callbacks.APPLY_NAME].spill_stores == 0, compiled.log
+
+
+@pytest.fixture
+def refusing(emu):
+    """The emulated cuFFT refuses every plan with LTO callbacks, as the real one did on the first
+    GPU run; the fallback kernels run compiled by g++ under the CUDA emulation header."""
+    emu.refuse_callbacks = "CUFFT_INTERNAL_ERROR"
+    return emu
+
+
+def check_fallback(emulator, x, tol, direction=None, **kwargs):
+    """Each candidate with the elementwise fallback, against the CPU plan with the same callbacks;
+    no plan with callbacks survives, and the fallback kernels ran."""
+    want = FFT(x, execution="cpu", **kwargs).plan().execute(direction)
+    plan = FFT(host(x), **kwargs)
+    engine, problem = plan._engine, plan.problem
+    for candidate in engine.candidates(problem):
+        emulator.applied.clear()
+        prepared = engine.prepare(problem, candidate)
+        try:
+            assert prepared.callback_path == "elementwise"
+            assert all(not emulator.plans[h].callbacks for h in prepared.handles)
+            call = prepared.forward if (direction or plan._layout.natural_direction) == "forward" else prepared.inverse
+            got = call(host(x.copy()) if kwargs.get("inplace") else host(x))
+            assert rel_err(got, want) < tol, candidate
+            roles = {role for role, _, _ in emulator.applied}
+            assert roles == {r for r in ("prolog", "epilog") if r in kwargs}, roles
+        finally:
+            prepared.free()
+    assert not emulator.plans  # the refused plans were destroyed too
+
+
+@pytest.mark.parametrize(("layout", "shape", "axes"), [("C", (6, 7), (1,)), ("F", (4, 5, 3), (0, 2)),
+                                                       ("step", (6, 7), (1, 0)), ("crop", (3, 2, 5), None),
+                                                       ("neg", (5, 6), (0,))])
+@pytest.mark.parametrize("direction", ["forward", "inverse"])
+def test_refused_callbacks_fall_back_c2c(refusing, layout, shape, axes, direction):
+    rng = np.random.default_rng()
+    x = operand(rng, shape, layout, np.complex128)
+    before = x.copy()
+    k_axis = (axes or tuple(range(len(shape))))[-1]
+    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], np.complex128)
+    f = rng.standard_normal(shape)
+    check_fallback(refusing, x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG,
+                   callback_inputs={"w": w, "f": f})
+    assert np.array_equal(x, before)  # the prolog kernel never writes into the operand
+
+
+def test_refused_callbacks_fall_back_r2c_c2r_hermitian_and_padding(refusing):
+    rng = np.random.default_rng()
+    x = operand(rng, (5, 12), "F", np.float64)
+    check_fallback(refusing, x, 1e-12, axes=[1], s=[15], prolog=lambda v, g: v * g - 0.25,
+                   epilog=lambda v, k: v * (k + 1.0), callback_inputs={"g": 1.5})
+    spectrum = np.fft.rfft(rng.standard_normal((4, 14)))
+    check_fallback(refusing, spectrum, 1e-12, "forward", axes=[1], kind="c2r", s=[14],  # hfft
+                   prolog=lambda v, k: v * (k + 1.0), epilog=lambda v: v * 2.0, norm="ortho")
+    check_fallback(refusing, rng.standard_normal((4, 14)), 1e-12, "inverse", axes=[1],  # ihfft
+                   prolog=lambda v: v * 3.0, epilog=lambda v, k: v + k, norm="forward")
+    check_fallback(refusing, _random(rng, (3, 9), np.complex64), 3e-6, axes=[1], s=[13],
+                   prolog=lambda v, k: v + 1.0 + k)  # zero padding stays zero
+
+
+def test_refused_callbacks_fall_back_in_place(refusing):
+    rng = np.random.default_rng()
+    x = _random(rng, (5, 8), np.complex128)
+    want = np.fft.fft(x, axis=0) * 3 + 1
+    y = host(x.copy())
+    plan = FFT(y, axes=[0], inplace=True, epilog=lambda v: v * 3 + 1)
+    assert plan.plan().execute() is y
+    assert rel_err(y, want) < 1e-12 and refusing.applied
+
+
+def test_refusal_is_logged_once_and_never_raises(refusing, caplog):
+    import logging
+
+    from nvmathpy.fft import _cuda_engine
+
+    rng = np.random.default_rng()
+    with caplog.at_level(logging.DEBUG, logger="nvmathpy"):
+        for n in (16, 17):
+            x = _random(rng, (3, n), np.complex128)
+            got = FFT(host(x), axes=[1], epilog=lambda v: v * 2).plan().execute()
+            assert rel_err(got, np.fft.fft(x, axis=1) * 2) < 1e-12
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "LTO callbacks" in r.message]
+    assert len(warnings) == 1 and "CUFFT_INTERNAL_ERROR" in warnings[0].getMessage()
+    assert sorted(_cuda_engine.LTO_REFUSALS) == ["default: CUFFT_INTERNAL_ERROR", "named: CUFFT_INTERNAL_ERROR"]
+
+
+def test_the_other_naming_is_tried_and_remembered(emu):
+    """cuFFT refusing callbacks attached without a symbol name: the named way is tried next, taken,
+    and tried first by later plans (no second refused attempt)."""
+    emu.refuse_callbacks, emu.refuse_naming = "CUFFT_INTERNAL_ERROR", "default"
+    rng = np.random.default_rng()
+    for n in (16, 17):
+        x = _random(rng, (3, n), np.complex128)
+        plan = FFT(host(x), axes=[1], prolog=lambda v, k: v * k, epilog=lambda v: v * 2)
+        engine = plan._engine
+        candidate = engine.candidates(plan.problem)[0]
+        prepared = engine.prepare(plan.problem, candidate)
+        try:
+            assert (prepared.callback_path, prepared.callback_naming) == ("lto", "named")
+            assert all(emu.plans[h].naming == "named" for h in prepared.handles)
+            got = prepared.forward(host(x))
+            assert rel_err(got, np.fft.fft(x * np.arange(n), axis=1) * 2) < 1e-12
+        finally:
+            prepared.free()
+        assert engine._lto_refused == ({"default"} if n == 16 else set())
+    assert not emu.applied
+
+
+def test_forced_elementwise_path_never_attaches(emu, monkeypatch):
+    from nvmathpy.fft import _cuda_engine
+
+    monkeypatch.setattr(_cuda_engine, "CALLBACK_PATH", "elementwise")
+    monkeypatch.setattr(emu, "set_jit_callback", lambda *a: pytest.fail("an LTO callback was attached"))
+    rng = np.random.default_rng()
+    x = _random(rng, (4, 10), np.complex128)
+    w = _random(rng, 10, np.complex128)
+    check_fallback(emu, x, 1e-12, axes=[1], prolog=lambda v, w: v * w, epilog=lambda v, k: v * k,
+                   callback_inputs={"w": w})

@@ -26,6 +26,17 @@ callbacks each direction has plans of its own. Only strategies whose first/last 
 exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kernels.fft_callbacks.peel_order`)
 are offered.
 
+Where cuFFT refuses a plan with LTO callbacks (any :class:`~nvmathpy.errors.LibraryError` while
+attaching or planning: cuFFT's JIT link, sizes it does not take with callbacks) however they are
+attached (:data:`LTO_NAMINGS`: without a symbol name, then with the function's name), the candidate
+falls back by itself - a warning once per process, never an exception - to the plain FFT plus one generated
+elementwise kernel per callback (:func:`~nvmathpy.kernels.fft_callbacks.apply_source`: the same
+device function called for every element offset, with the same ``callerInfo``), NVRTC-compiled for
+the device and launched on the call's stream: the prolog kernel before the first plan (into a
+scratch buffer laid out like the operand, which stays untouched, or in place on a buffer the engine
+staged), the epilog kernel in place after the last. ``CufftPrepared.callback_path`` says which ran;
+:data:`CALLBACK_PATH` (``NVMATHPY_FFT_CALLBACK_PATH``) forces the fallback.
+
 Half precision (``FFTOptions(half_precision=True)``) runs cuFFT in ``CUDA_R_16F``/``CUDA_C_16F``,
 which cuFFT supports for power-of-2 lengths only; half-complex buffers are float16 arrays with a
 trailing axis of 2, and results come back as complex64/float32 like every other float16 problem.
@@ -39,6 +50,7 @@ import contextlib
 import ctypes
 import functools
 import math
+import os
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -177,6 +189,10 @@ class CufftPrepared(FFTPrepared):
         super().__init__(candidate, forward, inverse, writes_out=False)
         self.handles = handles
         self._workspace = workspace
+        #: with callbacks, how they run: ``"lto"`` (inside cuFFT) or ``"elementwise"`` (fallback kernels)
+        self.callback_path: str | None = None
+        #: with LTO callbacks, how they were attached (see :data:`LTO_NAMINGS`)
+        self.callback_naming: str | None = None
 
     def free(self) -> None:
         handles, self.handles, self._workspace = self.handles, [], None
@@ -187,17 +203,17 @@ class CufftPrepared(FFTPrepared):
 
 def _make_plan(step_kind: str, many: Any, precision: str, callbacks: tuple = ()) -> tuple[int, int]:
     """Create one cuFFT plan (auto-allocation off) for ``many``, with LTO ``callbacks``
-    (``(symbol, LTO-IR, callback type, callerInfo device pointer)``) attached before planning;
-    return ``(handle, work bytes)``."""
+    (``(role, LTO-IR, callback type, callerInfo device pointer, symbol name or None)``) attached
+    before planning; return ``(handle, work bytes)``."""
     real, cplx = _TYPES[precision]
     itype = real if step_kind == "r2c" else cplx
     otype = real if step_kind == "c2r" else cplx
     handle = cufft.create()
     try:
         cufft.LIB.cufftSetAutoAllocation(handle, 0)
-        for symbol, ltoir, kind, info in callbacks:
-            cufft.LIB.cufftXtSetJITCallback(handle, symbol.encode(), ltoir, len(ltoir), kind,
-                                            (ctypes.c_void_p * 1)(info))
+        for _role, ltoir, kind, info, name in callbacks:
+            # name None: cuFFT links its default C++ callback name, which the source defines
+            cufft.LIB.cufftXtSetJITCallback(handle, name, ltoir, len(ltoir), kind, (ctypes.c_void_p * 1)(info))
         size = ctypes.c_size_t()
 
         def dims(values: tuple[int, ...]) -> Any:
@@ -242,11 +258,14 @@ def _callback_buffers(plan: _Plan, chosen: Schedule, callbacks: Mapping[str, Any
     return found
 
 
-def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any, keep: list[Any]
-              ) -> Callable[[str, int, int], tuple]:
+def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any, keep: list[Any],
+              naming: str | None = "default") -> Callable[[str, int, int], tuple]:
     """Compile the engine's callbacks for the device and upload their inputs (into ``keep``);
     return ``attach(direction, step index, step count)``: the callbacks of that plan, each as
-    ``(symbol, LTO-IR, callback type, callerInfo device pointer)``."""
+    ``(role, LTO-IR, callback type, callerInfo device pointer, symbol name)`` - the name ``None``
+    for ``naming="default"`` (cuFFT's default callback name), the function's name for ``"named"``;
+    ``naming=None``: no LTO-IR (the elementwise fallback). ``attach.kernels`` holds, per role,
+    ``(kernel, element strides of its buffer)`` (for the elementwise fallback)."""
     layout = plan.layout
     buffers = _callback_buffers(plan, chosen, engine.callbacks)
     arch = f"sm_{int(cupy.cuda.Device(engine.device_id).compute_capability)}"
@@ -265,7 +284,8 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
                                                   for n, s in zip(device.shape, device.strides)])
             else:
                 scalars[name] = value
-        compiled[role] = (kernel, fft_callbacks.compile_callback(kernel, arch).code, order, strides, arrays, scalars)
+        ltoir = fft_callbacks.compile_callback(kernel, arch).code if naming else b""
+        compiled[role] = (kernel, ltoir, order, strides, arrays, scalars)
 
     def attach(direction: str, index: int, count: int) -> tuple:
         found = []
@@ -281,9 +301,11 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
                                              **extra)
             device = cupy.asarray(np.frombuffer(bytes(info), np.uint8))
             keep.append(device)
-            found.append((kernel.symbol, ltoir, kernel.callback_type, device.data.ptr))
+            name = kernel.symbol.encode() if naming == "named" else None
+            found.append((role, ltoir, kernel.callback_type, device.data.ptr, name))
         return tuple(found)
 
+    attach.kernels = {role: (kernel, strides) for role, (kernel, _, _, strides, _, _) in compiled.items()}
     return attach
 
 
@@ -314,6 +336,7 @@ class CudaFFTEngine(Engine):
     def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy", host: bool = False,
                  callbacks: Mapping[str, tuple[Any, Mapping[str, Any]]] | None = None):
         self.callbacks = dict(callbacks or {})
+        self._lto_refused: set[str] = set()  # namings cuFFT refused plans with LTO callbacks for
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
         self.device_id, self.package, self.host = device_id, package, host
@@ -357,38 +380,155 @@ class CudaFFTEngine(Engine):
             return self._prepare(problem, Candidate.of("cufft", layout=fallback))
 
     def _prepare(self, problem: Problem, candidate: Candidate) -> CufftPrepared:
+        """Prepare ``candidate``; with callbacks, as LTO callbacks inside cuFFT unless cuFFT refuses
+        them (or :data:`CALLBACK_PATH` says ``"elementwise"``), else as the plain FFT plus one
+        generated elementwise kernel before (prolog) and after (epilog) it."""
+        if not self.callbacks or CALLBACK_PATH == "elementwise":
+            return self._build(problem, candidate, None)
+        # the way of naming the callback cuFFT took last in this process first, then the others
+        for naming in sorted(LTO_NAMINGS, key=lambda n: n != _TAKEN[0]):
+            if naming in self._lto_refused:
+                continue
+            try:
+                prepared = self._build(problem, candidate, naming)
+            except LibraryError as exc:
+                self._lto_refused.add(naming)
+                _log_refusal(exc, naming)
+                continue
+            _TAKEN[0] = naming
+            return prepared
+        _warn_fallback()
+        return self._build(problem, candidate, None)
+
+    def _build(self, problem: Problem, candidate: Candidate, naming: str | None) -> CufftPrepared:
+        lto = naming is not None
         plan = _Plan(problem)
         chosen, copy_back = engine_schedules(problem)[candidate.params["layout"]]
         cupy = runtime.import_cupy()
         handles: list[int] = []
         keep: list[Any] = []  # device memory the callbacks read (inputs, callerInfo structs)
+        inside = bool(self.callbacks) and lto  # callbacks inside cuFFT: plans of their own per direction
         try:
             with cupy.cuda.Device(self.device_id):
-                attach = _attacher(self, plan, chosen, cupy, keep) if self.callbacks else None
+                attach = _attacher(self, plan, chosen, cupy, keep, naming) if self.callbacks else None
                 own: dict[str | None, list[int]] = {}
                 sizes = []
-                for direction in ("forward", "inverse") if attach else (None,):
+                for direction in ("forward", "inverse") if inside else (None,):
                     own[direction] = []
                     for index, step in enumerate(chosen.steps):
                         handle, size = _make_plan(step.kind, step.many, plan.precision,
-                                                  attach(direction, index, len(chosen.steps)) if attach else ())
+                                                  attach(direction, index, len(chosen.steps)) if inside else ())
                         handles.append(handle)
                         own[direction].append(handle)
                         sizes.append(size)
                 owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id, self.stream())
                 for handle in handles:
                     cufft.LIB.cufftSetWorkArea(handle, address)
+                applies = {direction: _elementwise(self, plan, attach, direction, len(chosen.steps))
+                           for direction in ("forward", "inverse")} if attach is not None and not lto else {}
             # the stream the plans were last set to (one record per set of plans)
             lasts: dict[str | None, list[Any]] = {direction: [None] for direction in own}
             forward, inverse = (
                 _kernel(self, plan, chosen, copy_back, own.get(direction, own.get(None)),
-                        lasts.get(direction, lasts.get(None)), direction, cupy)
+                        lasts.get(direction, lasts.get(None)), direction, cupy, applies.get(direction))
                 for direction in ("forward", "inverse"))
         except BaseException:
             for handle in handles:
                 cufft.LIB.cufftDestroy(handle)
             raise
-        return CufftPrepared(candidate, forward, inverse, handles, (owner, keep))
+        prepared = CufftPrepared(candidate, forward, inverse, handles, (owner, keep))
+        prepared.callback_path = None if not self.callbacks else ("lto" if lto else "elementwise")
+        prepared.callback_naming = naming if self.callbacks and lto else None
+        return prepared
+
+
+#: How FFT callbacks run on CUDA: ``"auto"`` (LTO callbacks inside cuFFT; where cuFFT refuses the
+#: plan, the plain FFT plus a generated elementwise kernel) or ``"elementwise"`` (always the
+#: latter). Initialised from the environment variable ``NVMATHPY_FFT_CALLBACK_PATH``.
+CALLBACK_PATH = os.environ.get("NVMATHPY_FFT_CALLBACK_PATH", "auto")
+#: How the LTO callbacks are attached, tried in turn until cuFFT takes one: ``"default"`` (no
+#: symbol name: cuFFT links its default C++ callback name, as nvmath-python attaches callbacks) and
+#: ``"named"`` (the C++ function's name passed, as NVIDIA's CUDA 13 samples do).
+LTO_NAMINGS = ("default", "named")
+#: The naming cuFFT took last in this process (tried first).
+_TAKEN = ["default"]
+#: The refusals of plans with LTO callbacks met in this process: "naming: status" -> first error
+#: message (each is logged once, at WARNING; later ones at DEBUG).
+LTO_REFUSALS: dict[str, str] = {}
+
+
+def _log_refusal(exc: LibraryError, naming: str) -> None:
+    status = f"{naming}: {getattr(exc, 'status', None) or exc}"
+    if status not in LTO_REFUSALS:
+        LTO_REFUSALS[status] = str(exc)
+    logger.info("cuFFT refused a plan with LTO callbacks attached the %r way (%s)", naming, exc)
+
+
+_WARNED = [False]
+
+
+def _warn_fallback() -> None:
+    """Say once per process that callbacks run as elementwise kernels because cuFFT refused them."""
+    if _WARNED[0]:
+        logger.debug("cuFFT refused the LTO callbacks; elementwise kernels apply them")
+        return
+    _WARNED[0] = True
+    logger.warning("cuFFT refused plans with LTO callbacks (%s): the FFT runs without them and generated "
+                   "elementwise kernels apply the prolog/epilog before/after it (same results)",
+                   "; ".join(LTO_REFUSALS.values()))
+
+
+class _Apply:
+    """One role's elementwise fallback kernel: ``apply(src, dst, stream)`` over its buffer's
+    ``count`` elements (device pointers); ``span`` is the buffer's extent in elements."""
+
+    def __init__(self, launch: Callable[[int, int, int, int, int], None], info: int, count: int, span: int):
+        self._launch, self.info, self.count, self.span = launch, info, count, span
+
+    def __call__(self, src: int, dst: int, stream: int) -> None:
+        self._launch(src, dst, self.info, self.count, stream)
+
+
+def _elementwise(engine: "CudaFFTEngine", plan: _Plan, attach: Any, direction: str, steps: int
+                 ) -> dict[str, _Apply]:
+    """The fallback kernels of one direction, by role, with that direction's callerInfo."""
+    infos = {role: info for index in {0, steps - 1} for role, _, _, info, _ in attach(direction, index, steps)}
+    found = {}
+    for role, (kernel, strides) in attach.kernels.items():
+        shape = plan.layout.in_shape if role == "prolog" else plan.layout.out_shape
+        source = fft_callbacks.apply_source(kernel, shape, strides)
+        span = 1 + sum((n - 1) * abs(st) for n, st in zip(shape, strides))
+        found[role] = _Apply(load_apply(source, engine.device_id), infos[role], math.prod(shape), span)
+    return found
+
+
+_LOADED: dict[tuple[str, int], Callable[..., None]] = {}
+#: Threads per block of the fallback kernels (a grid-stride loop covers any count).
+_BLOCK = 256
+
+
+def load_apply(source: str, device_id: int) -> Callable[[int, int, int, int, int], None]:
+    """``launch(src, dst, info, count, stream)`` of an :func:`~nvmathpy.kernels.fft_callbacks.apply_source`
+    kernel: compiled by NVRTC to a cubin for the device's architecture, loaded once per process."""
+    key = (source, device_id)
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
+    cupy = runtime.import_cupy()
+    driver = cupy.cuda.driver
+    with cupy.cuda.Device(device_id):
+        arch = f"sm_{int(cupy.cuda.Device(device_id).compute_capability)}"
+        module = driver.moduleLoadData(fft_callbacks.compile_apply(source, arch).code)
+        function = driver.moduleGetFunction(module, fft_callbacks.APPLY_NAME)
+    launch_kernel = driver.launchKernel
+
+    def launch(src: int, dst: int, info: int, count: int, stream: int) -> None:
+        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info), ctypes.c_longlong(count))
+        argv = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in args))
+        blocks = max(1, min(-(-count // _BLOCK), 1 << 16))
+        launch_kernel(function, blocks, 1, 1, _BLOCK, 1, 1, 0, stream, ctypes.addressof(argv), 0)
+
+    return _LOADED.setdefault(key, launch)
 
 
 def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | None:
@@ -408,8 +548,10 @@ def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | 
 
 
 def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: bool, handles: list[int],
-            last: list[Any], direction: str, cupy: Any) -> Callable[..., Any]:
-    """The hot path ``run(x, out)`` of one direction (``out`` is ``x`` for in-place plans)."""
+            last: list[Any], direction: str, cupy: Any, applies: Mapping[str, _Apply] | None = None
+            ) -> Callable[..., Any]:
+    """The hot path ``run(x, out)`` of one direction (``out`` is ``x`` for in-place plans);
+    ``applies``: the elementwise fallback kernels of the callbacks (cuFFT's plans then have none)."""
     layout = plan.layout
     kind = layout.kind
     real_size, complex_size = _ITEMSIZE[plan.precision]
@@ -442,6 +584,12 @@ def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: boo
     half_input = half and kind != "r2c"
     out_dtype = layout.out_dtype
     multiply, conjugate = cupy.multiply, cupy.conjugate
+    applies = applies or {}
+    pro, epi = applies.get("prolog"), applies.get("epilog")
+    # the prolog kernel writes in place into a buffer of the engine's own (staged, or the in-place
+    # result), else into scratch laid out like the operand (which stays untouched)
+    pro_in_place = stage is not None or in_place
+    empty = cupy.empty
 
     def transform(x: Any, s: int) -> Any:
         if s != last[0]:
@@ -449,6 +597,14 @@ def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: boo
                 set_stream(handle, s)
             last[0] = s
         xb = stage(x) if stage is not None else (x[region] if crop else x)
+        x_pointer = xb.data.ptr
+        if pro is not None:
+            if pro_in_place:
+                pro(x_pointer, x_pointer, s)
+            else:
+                scratch = empty(pro.span, layout.in_dtype)
+                pro(x_pointer, scratch.data.ptr, s)
+                x_pointer = scratch.data.ptr
         if in_place:
             y = yb = xb
         elif not calls:  # every length is 1: the transform is a copy
@@ -456,11 +612,14 @@ def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: boo
         else:
             yb = new_y()
         if calls:
-            pointers = {"x": xb.data.ptr, "y": yb.data.ptr}
+            pointers = {"x": x_pointer, "y": yb.data.ptr}
             for handle, source, target, offsets in calls:
                 p_in, p_out = pointers[source], pointers[target]
                 for o_in, o_out in offsets:
                     execute(handle, p_in + o_in, p_out + o_out, sign)
+            if epi is not None:  # in place on the buffer the last plan wrote
+                result = pointers[calls[-1][2]]
+                epi(result, result, s)
             if not in_place:
                 y = finish(yb)
         if conj_out:

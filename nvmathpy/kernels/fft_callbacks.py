@@ -1,12 +1,21 @@
 """FFT prolog/epilog callbacks as cuFFT LTO callbacks: CUDA C generated from the expression IR.
 
-A traced callback (:mod:`nvmathpy.fft._callbacks`) becomes one ``extern "C" __device__`` function
-with the exact signature cuFFT's JIT (LTO) callbacks have (``cufftJITCallbackLoadC`` ... ``StoreD``
-in ``cufftXt.h``, checked by a ``static_assert`` at compile time): a *load* callback for the prolog
+A traced callback (:mod:`nvmathpy.fft._callbacks`) becomes one ``__device__`` function with the
+exact signature cuFFT's JIT (LTO) callbacks have (``cufftJITCallbackLoadC`` ... ``StoreD`` in
+``cufftXt.h``, checked by a ``static_assert`` at compile time): a *load* callback for the prolog
 (it returns ``prolog(v)`` for the element cuFFT reads), a *store* callback for the epilog (it
 writes ``epilog(scale * v)``). It is compiled by NVRTC to LTO-IR (``-dlto -rdc=true``,
 ``-default-device`` since ``cufftXt.h`` declares undecorated functions) and attached to a plan with
 ``cufftXtSetJITCallback`` before the plan is made.
+
+How cuFFT finds the function in the LTO-IR: cuFFT's JIT-linked kernel calls the callback as a C++
+function, so the reference it links against is a C++ (mangled) name. Attached *without* a symbol
+name, that is the default ``cufftJITCallback<Load|Store><Complex|DoubleComplex|Real|DoubleReal>``
+with the typedef's parameters (nvmath-python names its Numba-compiled callbacks that way, mangled
+by hand); NVIDIA's CUDA 13 samples pass the name of a plain C++ (not ``extern "C"``) function.
+So the generated function has C++ linkage and the default name (:data:`LINK_NAMES`), and the
+engine attaches it without a name; an ``extern "C"`` definition would leave the mangled reference
+unresolved, and cuFFT then refuses the plan.
 
 Everything that depends on the data is read through cuFFT's ``callerInfo`` pointer, one small
 device struct (:attr:`CallbackKernel.info_type` is its ctypes mirror):
@@ -22,7 +31,7 @@ device struct (:attr:`CallbackKernel.info_type` is its ctypes mirror):
 ``in<i>``, ``in<i>_stride[R]``  an array input: device pointer and element strides (0: broadcast);
 ``s<i>``         a scalar input (``[re, im]`` for complex).
 
-Generated names come from positions only (``in0``, ``s1``, ``t3``; the symbol from a hash of the
+Generated names come from positions only (``in0``, ``s1``, ``t3``; the tag from a hash of the
 source), never from user strings. Complex arithmetic is done by the small ``NvmComplex`` type of
 the source, so the same :func:`~nvmathpy.kernels.emit_cuda.emit_expression` body serves real and
 complex callbacks. The source compiles unchanged with g++ under the tests' CUDA emulation header
@@ -34,6 +43,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -42,8 +52,8 @@ import numpy as np
 from .emit_cuda import PRELUDE, emit_expression
 from .ir import Expr, inputs_of, walk
 
-__all__ = ["CALLBACK_DTYPES", "CallbackKernel", "callback_kernel", "callback_type", "caller_info",
-           "compile_callback", "peel_order"]
+__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "LINK_NAMES", "CallbackKernel", "apply_source", "callback_kernel",
+           "callback_type", "caller_info", "compile_apply", "compile_callback", "peel_order"]
 
 #: Value dtype -> (cuFFT element type, compute type, real type, JIT typedef suffix).
 CALLBACK_DTYPES = {
@@ -59,6 +69,15 @@ _CALLBACK_TYPES = {
     ("store", "complex64"): 0x4, ("store", "complex128"): 0x5, ("store", "float32"): 0x6, ("store", "float64"): 0x7,
 }
 _REAL_CTYPES = {"float": ctypes.c_float, "double": ctypes.c_double}
+#: The device function's name by (load/store, value dtype): the C++ function cuFFT links an LTO
+#: callback attached without a symbol name against (``cufftJITCallback<Load|Store><type>``, C++
+#: linkage, so its linker name is the mangled ``_Z27cufftJITCallbackLoadComplexPvyS_S_`` ...).
+LINK_NAMES = {
+    (phase, dtype): f"cufftJITCallback{phase.capitalize()}{name}"
+    for phase in ("load", "store")
+    for dtype, name in (("complex64", "Complex"), ("complex128", "DoubleComplex"), ("float32", "Real"),
+                        ("float64", "DoubleReal"))
+}
 
 #: Complex arithmetic and math on the compute type (ordering, erf, max/min and casts act on the
 #: real part: the tracer allows them on complex callbacks only where no data is involved).
@@ -179,7 +198,8 @@ class CallbackKernel:
     Attributes
     ----------
     source, symbol
-        The CUDA C translation unit and the ``extern "C"`` name of the callback in it.
+        The CUDA C translation unit and the name of the callback in it: cuFFT's default callback
+        name for the callback type (:data:`LINK_NAMES`), a C++ (not ``extern "C"``) function.
     role
         ``"prolog"`` (a load callback) or ``"epilog"`` (a store callback).
     dtype
@@ -198,6 +218,8 @@ class CallbackKernel:
         The IR the body was generated from.
     info_type
         The ctypes mirror of the ``callerInfo`` struct.
+    tag
+        A name unique to the source (a hash of it): file names and logs.
     """
 
     source: str
@@ -211,6 +233,7 @@ class CallbackKernel:
     uses_k: bool
     expr: Expr
     info_type: type = field(repr=False)
+    tag: str = ""
 
 
 def callback_type(role: str, dtype: Any) -> int:
@@ -339,18 +362,20 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
                  "void* sharedPointer)")
     returns = element if role == "prolog" else "void"
     text = "\n".join(lines)
-    symbol = "nvm_fft_" + role + "_" + hashlib.sha256((struct + head + text).encode()).hexdigest()[:16]
+    tag = "nvm_fft_" + role + "_" + hashlib.sha256((struct + head + text).encode()).hexdigest()[:16]
+    symbol = LINK_NAMES[_ROLES[role], dtype]
     typedef = f"cufftJITCallback{'Load' if role == 'prolog' else 'Store'}{suffix}"
     source = "".join([
         PRELUDE, _COMPLEX, struct,
-        f'extern "C" __device__ {returns} {symbol}{head} {{\n{text}\n}}\n',
+        f"// {tag}\n",  # C++ linkage: cuFFT links the callback by its C++ (mangled) name
+        f"__device__ {returns} {symbol}{head} {{\n{text}\n}}\n",
         "#ifndef NVMATHPY_EMULATION\n",
         f'static_assert(NvmSame<decltype(&{symbol}), {typedef}>::value, "cuFFT {typedef} signature");\n',
         "#endif\n",
     ])
     info_type = type("NvmCallbackInfo", (ctypes.Structure,), {"_fields_": [(n, t) for n, _, t in fields]})
     return CallbackKernel(source, symbol, role, dtype, callback_type(role, dtype), rank, guard, inputs, uses_k,
-                          expr, info_type)
+                          expr, info_type, tag)
 
 
 def peel_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
@@ -426,6 +451,63 @@ def caller_info(kernel: CallbackKernel, order: Sequence[int], strides: Sequence[
     return info
 
 
+#: The entry point of :func:`apply_source`'s kernel.
+APPLY_NAME = "nvm_fft_apply_callback"
+
+
+def apply_source(kernel: CallbackKernel, extents: Sequence[int], strides: Sequence[int]) -> str:
+    """CUDA C of one elementwise kernel applying ``kernel``'s callback to every element of a buffer
+    (the fallback when cuFFT refuses a plan with LTO callbacks: the plain FFT runs, and this kernel
+    runs before it for a prolog, after it for an epilog, on the same stream).
+
+    The buffer's elements are the index tuples of ``extents`` at element ``strides`` (the axes cuFFT
+    would have called the callback for, any order); the kernel is
+    ``APPLY_NAME(const void* src, void* dst, void* info, long long n)`` with ``n`` the element count,
+    a grid-stride loop, and calls the callback exactly as cuFFT does, with the same ``callerInfo``:
+    a prolog writes ``dst[offset] = load(src, offset, info)`` (``dst`` may be ``src``), an epilog
+    calls ``store(dst, offset, src[offset], info)`` (in place: ``src`` is ``dst``).
+
+    Examples
+    --------
+    >>> from nvmathpy.kernels.trace import trace
+    >>> kern = callback_kernel(trace(lambda v: v * 2, {}), "epilog", "float32", 1)
+    >>> APPLY_NAME in apply_source(kern, (5, 3), (3, 1))
+    True
+    """
+    axes = [(int(n), int(st)) for n, st in zip(extents, strides) if n > 1] or [(1, 0)]
+    element = CALLBACK_DTYPES[kernel.dtype][0]
+    rank = len(axes)
+    if kernel.role == "prolog":
+        call = (f"static_cast<{element}*>(dst)[offset] = {kernel.symbol}(const_cast<void*>(src), offset, info, "
+                "nullptr);")
+    else:
+        call = f"{kernel.symbol}(dst, offset, static_cast<const {element}*>(src)[offset], info, nullptr);"
+    axes.sort(key=lambda axis: -abs(axis[1]))
+    # a dense buffer (no gaps, largest stride first): the element count is the offset
+    dense = all(st == math.prod(n for n, _ in axes[d + 1:]) for d, (_, st) in enumerate(axes))
+    lines = [
+        kernel.source,
+        f'extern "C" __global__ void {APPLY_NAME}(const void* src, void* dst, void* info, long long n) {{',
+        f"  const long long extent[{rank}] = {{{', '.join(str(n) for n, _ in axes)}}};",
+        f"  const long long stride[{rank}] = {{{', '.join(str(st) for _, st in axes)}}};",
+        "  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;",
+        "  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {",
+    ]
+    if dense:
+        lines.append("    const unsigned long long offset = static_cast<unsigned long long>(i);")
+    else:
+        lines += [
+            "    long long rest = i, at = 0;",
+            f"    for (int d = {rank - 1}; d >= 0; --d) {{",
+            "      at += (rest % extent[d]) * stride[d];",
+            "      rest /= extent[d];",
+            "    }",
+            "    const unsigned long long offset = static_cast<unsigned long long>(at);",
+        ]
+    lines += [f"    {call}", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def compile_callback(kernel: CallbackKernel, arch: str) -> Any:
     """The LTO-IR of ``kernel`` for ``arch`` (``"sm_90"``), through the kernel cache."""
     from ..cuda.nvrtc import cuda_include_dirs
@@ -433,7 +515,17 @@ def compile_callback(kernel: CallbackKernel, arch: str) -> Any:
 
     extra = [d for d in _cufft_include_dirs() if d not in cuda_include_dirs()]
     options = ["-rdc=true", "-default-device", *(f"-I{d}" for d in extra)]
-    return compile_kernel(kernel.source, arch, output="ltoir", options=options, name=f"{kernel.symbol}.cu")
+    return compile_kernel(kernel.source, arch, output="ltoir", options=options, name=f"{kernel.tag}.cu")
+
+
+def compile_apply(source: str, arch: str) -> Any:
+    """The cubin of an :func:`apply_source` kernel for ``arch``, through the kernel cache."""
+    from ..cuda.nvrtc import cuda_include_dirs
+    from .kernel_cache import compile_kernel
+
+    extra = [d for d in _cufft_include_dirs() if d not in cuda_include_dirs()]
+    options = ["-default-device", *(f"-I{d}" for d in extra)]
+    return compile_kernel(source, arch, output="cubin", options=options, name=f"{APPLY_NAME}.cu")
 
 
 @functools.cache
