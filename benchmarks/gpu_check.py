@@ -234,6 +234,20 @@ def device_times(fn: Callable[[], object], warmup: int = 3, reps: int = 15) -> f
     return statistics.median(timer(fn, 1) for _ in range(reps))
 
 
+def interleaved_times(fns: dict[str, Callable[[], object]], rounds: int = 5, reps: int = 3) -> dict[str, float]:
+    """Median seconds per call of each of ``fns``, measured in ``rounds`` rounds that take the
+    callables in turn (the order rotating each round), so that clock and power changes over a
+    section reach every side alike; each round's value is :func:`device_times` of ``reps`` calls."""
+    names = list(fns)
+    for name in names:
+        device_times(fns[name], warmup=3, reps=1)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].append(device_times(fns[name], warmup=1, reps=reps))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def host_overhead(fn: Callable[[], object], batches: int = 20, per_batch: int = 200) -> float:
     """Median host seconds per call, over batches short enough not to fill the launch queue."""
     import cupy
@@ -312,17 +326,20 @@ def gemm(sizes: list[int], dtypes: list[str]) -> None:
             flops = 2.0 * n**3
             try:
                 reference = torch.matmul(a.double(), b.double())
-                times: dict[str, float] = {"torch": device_times(lambda: torch.matmul(a, b), reps=10)}
+                fns: dict[str, Callable[[], object]] = {"torch": lambda: torch.matmul(a, b)}
                 notes = {}
                 try:
                     ca, cb = cupy.from_dlpack(a), cupy.from_dlpack(b)
-                    times["cupy"] = device_times(lambda: cupy.matmul(ca, cb), reps=10)
+                    fns["cupy"] = lambda: cupy.matmul(ca, cb)
+                    fns["cupy"]()
                 except Exception as exc:  # CuPy has no bfloat16
+                    fns.pop("cupy", None)
                     notes["cupy"] = f"n/a ({type(exc).__name__})"
                 mm = Matmul(a, b)
                 mm.plan()
                 mm.autotune(effort="measure", repeats=3)
-                times["nvmathpy"] = device_times(mm.execute, reps=10)
+                fns["nvmathpy"] = mm.execute
+                times = interleaved_times(fns)
                 err = rel_error(mm.execute(), reference)
                 mm.free()
                 del reference
@@ -354,11 +371,12 @@ def fused(tokens: int, features: int, dtypes: list[str]) -> None:
         bias = torch.randn(features, device="cuda", dtype=tdtype, generator=gen)
         gelu = torch.nn.functional.gelu
         try:
-            t_torch = device_times(lambda: gelu(torch.mm(x, w) + bias, approximate="tanh"), reps=10)
             mm = Matmul(x, w, epilogue="gelu_bias", epilogue_inputs={"bias": bias})
             mm.plan()
             mm.autotune(effort="measure", repeats=3)
-            t_ours = device_times(mm.execute, reps=10)
+            times = interleaved_times({"torch": lambda: gelu(torch.mm(x, w) + bias, approximate="tanh"),
+                                       "nvmathpy": mm.execute})
+            t_torch, t_ours = times["torch"], times["nvmathpy"]
             ref = gelu(torch.mm(x.double(), w.double()) + bias.double(), approximate="tanh")
             err = rel_error(mm.execute(), ref)
             mm.free()
@@ -432,13 +450,17 @@ def custom(tokens: int, features: int, dtypes: list[str], compile_dtypes: tuple[
                     except Exception as exc:
                         values[f"{candidate.label}"] = f"failed ({type(exc).__name__}: {str(exc)[:60]})"
                 mm.autotune(effort="measure", repeats=3, force=True)
-                t_best = device_times(mm.execute, reps=10)
+                fns = {"eager": lambda: eager(*args), "nvmathpy": mm.execute}
+                if "torch_compile_ms" in values:
+                    fns["compile"] = lambda: compiled(*args)
+                times = interleaved_times(fns)  # the ratios: each side in turn, in one loop
+                t_best, t_eager = times["nvmathpy"], times["eager"]
                 err = rel_error(mm.execute(), ref)
                 values["autotuned"] = mm.candidate.label
                 values["autotuned_ms"] = round(t_best * 1e3, 3)
                 values["torch_eager/nvmathpy"] = round(t_eager / t_best, 2)
-                if "torch_compile_ms" in values:
-                    values["torch_compile/nvmathpy"] = round(values["torch_compile_ms"] / (t_best * 1e3), 2)
+                if "compile" in times:
+                    values["torch_compile/nvmathpy"] = round(times["compile"] / t_best, 2)
                 mm.free()
                 row("custom", case, rel_err=err, tol=TOL[dtype], targets=targets, **values)
             except Exception as exc:
@@ -488,8 +510,9 @@ def _other(section: str, case: str, ours: Callable[[], object], theirs: Callable
     """Time ``ours`` beside ``theirs``; the row's check is ``check(ours())`` <= ``tol``."""
     try:
         err = check(ours())
-        warmup = min(2, reps)
-        t_ours, t_theirs = device_times(ours, warmup, reps), device_times(theirs, warmup, reps)
+        rounds = max(1, min(5, reps // 2))
+        times = interleaved_times({"ours": ours, "theirs": theirs}, rounds=rounds, reps=max(1, reps // rounds))
+        t_ours, t_theirs = times["ours"], times["theirs"]
         row(section, case, rel_err=err, tol=tol, targets=targets, nvmathpy_ms=round(t_ours * 1e3, 3),
             **{f"{label}_ms": round(t_theirs * 1e3, 3)}, **{f"{label}/nvmathpy": round(t_theirs / t_ours, 2)},
             **extra)
@@ -592,7 +615,8 @@ def fft_callback_section() -> None:
                     plain.reset_operand(x * w)
                     return plain.execute() * filt
 
-                t_fused, t_unfused = device_times(fused.execute, reps=10), device_times(unfused, reps=10)
+                times = interleaved_times({"callbacks": fused.execute, "unfused": unfused})
+                t_fused, t_unfused = times["callbacks"], times["unfused"]
                 refusals = "; ".join(f"{k}: {v[:100]}" for k, v in _cuda_engine.LTO_REFUSALS.items()) or "none"
                 row("fft callbacks", label, rel_err=err, tol=TOL["complex64"], targets=targets,
                     path=_callback_path(fused), cufft_lto_refusals=refusals, callbacks_ms=round(t_fused * 1e3, 3),
