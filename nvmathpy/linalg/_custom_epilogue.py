@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InvalidOperandError
 from ..operands import Operand, to_package
 from ..kernels.cpu_eval import BlockedEvaluator, NumexprEvaluator
-from ..kernels.ir import Expr, walk
+from ..kernels.ir import Expr, input_, inputs_of, substitute, walk
 from ..kernels.trace import trace
 from ._epilogue_cpu import Program, compile_program
 
@@ -85,10 +85,11 @@ def trace_epilogue(
     epilogue: "Callable[..., Any] | Expr", shapes: Mapping[str, Sequence[int]], result: Sequence[int]
 ) -> Expr:
     """Trace ``epilogue`` with input kinds taken from ``shapes`` (an :class:`Expr` is returned as is)."""
-    if isinstance(epilogue, Expr):
-        return epilogue
+    if isinstance(epilogue, Expr):  # the product is the leaf named "x", whatever the tracer called it
+        value = next((name for name, kind in inputs_of(epilogue).items() if kind == "value"), "x")
+        return epilogue if value == "x" else substitute(epilogue, {value: input_("x", "value")})
     m, n = (result[-2], result[-1]) if len(result) >= 2 else (1, result[-1] if result else 1)
-    return trace(epilogue, {name: input_kind(shape, m, n) for name, shape in shapes.items()})
+    return trace(epilogue, {name: input_kind(shape, m, n) for name, shape in shapes.items()}, value_name="x")
 
 
 def needs_whole_result(expr: Expr) -> bool:
