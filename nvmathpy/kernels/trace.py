@@ -12,14 +12,15 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+import types
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..errors import InvalidOperandError, NvmathpyError
-from .ir import INDEX_NAMES, Expr, const, index, input_
+from .ir import INDEX_NAMES, Expr, const, index, input_, inputs_of
 
-__all__ = ["Traced", "UnsupportedOperationError", "UnsupportedAttributeError", "SUPPORTED", "trace", "sigmoid", "gelu", "erf", "GELU_C", "GELU_CUBIC"]
+__all__ = ["trace_lifting", "Traced", "UnsupportedOperationError", "UnsupportedAttributeError", "SUPPORTED", "trace", "sigmoid", "gelu", "erf", "GELU_C", "GELU_CUBIC"]
 
 
 class UnsupportedOperationError(NvmathpyError, TypeError):
@@ -380,7 +381,102 @@ def gelu(x: Any, approximate: str = "tanh") -> Any:
     raise ValueError(f"gelu: approximate={approximate!r} is not allowed; allowed: 'tanh', 'none'")
 
 
-def trace(fn: Callable[..., Any], kinds: Mapping[str, str], value_name: str | None = None) -> Expr:
+def trace_lifting(fn: Callable[..., Any], kinds: Mapping[str, str],
+                  value_name: str | None = None) -> tuple[Expr, dict[str, float | int]]:
+    """:func:`trace`, with the numbers ``fn`` captures made scalar inputs instead of constants.
+
+    Python and NumPy numbers that ``fn`` reads from its closure, its parameters' defaults or
+    its module's globals (``lambda x: x * scale``) become ``scalar`` inputs named
+    ``nvm_k0``, ``nvm_k1``, ...: the traced expression, and so the compiled kernel, the plan
+    and the wisdom entry, is the same for every value, and the values are passed at run time.
+    Numbers written in the function itself stay constants. When ``fn`` does with a captured
+    number what a traced value cannot do (``if scale > 0``, ``range(n)``, an exponent), it is
+    traced again with the numbers as constants.
+
+    Returns
+    -------
+    expr, values
+        The expression and ``{input name: value}`` for the lifted numbers it reads.
+
+    Examples
+    --------
+    >>> scale = 2.5
+    >>> expr, values = trace_lifting(lambda x: x * scale, {})
+    >>> str(expr), values
+    ('mul(x, nvm_k0)', {'nvm_k0': 2.5})
+    """
+    rebuilt, lifted = _lift_captured(fn, kinds)
+    if lifted:
+        try:
+            expr = trace(rebuilt, {**kinds, **{name: "scalar" for name in lifted}}, value_name,
+                         _extra=tuple(lifted))
+        except Exception:  # noqa: BLE001 - the numbers steer Python code: trace them as constants
+            pass
+        else:
+            used = inputs_of(expr)
+            return expr, {name: value for name, value in lifted.items() if name in used}
+    return trace(fn, kinds, value_name), {}
+
+
+def _liftable(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _lift_captured(fn: Callable[..., Any], kinds: Mapping[str, str]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """``fn`` rebuilt with traced scalars in place of the numbers it captures, and those numbers."""
+    if not isinstance(fn, types.FunctionType):
+        return fn, {}
+    lifted: dict[str, Any] = {}
+    leaves: dict[int, Traced] = {}
+
+    def lift(value: Any) -> Any:
+        if not _liftable(value):
+            return value
+        if id(value) not in leaves:  # one input per captured object
+            name = f"nvm_k{len(lifted)}"
+            while name in kinds:
+                name = "_" + name
+            lifted[name] = value
+            leaves[id(value)] = Traced(input_(name, "scalar"))
+        return leaves[id(value)]
+
+    closure = fn.__closure__
+    if closure:
+        cells = []
+        for cell in closure:
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(lift(contents)))
+        closure = tuple(cells)
+    names = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    namespace = fn.__globals__
+    replaced = {name: lift(namespace[name]) for name in names if name in namespace and _liftable(namespace[name])}
+    if replaced:
+        namespace = {**namespace, **replaced}
+    defaults = tuple(lift(v) for v in fn.__defaults__) if fn.__defaults__ else fn.__defaults__
+    if not lifted:
+        return fn, {}
+    rebuilt = types.FunctionType(fn.__code__, namespace, fn.__name__, defaults, closure)
+    rebuilt.__kwdefaults__ = fn.__kwdefaults__
+    rebuilt.__wrapped__ = fn  # the signature stays the user's
+    return rebuilt, lifted
+
+
+def trace(fn: Callable[..., Any], kinds: Mapping[str, str], value_name: str | None = None,
+          _extra: tuple[str, ...] = ()) -> Expr:
     """Trace ``fn`` into an :class:`Expr`.
 
     Parameters
@@ -429,7 +525,7 @@ def trace(fn: Callable[..., Any], kinds: Mapping[str, str], value_name: str | No
                 f"{_name(fn)}: parameter {param.name!r} is not an input; given inputs: {sorted(kinds)}, "
                 f"index names: {list(INDEX_NAMES)}"
             )
-    unused = set(kinds) - set(arguments)
+    unused = set(kinds) - set(arguments) - set(_extra)
     if unused:
         raise InvalidOperandError(f"{_name(fn)}: inputs {sorted(unused)} are given but not parameters of the function")
     value = params[0].name if value_name is None else value_name
