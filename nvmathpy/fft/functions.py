@@ -76,7 +76,8 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
 
 def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfft`: ``n`` real outputs, default ``2*(m-1)`` (as :func:`numpy.fft.irfft`)."""
-    return transform(a, kind="c2r", direction="inverse", s=_one(n), axes=(axis,), norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=_one(n), axes=(axis,), norm=norm, out=out),
+                      out)
 
 
 def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
@@ -86,7 +87,8 @@ def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, 
 
 def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfft2` (as :func:`numpy.fft.irfft2`)."""
-    return transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out), out,
+                      _count_axes(a, s, axes))
 
 
 def rfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
@@ -96,7 +98,8 @@ def rfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out:
 
 def irfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfftn` (as :func:`numpy.fft.irfftn`)."""
-    return transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out), out,
+                      _count_axes(a, s, axes))
 
 
 def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
@@ -109,7 +112,27 @@ def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
     >>> bool(np.allclose(hfft(a), np.fft.hfft(a)))
     True
     """
-    return transform(a, kind="c2r", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out),
+                      out)
+
+
+def _half_like(a: Any, result: Any, out: Any, axes: int = 1) -> Any:
+    """NumPy 2's answer for float16 input to a complex-to-real transform over one axis: float16
+    (its last step, ``irfft``, keeps the input's precision; over more axes the complex
+    transforms before it have made the data complex64, and the result is float32)."""
+    if (out is None and axes == 1 and isinstance(a, np.ndarray) and a.dtype == np.float16
+            and isinstance(result, np.ndarray) and result.dtype == np.float32):
+        return result.astype(np.float16)
+    return result
+
+
+def _count_axes(a: Any, s: Any, axes: Any) -> int:
+    """How many axes an N-D transform of ``a`` runs over (NumPy's defaults)."""
+    if axes is not None:
+        return len(axes) if not isinstance(axes, (int, np.integer)) else 1
+    if s is not None:
+        return len(s) if not isinstance(s, (int, np.integer)) else 1
+    return int(np.ndim(a))
 
 
 def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, prev_fast_len, rfftfreq, set_workers
 
-from ..fft._driver import plan_cache, transform
+from ..fft._driver import as_scipy_input, plan_cache, transform
 from ..fft.fft_plan import FFT
 from ..fft.trig_plan import trig_transform
 
@@ -72,7 +72,7 @@ def _threads(workers: Any) -> int:
 def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any]:
     def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
         s = None if n is None else (n,)
-        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
+        return transform(as_scipy_input(x), kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
                          threads=_threads(workers), plan=plan)  # fmt: skip
 
     return _named(function, name, what)
@@ -80,7 +80,7 @@ def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any
 
 def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
     def function(x, s=None, axes=axes_default, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        return transform(x, kind=kind, direction=direction, s=s, axes=axes, norm=norm,
+        return transform(as_scipy_input(x), kind=kind, direction=direction, s=s, axes=axes, norm=norm,
                          threads=_threads(workers), plan=plan)  # fmt: skip
 
     return _named(function, name, what)
@@ -103,6 +103,7 @@ def _scipy_orthogonalize(x: Any, orthogonalize: Any) -> Any:
 def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
         s = None if n is None else (n,)
+        x = as_scipy_input(x)
         return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
@@ -112,6 +113,7 @@ def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable
 
 def _trig_multi_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def run(x, type, s, axes, norm, workers, orthogonalize):
+        x = as_scipy_input(x)
         return trig_transform(x, transform=transform, type=type, s=s, axes=axes, norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
