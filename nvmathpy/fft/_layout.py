@@ -169,6 +169,11 @@ def describe(
     dtype = np.dtype(dtype)
     if dtype.kind in "biu":
         dtype = np.dtype(np.float64)
+    if not dtype.isnative and dtype.kind in "fc":
+        raise FFTTypeError(
+            f"operand dtype {dtype} has non-native byte order; plans need native order: pass "
+            f"a.astype(a.dtype.newbyteorder('=')) (the one-call functions convert it themselves)"
+        )
     if dtype not in _COMPLEX_OF:
         raise FFTTypeError(
             f"unsupported operand dtype {dtype}; allowed: bool, integers, float16/32/64, longdouble, "
