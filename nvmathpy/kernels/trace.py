@@ -200,6 +200,8 @@ class Traced:
                                             f"{SUPPORTED}")
         if ufunc is np.power or ufunc is np.float_power:
             base, exponent = inputs
+            if isinstance(exponent, Traced) and not isinstance(base, Traced):  # 2.0 ** x: exp(x log 2)
+                return exponent.__rpow__(base)
             if isinstance(exponent, Traced) or not isinstance(base, Traced):
                 raise UnsupportedOperationError(f"np.{ufunc.__name__}: only a traced base with a constant exponent "
                                                 "is supported")
