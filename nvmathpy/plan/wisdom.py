@@ -311,8 +311,11 @@ def _open_regular(path: Path, flags: int) -> int:
     caller), checked to be a regular file; ``OSError`` otherwise."""
     fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket or other special file")
+            raise OSError(f"{path} is {kind}, not a regular file")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
     except BaseException:
