@@ -7,7 +7,12 @@ vectorise through glibc's libmvec, and loaded with :mod:`ctypes`. Entries live i
 ``<cache_dir()>/cpu_kernels/<key>.so``, named by the SHA-256 of the source, the flags, the
 compiler's version and the machine (``-march=native`` code belongs to this CPU); each is
 written under a temporary name and moved into place, so concurrent writers never expose half
-a file. An in-process cache sits on top.
+a file. Every build exports that key as :data:`KEY_SYMBOL`, compared after loading: a file
+that is not provably the build of this source (swapped, foreign, truncated, without the
+symbol) is rebuilt. A cache directory that cannot be used (missing and not creatable,
+read-only, a file) gives one :class:`KernelCacheWarning`, and kernels are built in a
+temporary directory of this process instead. An in-process memo sits on top; it and the disk
+cache are bounded (:data:`MAX_LOADED`, :data:`MAX_CACHED_FILES`; least recently used first).
 
 Without a working compiler (or with ``NVMATHPY_CPU_JIT=off``) :func:`available` is false and
 callers use their NumPy evaluators instead: compiled kernels are a speed-up, never a

@@ -5,6 +5,10 @@ arrays. Python operators and NumPy ufuncs (through ``__array_ufunc__``) and ``np
 ``np.clip`` (through ``__array_function__``) on them build IR nodes; anything else raises
 :class:`UnsupportedOperationError` naming the operation. The helpers NumPy lacks
 (:func:`sigmoid`, :func:`gelu`, :func:`erf`) work on traced values and on plain arrays alike.
+Elementwise methods (``clip``, ``astype``, ``copy``) and more ufuncs (``sign``, ``log2``,
+``isnan``, ``scipy.special.expit``...) are built from IR nodes; reductions and other
+non-elementwise operations raise one error listing what is supported (:data:`SUPPORTED`).
+:func:`trace_lifting` makes the numbers a function captures run-time scalar inputs.
 """
 
 from __future__ import annotations
