@@ -346,7 +346,7 @@ def _load(compiler: str, source: str) -> ctypes.CDLL:
 def _verified_library(path: Path, key: str) -> ctypes.CDLL:
     lib = _verify(path, key)
     if hasattr(_ctypes, "dlclose"):  # unloaded once dropped from the memo and unreferenced
-        weakref.finalize(lib, _ctypes.dlclose, lib._handle)
+        weakref.finalize(lib, _ctypes.dlclose, lib._handle).atexit = False  # never at interpreter exit
     return lib
 
 
