@@ -239,21 +239,25 @@ def _build(compiler: str, source: str, directory: Path | None = None, flags: tup
         If the compiler fails, or no directory can be written.
     """
     key = key or _key(source, compiler, flags + libs)
-    candidates = [directory] if directory is not None else []
-    candidates += [d for d in _directories() if d not in candidates]
-    problems = []
-    for where in candidates:
-        try:
-            return _build_in(compiler, _stamped(source, key), where, flags, libs, key)
-        except OSError as exc:  # this directory cannot be written: the next one
-            problems.append(f"{where}: {exc}")
-            if not _PRIVATE or where != _PRIVATE[0]:
-                _warn_once(where, exc)
-        if where == candidates[-1] and not _PRIVATE:
+    stamped = _stamped(source, key)
+    problems: list[str] = []
+    tried: list[Path] = []
+    for where in [directory, *_directories(), "private"]:
+        if where == "private":  # this process's own directory, made when first needed
             try:
-                candidates.append(_private_dir())
+                where = _private_dir()
             except OSError as exc:
                 problems.append(f"a temporary directory: {exc}")
+                break
+        if where is None or where in tried:
+            continue
+        tried.append(where)
+        try:
+            return _build_in(compiler, stamped, where, flags, libs, key)
+        except OSError as exc:  # this directory cannot be written: the next one
+            problems.append(f"{where}: {exc}")
+            if where not in _PRIVATE:
+                _warn_once(where, exc)
     raise MissingDependencyError("no directory can hold compiled kernels: " + "; ".join(problems))
 
 
