@@ -199,6 +199,28 @@ def test_unusable_cache_directory_builds_elsewhere_with_one_warning(tmp_path, mo
 
 
 @needs_cc
+def test_read_only_cache_directory_builds_elsewhere(tmp_path, monkeypatch, fresh_memo):
+    """A cache directory that exists but refuses new files (read-only; simulated, as root may
+    write anywhere): one warning, the kernel built in this process's temporary directory."""
+    cache = tmp_path / "ro"
+    (cache / "cpu_kernels").mkdir(parents=True)
+    monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(cache))
+    monkeypatch.setattr(cpu_jit, "_WARNED", set())
+    monkeypatch.setattr(cpu_jit, "_PRIVATE", [])
+    real_mkstemp = cpu_jit.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir) == cache / "cpu_kernels":
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(cpu_jit.tempfile, "mkstemp", mkstemp)
+    with pytest.warns(cpu_jit.KernelCacheWarning, match="Permission denied"):
+        assert _call(cpu_jit.compile_c(_twice(9.5)), 2.0) == 19.0
+    assert not list((cache / "cpu_kernels").iterdir())
+
+
+@needs_cc
 def test_no_directory_at_all_raises_missing_dependency(tmp_path, monkeypatch, fresh_memo):
     """Nowhere to write: MissingDependencyError, which every caller turns into its NumPy path."""
     bad = tmp_path / "f"
