@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 import time
@@ -223,6 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = getattr(args, option, None) if args.command == "bench" else None
         if target and not Path(target).resolve().parent.is_dir():
             parser.error(f"--{option} {target}: the directory {Path(target).resolve().parent} does not exist")
+    if args.command == "bench" and getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
+        parser.error(f"--plot {args.plot} needs matplotlib, which is not installed: pip install 'nvmathpy[bench]' "
+                     "(or run without --plot)")
     return args.func(args)
 
 

@@ -19,7 +19,7 @@ from ..plan import PlanCache
 from ._layout import check_norm, describe, no_axes, normalize_axes
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "transform", "wrap_input", "c2r_lengths"]
+__all__ = ["plan_cache", "transform", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
 _CACHE = PlanCache(maxsize=64)
 
@@ -36,11 +36,33 @@ def plan_cache() -> PlanCache:
 
 
 def wrap_input(a: Any, name: str = "a") -> Operand:
-    """Wrap an array argument; other array-likes (lists, scalars) go through ``numpy.asarray``."""
+    """Wrap an array argument; other array-likes (lists, scalars) go through ``numpy.asarray``,
+    and a NumPy array of non-native byte order (``>f8`` here) is converted to native order once,
+    here at the boundary, as NumPy's own functions accept any byte order."""
     try:
-        return wrap(a, name)
+        op = wrap(a, name)
     except InvalidOperandError:
-        return wrap(np.asarray(a), name)
+        op = wrap(np.asarray(a), name)
+    arr = op.array
+    if op.package == "numpy" and not arr.dtype.isnative and arr.dtype.kind in "biufc":
+        op = wrap(arr.astype(arr.dtype.newbyteorder("=")), name)
+    return op
+
+
+def as_scipy_input(x: Any) -> Any:
+    """``x`` converted as :mod:`scipy.fft` converts its input: array-likes and arrays of kinds
+    other than float and complex (bool, integers, objects holding numbers, strings of numbers)
+    become float64 - raising SciPy's exception (``TypeError``, ``ValueError``) where that
+    conversion fails - and non-native byte order becomes native. NumPy arrays of numbers,
+    other packages' arrays and tensors pass unchanged."""
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "biufc":
+            return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
+        return np.asarray(x, np.float64)
+    if isinstance(x, (list, tuple, int, float, complex, np.generic)):
+        arr = np.asarray(x)
+        return arr if arr.dtype.kind in "biufc" else np.asarray(arr, np.float64)
+    return x
 
 
 def _frozen(value: Any) -> Any:
@@ -86,6 +108,8 @@ def transform(
 ) -> Any:
     """Run one transform through the plan cache (or through ``plan`` when one is given)."""
     op = wrap_input(a)
+    if op.package == "numpy" and op.array is not a:  # converted (an array-like, byte order): use the copy
+        a = op.array
     norm = check_norm(norm)
     if kind == "c2r":
         lengths, ax = c2r_lengths(op.shape, s, axes)

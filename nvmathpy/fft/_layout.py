@@ -43,6 +43,10 @@ class FFTTypeError(InvalidOperandError, TypeError):
     """An operand's dtype does not fit the transform (e.g. complex input to a real-to-complex FFT)."""
 
 
+class NoAxisError(InvalidOperandError, IndexError):
+    """A transform was given no axis to run over (NumPy and SciPy raise ``IndexError`` there)."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """The logical transform and the arrays the engine sees.
@@ -169,6 +173,11 @@ def describe(
     dtype = np.dtype(dtype)
     if dtype.kind in "biu":
         dtype = np.dtype(np.float64)
+    if not dtype.isnative and dtype.kind in "fc":
+        raise FFTTypeError(
+            f"operand dtype {dtype} has non-native byte order; plans need native order: pass "
+            f"a.astype(a.dtype.newbyteorder('=')) (the one-call functions convert it themselves)"
+        )
     if dtype not in _COMPLEX_OF:
         raise FFTTypeError(
             f"unsupported operand dtype {dtype}; allowed: bool, integers, float16/32/64, longdouble, "
@@ -183,7 +192,7 @@ def describe(
         s = list(s) if not isinstance(s, (int, np.integer)) else [s]
     ax = normalize_axes(ndim, axes, s)
     if not ax:
-        raise InvalidOperandError("an FFT needs at least one axis; got an empty axes (or a 0-d operand)")
+        raise NoAxisError("an FFT needs at least one axis; got an empty axes (or a 0-d operand)")
     if s is not None and len(s) != len(ax):
         raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(s)}, axes={tuple(ax)}")
     if s is not None and any(isinstance(v, (bool, np.bool_)) for v in s):

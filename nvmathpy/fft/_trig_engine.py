@@ -27,7 +27,7 @@ from ..errors import InvalidOperandError, InvalidOptionError, MissingDependencyE
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
 from ._engines_cpu import thread_options
-from ._layout import check_norm, normalize_axes
+from ._layout import check_norm, normalize_axes, NoAxisError
 from ._libraries import LIBRARIES, _scipy_fft_functions
 
 __all__ = ["TRANSFORMS", "TRIG_LIBRARIES", "TrigEngine", "TrigLayout", "default_budget", "describe_trig",
@@ -85,7 +85,7 @@ def describe_trig(shape: tuple[int, ...], dtype: Any, *, transform: str, type: A
         s = (s,)
     ndim = len(shape)
     if ndim == 0:
-        raise InvalidOperandError("x must have at least one dimension")
+        raise NoAxisError("x must have at least one dimension")
     ax = normalize_axes(ndim, axes, s)
     if s is not None and len(s) != len(ax):
         raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(s)}, axes={ax}")

@@ -18,10 +18,12 @@ True
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidOperandError
 from ._driver import transform, wrap_input
 
 __all__ = [
@@ -30,7 +32,64 @@ __all__ = [
 ]  # fmt: skip
 
 def _one(n: Any) -> Any:
-    return None if n is None else (n,)
+    """``n`` as NumPy takes it: ``None``, or an integer >= 1 (non-integers raise ``TypeError``,
+    smaller values ``ValueError``). Booleans are refused (``TypeError``), also where NumPy's
+    ``rfft``/``ihfft`` take ``True`` as 1 (its other transforms refuse it)."""
+    if n is None:
+        return None
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"n must be an integer, not a boolean (booleans are refused): n={n!r}")
+    n = operator.index(n)
+    if n < 1:
+        raise InvalidOperandError(f"Invalid number of FFT data points ({n}) specified; n must be >= 1")
+    return (n,)
+
+
+def _n_d(s: Any, axes: Any) -> None:
+    """NumPy's checks of an N-D transform's ``s`` and ``axes``: sequences (not single integers)
+    of integers (``TypeError`` otherwise)."""
+    for name, value in (("s", s), ("axes", axes)):
+        if value is None:
+            continue
+        if isinstance(value, (int, np.integer)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{name} must be a sequence of integers, got {value!r}")
+        for entry in value:
+            if not (name == "s" and entry is None):
+                operator.index(entry)
+
+
+def _repeats(axes: Any) -> bool:
+    """Whether ``axes`` names an axis twice (NumPy then transforms along it once per mention)."""
+    if axes is None:
+        return False
+    entries = [operator.index(v) for v in axes]
+    return len(set(entries)) != len(entries) and all(isinstance(v, int) for v in entries)
+
+
+def _one_axis_at_a_time(a: Any, s: Any, axes: Any, norm: Any, kind: str, inverse: bool) -> Any:
+    """NumPy's N-D transform as its sequence of 1-D transforms (for axes named more than once):
+    complex transforms over the axes last to first; a real-to-complex one over the last axis
+    first, a complex-to-real one over it last."""
+    a = wrap_input(a).array
+    axes = [operator.index(v) for v in axes]
+    if s is None:
+        s = [a.shape[ax] for ax in axes]
+        if kind == "c2r":
+            s[-1] = 2 * (a.shape[axes[-1]] - 1)
+    s = [a.shape[ax] if v is None or v == -1 else v for v, ax in zip(s, axes)]
+    complex_step = ifft if inverse else fft
+    if kind == "r2c":
+        a = rfft(a, s[-1], axes[-1], norm)
+        for n, ax in zip(s[-2::-1], axes[-2::-1]):
+            a = fft(a, n, ax, norm)
+        return a
+    if kind == "c2r":
+        for n, ax in zip(s[:-1], axes[:-1]):
+            a = ifft(a, n, ax, norm)
+        return irfft(a, s[-1], axes[-1], norm)
+    for n, ax in zip(s[::-1], axes[::-1]):
+        a = complex_step(a, n, ax, norm)
+    return a
 
 
 def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
@@ -51,21 +110,33 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
 
 def fft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
     """2-D discrete Fourier transform (as :func:`numpy.fft.fft2`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2c", False)
     return transform(a, kind="c2c", direction="forward", s=s, axes=axes, norm=norm, out=out)
 
 
 def ifft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
     """2-D inverse discrete Fourier transform (as :func:`numpy.fft.ifft2`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2c", True)
     return transform(a, kind="c2c", direction="inverse", s=s, axes=axes, norm=norm, out=out)
 
 
 def fftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
     """N-D discrete Fourier transform (as :func:`numpy.fft.fftn`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2c", False)
     return transform(a, kind="c2c", direction="forward", s=s, axes=axes, norm=norm, out=out)
 
 
 def ifftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
     """N-D inverse discrete Fourier transform (as :func:`numpy.fft.ifftn`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2c", True)
     return transform(a, kind="c2c", direction="inverse", s=s, axes=axes, norm=norm, out=out)
 
 
@@ -76,27 +147,42 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
 
 def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfft`: ``n`` real outputs, default ``2*(m-1)`` (as :func:`numpy.fft.irfft`)."""
-    return transform(a, kind="c2r", direction="inverse", s=_one(n), axes=(axis,), norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=_one(n), axes=(axis,), norm=norm, out=out),
+                      out)
 
 
 def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
     """2-D transform of real input (as :func:`numpy.fft.rfft2`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "r2c", False)
     return transform(a, kind="r2c", direction="forward", s=s, axes=axes, norm=norm, out=out)
 
 
 def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfft2` (as :func:`numpy.fft.irfft2`)."""
-    return transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out)
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2r", True)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out), out,
+                      _count_axes(a, s, axes))
 
 
 def rfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
     """N-D transform of real input (as :func:`numpy.fft.rfftn`)."""
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "r2c", False)
     return transform(a, kind="r2c", direction="forward", s=s, axes=axes, norm=norm, out=out)
 
 
 def irfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None, out: Any = None) -> Any:
     """Inverse of :func:`rfftn` (as :func:`numpy.fft.irfftn`)."""
-    return transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out)
+    _n_d(s, axes)
+    if _repeats(axes) and out is None:
+        return _one_axis_at_a_time(a, s, axes, norm, "c2r", True)
+    return _half_like(a, transform(a, kind="c2r", direction="inverse", s=s, axes=axes, norm=norm, out=out), out,
+                      _count_axes(a, s, axes))
 
 
 def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
@@ -109,7 +195,27 @@ def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
     >>> bool(np.allclose(hfft(a), np.fft.hfft(a)))
     True
     """
-    return transform(a, kind="c2r", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out)
+    return _half_like(a, transform(a, kind="c2r", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out),
+                      out)
+
+
+def _half_like(a: Any, result: Any, out: Any, axes: int = 1) -> Any:
+    """NumPy 2's answer for float16 input to a complex-to-real transform over one axis: float16
+    (its last step, ``irfft``, keeps the input's precision; over more axes the complex
+    transforms before it have made the data complex64, and the result is float32)."""
+    if (out is None and axes == 1 and isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype.itemsize == 2
+            and isinstance(result, np.ndarray) and result.dtype == np.float32):
+        return result.astype(np.float16)
+    return result
+
+
+def _count_axes(a: Any, s: Any, axes: Any) -> int:
+    """How many axes an N-D transform of ``a`` runs over (NumPy's defaults)."""
+    if axes is not None:
+        return len(axes) if not isinstance(axes, (int, np.integer)) else 1
+    if s is not None:
+        return len(s) if not isinstance(s, (int, np.integer)) else 1
+    return int(np.ndim(a))
 
 
 def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
@@ -134,6 +240,8 @@ def rfftfreq(n: int, d: float = 1.0, device: Any = None) -> np.ndarray:
 
 
 def _shifted(fn: Any, x: Any, axes: Any) -> Any:
+    if isinstance(x, np.ndarray):  # a shift moves elements: any dtype and byte order, as NumPy's
+        return fn(x, axes=axes)
     op = wrap_input(x, "x")
     result = fn(op.array, axes=axes)
     if op.package == "torch":

@@ -7,7 +7,12 @@ vectorise through glibc's libmvec, and loaded with :mod:`ctypes`. Entries live i
 ``<cache_dir()>/cpu_kernels/<key>.so``, named by the SHA-256 of the source, the flags, the
 compiler's version and the machine (``-march=native`` code belongs to this CPU); each is
 written under a temporary name and moved into place, so concurrent writers never expose half
-a file. An in-process cache sits on top.
+a file. Every build exports that key as :data:`KEY_SYMBOL`, compared after loading: a file
+that is not provably the build of this source (swapped, foreign, truncated, without the
+symbol) is rebuilt. A cache directory that cannot be used (missing and not creatable,
+read-only, a file) gives one :class:`KernelCacheWarning`, and kernels are built in a
+temporary directory of this process instead. An in-process memo sits on top; it and the disk
+cache are bounded (:data:`MAX_LOADED`, :data:`MAX_CACHED_FILES`; least recently used first).
 
 Without a working compiler (or with ``NVMATHPY_CPU_JIT=off``) :func:`available` is false and
 callers use their NumPy evaluators instead: compiled kernels are a speed-up, never a
@@ -16,7 +21,9 @@ requirement.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import _ctypes
 import functools
 import hashlib
 import importlib.machinery
@@ -29,14 +36,18 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import types
+import warnings
+import weakref
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import MissingDependencyError
 from ..plan.wisdom import cache_dir
 
-__all__ = ["available", "compile_c", "compile_extension", "C_HELPER_THREADS", "FLAGS", "SIMD_DECLARATIONS",
+__all__ = ["available", "compile_c", "compile_extension", "KernelCacheWarning", "KEY_SYMBOL", "C_HELPER_THREADS", "FLAGS", "SIMD_DECLARATIONS",
            "VECTOR_FUNCTIONS"]
 
 #: Compiler flags: fast but IEEE-faithful (no -ffast-math: NaN and infinity behave as in NumPy).
@@ -81,8 +92,8 @@ static int start_helpers(pthread_t *ids, int count, void *(*fn)(void *), void *a
 #: Flags for CPython extensions (no libmvec: they call no vector math).
 _EXTENSION_LIBS = ("-lm",)
 _LOCK = threading.Lock()
-_LOADED: dict[str, ctypes.CDLL] = {}
-_EXTENSIONS: dict[str, types.ModuleType] = {}
+_LOADED: "OrderedDict[str, ctypes.CDLL]" = OrderedDict()
+_EXTENSIONS: "OrderedDict[str, types.ModuleType]" = OrderedDict()
 
 
 def _compiler() -> str | None:
@@ -150,35 +161,167 @@ def _cpu_model() -> str:
     return ""
 
 
-def _build(compiler: str, source: str, directory: Path, flags: tuple[str, ...] = FLAGS, libs: tuple[str, ...] = _LIBS,
-           key: str | None = None) -> Path:
-    """Compile ``source`` into a library under ``directory`` (atomically); returns its path.
+#: The exported symbol every build carries: the key it was built for (checked after loading).
+KEY_SYMBOL = "nvmathpy_build_key"
+#: At most this many libraries stay in the in-process memo (least recently used dropped first;
+#: a dropped library is unloaded once nothing refers to it any more).
+MAX_LOADED = 256
+#: At most this many kernel files stay in the disk cache (least recently used removed first).
+MAX_CACHED_FILES = 512
+
+_WARNED: set[str] = set()
+_PRIVATE: list[Path] = []
+
+
+class KernelCacheWarning(UserWarning):
+    """The kernel cache directory cannot be used; kernels are built in a temporary directory."""
+
+
+def _stamped(source: str, key: str) -> str:
+    """``source`` with :data:`KEY_SYMBOL` defined as ``key`` (the proof of what a file holds)."""
+    return (f'{source}\n__attribute__((visibility("default"), used)) '
+            f'const char {KEY_SYMBOL}[{len(key) + 1}] = "{key}";\n')
+
+
+def _verify(path: Path, key: str) -> ctypes.CDLL:
+    """``path`` loaded, checked to be the build of ``key`` (its :data:`KEY_SYMBOL`); ``OSError``
+    when it is not (a foreign, swapped, truncated or older file)."""
+    lib = ctypes.CDLL(str(path))
+    try:
+        found = (ctypes.c_char * (len(key) + 1)).in_dll(lib, KEY_SYMBOL).value.decode("ascii", "replace")
+    except (ValueError, AttributeError):
+        found = None
+    if found != key:
+        # unloaded again: the dynamic loader matches later loads by path name, so the rebuilt
+        # file at this path would otherwise resolve to this wrong library
+        if hasattr(_ctypes, "dlclose"):
+            _ctypes.dlclose(lib._handle)
+        raise OSError(f"{path} is not the build of this kernel (its key is {found!r})")
+    return lib
+
+
+def _private_dir() -> Path:
+    """This process's own build directory (a fresh temporary one, removed at exit)."""
+    if not _PRIVATE:
+        import atexit
+
+        path = Path(tempfile.mkdtemp(prefix="nvmathpy-kernels-"))
+        atexit.register(shutil.rmtree, path, True)
+        _PRIVATE.append(path)
+    return _PRIVATE[0]
+
+
+def _directories() -> list[Path]:
+    """Where kernels are looked up, in order: the cache, then this process's own directory."""
+    return [cache_dir() / "cpu_kernels", *_PRIVATE]
+
+
+def _warn_once(directory: Path, exc: BaseException) -> None:
+    if str(directory) not in _WARNED:
+        _WARNED.add(str(directory))
+        warnings.warn(f"nvmathpy: the kernel cache {directory} cannot be used ({exc}); compiled kernels are built "
+                      "in a temporary directory for this process", KernelCacheWarning, stacklevel=4)
+
+
+def _build(compiler: str, source: str, directory: Path | None = None, flags: tuple[str, ...] = FLAGS,
+           libs: tuple[str, ...] = _LIBS, key: str | None = None) -> Path:
+    """Compile ``source`` into ``<key>.so`` (atomically) in ``directory``, or (``None`` or not
+    usable: missing, read-only, a file) in the cache, else in this process's temporary
+    directory, with one :class:`KernelCacheWarning`; returns its path.
 
     ``flags`` go before the source file and ``libs`` after it; ``key`` names the result
-    (default: :func:`_key` of ``source`` with those flags)."""
+    (default: :func:`_key` of ``source`` with those flags). The library exports ``key`` as
+    :data:`KEY_SYMBOL`.
+
+    Raises
+    ------
+    MissingDependencyError
+        If the compiler fails, or no directory can be written.
+    """
+    key = key or _key(source, compiler, flags + libs)
+    stamped = _stamped(source, key)
+    problems: list[str] = []
+    tried: list[Path] = []
+    for where in [directory, *_directories(), "private"]:
+        if where == "private":  # this process's own directory, made when first needed
+            try:
+                where = _private_dir()
+            except OSError as exc:
+                problems.append(f"a temporary directory: {exc}")
+                break
+        if where is None or where in tried:
+            continue
+        tried.append(where)
+        try:
+            return _build_in(compiler, stamped, where, flags, libs, key)
+        except OSError as exc:  # this directory cannot be written: the next one
+            problems.append(f"{where}: {exc}")
+            if where not in _PRIVATE:
+                _warn_once(where, exc)
+    raise MissingDependencyError("no directory can hold compiled kernels: " + "; ".join(problems))
+
+
+def _build_in(compiler: str, source: str, directory: Path, flags: tuple[str, ...], libs: tuple[str, ...],
+              key: str) -> Path:
+    """One build in ``directory`` (``OSError``: the directory is unusable)."""
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"{key or _key(source, compiler, flags + libs)}.so"
+    target = directory / f"{key}.so"
     fd, tmp_source = tempfile.mkstemp(suffix=".c", dir=directory)
     tmp_library = tmp_source[:-2] + ".so"
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(source)
-        result = subprocess.run([compiler, *flags, tmp_source, "-o", tmp_library, *libs],
-                                capture_output=True, text=True, timeout=120)
+        try:
+            result = subprocess.run([compiler, *flags, tmp_source, "-o", tmp_library, *libs],
+                                    capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise MissingDependencyError(f"the C compiler {compiler!r} could not be run: {exc}") from exc
         if result.returncode != 0:
             raise MissingDependencyError(f"the C compiler {compiler!r} failed on a generated kernel:\n{result.stderr}")
         os.replace(tmp_library, target)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise MissingDependencyError(f"the C compiler {compiler!r} could not be run: {exc}") from exc
     finally:
         for leftover in (tmp_source, tmp_library):
-            if os.path.exists(leftover):
+            with contextlib.suppress(OSError):
                 os.unlink(leftover)
+    if directory == cache_dir() / "cpu_kernels":
+        _prune(directory, keep=target)
     return target
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Remove the least recently used kernel files beyond :data:`MAX_CACHED_FILES` (loading a
+    file marks it used), and build leftovers a day old. Concurrent pruners and processes
+    that still have a removed file loaded are unaffected (a loaded library stays mapped)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    kernels, now = [], time.time()
+    for entry in entries:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            stamp = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if entry.name.startswith("tmp") and now - stamp > 86400:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        elif entry.name.endswith(".so") and entry.path != str(keep):
+            kernels.append((stamp, entry.path))
+    excess = len(kernels) + 1 - MAX_CACHED_FILES
+    for _, path in sorted(kernels)[:max(0, excess)]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def compile_c(source: str) -> ctypes.CDLL:
     """The loaded library built from ``source`` (from memory, disk, or compiled now).
+
+    A file on disk is used only when it proves to be the build of this source, flags and
+    compiler (its exported :data:`KEY_SYMBOL`); anything else is rebuilt. A cache directory
+    that cannot be written (missing, read-only, a file) gives one
+    :class:`KernelCacheWarning` and builds in a temporary directory instead.
 
     Raises
     ------
@@ -199,26 +342,41 @@ def compile_c(source: str) -> ctypes.CDLL:
 
 
 def _load(compiler: str, source: str) -> ctypes.CDLL:
-    directory = cache_dir() / "cpu_kernels"
-    return _cached(_key(source, compiler), _LOADED, lambda path: ctypes.CDLL(str(path)),
-                   lambda: _build(compiler, source, directory), "a generated CPU kernel")
+    key = _key(source, compiler)
+    return _cached(key, _LOADED, lambda path: _verified_library(path, key), lambda: _build(compiler, source, key=key),
+                   "a generated CPU kernel")
 
 
-def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[], Path] | None, what: str) -> Any:
-    """``memo[key]``, else ``load`` of the cached ``<key>.so`` (a file that does not load - corrupt,
-    foreign - is rebuilt), else ``load`` of what ``build`` makes (``build=None``: ``None``, nothing
-    is compiled); failures to load a fresh build raise :class:`MissingDependencyError` naming
-    ``what``."""
+def _verified_library(path: Path, key: str) -> ctypes.CDLL:
+    lib = _verify(path, key)
+    if hasattr(_ctypes, "dlclose"):  # unloaded once dropped from the memo and unreferenced
+        weakref.finalize(lib, _ctypes.dlclose, lib._handle).atexit = False  # never at interpreter exit
+    return lib
+
+
+def _cached(key: str, memo: "OrderedDict[str, Any]", load: Callable[[Path], Any], build: Callable[[], Path] | None,
+            what: str) -> Any:
+    """``memo[key]``, else ``load`` of a cached ``<key>.so`` (a file that does not load or is not
+    the build of ``key`` is rebuilt), else ``load`` of what ``build`` makes (``build=None``:
+    ``None``, nothing is compiled); failures to load a fresh build raise
+    :class:`MissingDependencyError` naming ``what``. The memo keeps the :data:`MAX_LOADED`
+    most recently used."""
     with _LOCK:
         if key in memo:
+            memo.move_to_end(key)
             return memo[key]
-        path = cache_dir() / "cpu_kernels" / f"{key}.so"
         loaded = None
-        if path.exists():
+        for directory in _directories():
+            path = directory / f"{key}.so"
             try:
+                if not path.is_file():
+                    continue
                 loaded = load(path)
-            except (OSError, ImportError):
-                loaded = None
+            except (OSError, ImportError):  # corrupt, foreign, swapped: rebuilt below
+                continue
+            with contextlib.suppress(OSError):
+                os.utime(path)  # most recently used: the last the pruner removes
+            break
         if loaded is None:
             if build is None:
                 return None
@@ -228,6 +386,8 @@ def _cached(key: str, memo: dict, load: Callable[[Path], Any], build: Callable[[
             except (OSError, ImportError) as exc:  # e.g. a libmvec without a vector variant the kernel calls
                 raise MissingDependencyError(f"{what} could not be loaded: {exc}") from exc
         memo[key] = loaded
+        while len(memo) > MAX_LOADED:
+            memo.popitem(last=False)
         return loaded
 
 
@@ -281,13 +441,13 @@ def compile_extension(module_name: str, source: str, *, build: bool = True) -> t
         raise MissingDependencyError("compiled extensions need a C compiler ($CC or cc) and NVMATHPY_CPU_JIT on")
     flags, extra = _extension_flags()
     key = _key(source, compiler, flags + _EXTENSION_LIBS, (module_name, *extra))
-    directory = cache_dir() / "cpu_kernels"
-    return _cached(key, _EXTENSIONS, lambda path: _import_extension(module_name, path),
-                   (lambda: _build(compiler, source, directory, flags, _EXTENSION_LIBS, key)) if build else None,
+    return _cached(key, _EXTENSIONS, lambda path: _import_extension(module_name, path, key),
+                   (lambda: _build(compiler, source, None, flags, _EXTENSION_LIBS, key)) if build else None,
                    f"the compiled extension {module_name!r}")
 
 
-def _import_extension(module_name: str, path: Path) -> types.ModuleType:
+def _import_extension(module_name: str, path: Path, key: str) -> types.ModuleType:
+    checked = _verify(path, key)  # held open while importing: the import maps this same file  # noqa: F841
     loader = importlib.machinery.ExtensionFileLoader(module_name, str(path))
     spec = importlib.util.spec_from_file_location(module_name, str(path), loader=loader)
     if spec is None:  # pragma: no cover - a loader is given

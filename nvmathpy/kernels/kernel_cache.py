@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..plan.wisdom import cache_dir
+from ..plan.wisdom import _open_regular, cache_dir
 
 if TYPE_CHECKING:  # the CUDA stack is imported only when something is compiled
     from ..cuda.nvrtc import Compiled
@@ -109,8 +109,9 @@ class KernelCache:
         from ..cuda.nvrtc import Compiled
 
         path = self.path(key)
-        try:
-            raw = path.read_bytes()
+        try:  # non-blocking and regular files only: a FIFO or device never hangs the caller
+            with os.fdopen(_open_regular(path, os.O_RDONLY), "rb") as handle:
+                raw = handle.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -122,16 +123,18 @@ class KernelCache:
             header_end = raw.index(b"\n", len(_MAGIC))
             header = json.loads(raw[len(_MAGIC):header_end])
             code = raw[header_end + 1:]
+            if header.get("key") != key:  # a swapped or foreign entry: the code of another source
+                raise ValueError(f"the entry was written for key {str(header.get('key'))[:16]!r}")
             if hashlib.sha256(code).hexdigest() != header["sha256"]:
                 raise ValueError("code does not match its checksum")
             return Compiled(code, header["kind"], header["arch"], header["log"])
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             warnings.warn(f"nvmathpy: ignoring corrupt kernel cache entry {path} ({exc}); recompiling",
                           stacklevel=3)
             return None
 
     def _write(self, key: str, compiled: Compiled) -> None:
-        header = json.dumps({"kind": compiled.kind, "arch": compiled.arch, "log": compiled.log,
+        header = json.dumps({"key": key, "kind": compiled.kind, "arch": compiled.arch, "log": compiled.log,
                              "sha256": hashlib.sha256(compiled.code).hexdigest()})
         directory = self.directory
         try:

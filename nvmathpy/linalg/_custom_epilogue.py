@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import InvalidOperandError
 from ..operands import Operand, to_package
 from ..kernels.cpu_eval import BlockedEvaluator, NumexprEvaluator
-from ..kernels.ir import Expr, walk
-from ..kernels.trace import trace
+from ..kernels.ir import Expr, input_, inputs_of, substitute, walk
+from ..kernels.trace import trace, trace_lifting
 from ._epilogue_cpu import Program, compile_program
 
 __all__ = ["is_custom", "scalar_inputs", "input_kind", "trace_epilogue", "needs_whole_result", "custom_program"]
@@ -54,14 +54,15 @@ def scalar_inputs(inputs: Mapping[str, Any], like: Operand) -> dict[str, Any]:
     return out
 
 
-def _scalar_array(value: numbers.Number, like: Operand) -> Any:
-    """``value`` as a 0-d array of ``like``'s dtype, package and device."""
-    host = np.asarray(value, like.dtype)
+def _scalar_array(value: numbers.Number, like: Operand, dtype: Any = None) -> Any:
+    """``value`` as a 0-d array of ``dtype`` (default: ``like``'s) in ``like``'s package and device."""
+    dtype = like.dtype if dtype is None else np.dtype(dtype)
+    host = np.asarray(value, dtype)
     if like.device != "cuda":
         return to_package(host, like)
     if like.package == "torch":
         torch = sys.modules["torch"]
-        return torch.tensor(value, dtype=getattr(torch, like.dtype.name), device=f"cuda:{like.device_id}")
+        return torch.tensor(value, dtype=getattr(torch, dtype.name), device=f"cuda:{like.device_id}")
     import cupy
 
     with cupy.cuda.Device(like.device_id):
@@ -85,10 +86,27 @@ def trace_epilogue(
     epilogue: "Callable[..., Any] | Expr", shapes: Mapping[str, Sequence[int]], result: Sequence[int]
 ) -> Expr:
     """Trace ``epilogue`` with input kinds taken from ``shapes`` (an :class:`Expr` is returned as is)."""
-    if isinstance(epilogue, Expr):
-        return epilogue
+    if isinstance(epilogue, Expr):  # the product is the leaf named "x", whatever the tracer called it
+        value = next((name for name, kind in inputs_of(epilogue).items() if kind == "value"), "x")
+        return epilogue if value == "x" else substitute(epilogue, {value: input_("x", "value")})
     m, n = (result[-2], result[-1]) if len(result) >= 2 else (1, result[-1] if result else 1)
-    return trace(epilogue, {name: input_kind(shape, m, n) for name, shape in shapes.items()})
+    return trace(epilogue, {name: input_kind(shape, m, n) for name, shape in shapes.items()}, value_name="x")
+
+
+def trace_epilogue_lifting(
+    epilogue: "Callable[..., Any] | Expr", shapes: Mapping[str, Sequence[int]], result: Sequence[int], like: Operand
+) -> tuple[Expr, dict[str, Any]]:
+    """:func:`trace_epilogue`, with the numbers the function captures (closure, defaults,
+    globals) lifted into scalar inputs (see :func:`~nvmathpy.kernels.trace.trace_lifting`):
+    returns the expression and those inputs as 0-d arrays of ``like``'s package and compute
+    dtype (float32 for 16-bit and 8-bit operands), so one plan and one kernel serve every value."""
+    if isinstance(epilogue, Expr):
+        return trace_epilogue(epilogue, shapes, result), {}
+    m, n = (result[-2], result[-1]) if len(result) >= 2 else (1, result[-1] if result else 1)
+    expr, values = trace_lifting(epilogue, {name: input_kind(shape, m, n) for name, shape in shapes.items()},
+                                 value_name="x")
+    dtype = like.dtype if np.dtype(like.dtype).itemsize >= 4 else np.dtype(np.float32)
+    return expr, {name: _scalar_array(value, like, dtype) for name, value in values.items()}
 
 
 def needs_whole_result(expr: Expr) -> bool:

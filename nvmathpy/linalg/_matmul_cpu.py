@@ -30,11 +30,13 @@ import functools
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import MissingDependencyError
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
 from ..kernels.cpu_eval import numexpr_supports
@@ -418,11 +420,17 @@ class _Kernel:
         input_dtypes = {n: (dt if dt is not None else spec.compute) for n, dt in spec.inputs.items()}
         input_dtypes["c"] = spec.compute
         if evaluator == "c" and (steps or (custom is not None and custom != _X)):
-            if custom is not None and custom != _X:
-                steps = tuple(steps) + (("d", custom),)
-            self.program = compile_program(steps, outputs=self.aux, compute_dtype=spec.compute, result_is_work=True,
-                                           input_dtypes=input_dtypes, backend="c", input_patterns=spec.patterns,
-                                           workers=workers, pool=pool)
+            try:
+                self.program = compile_program(
+                    tuple(steps) + ((("d", custom),) if custom is not None and custom != _X else ()),
+                    outputs=self.aux, compute_dtype=spec.compute, result_is_work=True, input_dtypes=input_dtypes,
+                    backend="c", input_patterns=spec.patterns, workers=workers, pool=pool)
+            except MissingDependencyError as exc:  # compiled kernels are a speed-up, never a requirement
+                warnings.warn(f"nvmathpy: the compiled epilogue is not available ({exc}); using NumPy's",
+                              RuntimeWarning, stacklevel=2)
+                evaluator = "ufunc"
+        if self.program is not None:  # compiled above
+            pass
         elif custom is not None and custom != _X:
             self.program = custom_program(custom, steps, compute_dtype=spec.compute, input_dtypes=input_dtypes,
                                           backend=evaluator or "ufunc")

@@ -29,7 +29,7 @@ from ..operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wra
 from ..plan import Engine, Plan, PlanCache, Prepared, Problem, as_options
 from ._matmul_layout import analyse_shapes, broadcast_check, layout_class
 from ..kernels.ir import Expr
-from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue
+from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._lt_fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
 from .epilogues import Epilogue, EpilogueDef, definition
 
@@ -574,7 +574,12 @@ def matmul(
         inputs = {n: ops[n].array for n in (epilogue_inputs or {})}
         if custom:  # keyed by the traced expression, never by the function object
             result = analyse_shapes(na.shape, nb.shape).result
-            epilogue = trace_epilogue(epilogue, {n: v.shape for n, v in inputs.items()}, result)
+            # captured numbers (lambda x: x * scale) become run-time scalar inputs: one plan for every value
+            epilogue, lifted = trace_epilogue_lifting(epilogue, {n: v.shape for n, v in inputs.items()}, result,
+                                                      ops["a"])
+            if lifted:
+                epilogue_inputs = {**epilogue_inputs, **lifted}
+                inputs.update((n, wrap(v, n).array) for n, v in lifted.items())
         key = (
             _op_key(na), _op_key(nb), None if nc is None else _op_key(nc), alpha, beta,
             ("custom", str(epilogue)) if custom else epilogue,

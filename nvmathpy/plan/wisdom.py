@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -44,6 +45,10 @@ __all__ = ["Wisdom", "WisdomWarning", "cache_dir", "default_wisdom", "wisdom_ena
 FORMAT = "nvmathpy-wisdom"
 SCHEMA = 1
 FILE_NAME = "wisdom.json"
+#: The longest a write waits for another process's lock before giving up (with a warning).
+LOCK_TIMEOUT = 10.0
+#: A wisdom file beyond this size is not read (it is no wisdom file nvmathpy wrote).
+MAX_BYTES = 64 << 20
 
 
 class WisdomWarning(UserWarning):
@@ -161,17 +166,31 @@ class Wisdom:
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
+        """The store's advisory lock, waited for at most :data:`LOCK_TIMEOUT` seconds
+        (``OSError`` after that, or when the lock file is not a regular file)."""
         path = self.path
         path.parent.mkdir(parents=True, exist_ok=True)
         if fcntl is None:  # pragma: no cover - Windows
             yield
             return
-        with open(path.with_name(path.name + ".lock"), "a+") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        fd = _open_regular(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT)
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"the lock {path}.lock is held by another process for over "
+                                           f"{LOCK_TIMEOUT:g} s") from None
+                    time.sleep(0.01)
             try:
                 yield
             finally:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def _write(self, entries: dict[str, dict[str, Any]], destination: Path | None = None) -> None:
         """Replace ``destination`` (default: the store's file) atomically: a temp file in the
@@ -267,7 +286,11 @@ class _Unusable(Exception):
 def _load(path: Path) -> dict[str, dict[str, Any]]:
     """The usable entries of the wisdom file ``path`` (``OSError`` when it cannot be read,
     :class:`_Unusable` when it is not a wisdom file of this format)."""
-    raw = path.read_bytes()
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise _Unusable(f"is larger than {MAX_BYTES} bytes")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
@@ -281,6 +304,24 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
         raise _Unusable("has no entry table")
     return {k: v for k, v in entries.items()
             if isinstance(v, dict) and "choice" in v and isinstance(v.get("extra", {}), dict)}
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """A descriptor of ``path`` opened without blocking (a FIFO or device never hangs the
+    caller), checked to be a regular file; ``OSError`` otherwise."""
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket or other special file")
+            raise OSError(f"{path} is {kind}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 _DEFAULT = Wisdom()

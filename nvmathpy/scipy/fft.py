@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, prev_fast_len, rfftfreq, set_workers
 
-from ..fft._driver import plan_cache, transform
+from ..fft._driver import as_scipy_input, plan_cache, transform
 from ..fft.fft_plan import FFT
 from ..fft.trig_plan import trig_transform
 
@@ -69,10 +69,43 @@ def _threads(workers: Any) -> int:
     return w
 
 
+def _n(n: Any) -> tuple[int] | None:
+    """``n`` as SciPy takes it: ``None`` or an integer >= 1 (``TypeError`` for non-integers,
+    ``ValueError`` below 1). Booleans are refused (``TypeError``), which SciPy takes as 1."""
+    if n is None:
+        return None
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"n must be an integer, not a boolean (booleans are refused): n={n!r}")
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of data points ({n}) specified; n must be >= 1")
+    return (n,)
+
+
+def _s(s: Any) -> Any:
+    """``s`` as SciPy takes it: ``None``, an integer, or integers (``ValueError`` otherwise)."""
+    if s is None or isinstance(s, (int, np.integer)):
+        return s
+    try:
+        return [operator.index(v) if v is not None else v for v in s]
+    except TypeError:
+        raise ValueError(f"shape must be a scalar or iterable of integers, got s={s!r}") from None
+
+
+def _type(type: Any, inverse: bool) -> int:
+    """A DCT/DST ``type`` as SciPy takes it: an integer (the inverse transforms, written in
+    Python there, also take an integral float such as ``2.0``); ``TypeError`` otherwise."""
+    if inverse and isinstance(type, float) and type.is_integer():
+        return int(type)
+    if isinstance(type, (bool, np.bool_)):  # refused by the plan, naming the allowed types
+        return type
+    return operator.index(type)
+
+
 def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any]:
     def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        s = None if n is None else (n,)
-        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
+        s = _n(n)
+        return transform(as_scipy_input(x), kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
                          threads=_threads(workers), plan=plan)  # fmt: skip
 
     return _named(function, name, what)
@@ -80,7 +113,7 @@ def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any
 
 def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
     def function(x, s=None, axes=axes_default, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        return transform(x, kind=kind, direction=direction, s=s, axes=axes, norm=norm,
+        return transform(as_scipy_input(x), kind=kind, direction=direction, s=_s(s), axes=axes, norm=norm,
                          threads=_threads(workers), plan=plan)  # fmt: skip
 
     return _named(function, name, what)
@@ -102,7 +135,8 @@ def _scipy_orthogonalize(x: Any, orthogonalize: Any) -> Any:
 
 def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
-        s = None if n is None else (n,)
+        s, type = _n(n), _type(type, inverse)
+        x = as_scipy_input(x)
         return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
@@ -112,6 +146,9 @@ def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable
 
 def _trig_multi_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def run(x, type, s, axes, norm, workers, orthogonalize):
+        x, s, type = as_scipy_input(x), _s(s), _type(type, inverse)
+        if isinstance(x, np.ndarray) and x.ndim == 0:  # SciPy: nothing to transform, x as floats
+            return x.astype(x.dtype if x.dtype.kind in "fc" and x.dtype.itemsize >= 4 else np.float64)
         return trig_transform(x, transform=transform, type=type, s=s, axes=axes, norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip

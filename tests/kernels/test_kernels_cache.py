@@ -83,3 +83,34 @@ def test_default_cache_and_compile_kernel():
     compile_kernel(SOURCE + "// default", "sm_90")
     compile_kernel(SOURCE + "// default", "sm_90")
     assert default_kernel_cache().compiles <= before + 1
+
+
+def test_swapped_entries_are_recompiled_not_used():
+    """Two entries swapped on disk: each source gets its own code back (the header names the key)."""
+    import os
+
+    other = SOURCE.replace("*= s", "+= s")
+    cache = KernelCache()
+    first, second = cache.compile(SOURCE, "sm_90"), cache.compile(other, "sm_90")
+    a, b = cache.path(cache.key(SOURCE, "sm_90")), cache.path(cache.key(other, "sm_90"))
+    tmp = a.with_suffix(".swap")
+    os.replace(a, tmp), os.replace(b, a), os.replace(tmp, b)
+    fresh = KernelCache()
+    with pytest.warns(UserWarning, match="written for key"):
+        assert fresh.compile(SOURCE, "sm_90").code == first.code
+    with pytest.warns(UserWarning, match="written for key"):
+        assert fresh.compile(other, "sm_90").code == second.code
+    assert first.code != second.code
+    assert fresh.compiles == 2
+
+
+def test_a_fifo_in_place_of_an_entry_never_blocks():
+    import os
+
+    cache = KernelCache()
+    path = cache.path(cache.key(SOURCE, "sm_90"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    with pytest.warns(UserWarning, match="not a regular file"):
+        cache.compile(SOURCE, "sm_90")
+    assert cache.compiles == 1
