@@ -21,6 +21,7 @@ from nvmathpy.kernels.emit_cuda import STORAGE_TYPES, emit_expression
 from nvmathpy.kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, gemm_kernel
 from nvmathpy.kernels.kernel_cache import KernelCache
 from nvmathpy.kernels.tiny_batched import tiny_gemm_kernel, tiny_solve_kernel
+from nvmathpy.kernels.tiny_register import tiny_register_solve_kernel
 from nvmathpy.kernels.trace import gelu, trace
 
 pytestmark = needs_nvrtc
@@ -74,7 +75,15 @@ def case_kernel(variant, dtype, config):
 
 def tiny_kernels(dtype):
     return (tiny_gemm_kernel(dtype, 8, 8, 8, with_c=True), tiny_gemm_kernel(dtype, 32, 32, 32, trans_a=True),
-            tiny_solve_kernel(dtype, 8, 1), tiny_solve_kernel(dtype, 32, 4, method="cholesky"))
+            tiny_solve_kernel(dtype, 8, 1), tiny_solve_kernel(dtype, 32, 4, method="cholesky"),
+            *register_kernels(dtype))
+
+
+def register_kernels(dtype):
+    """The register solver at the edges of its register budget, and at n = 8 (C and F order)."""
+    edges = [(7, 3), (4, 4)] if dtype == "float64" else [(8, 4), (3, 1)]
+    return (tiny_register_solve_kernel(dtype, 8, 1), tiny_register_solve_kernel(dtype, 8, 1, trans_a=True),
+            *(tiny_register_solve_kernel(dtype, n, k) for n, k in edges))
 
 
 @pytest.fixture(scope="module")

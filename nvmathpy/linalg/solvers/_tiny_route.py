@@ -28,10 +28,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ...kernels.launch import pack_arguments
 from ...cuda.bindings.cublas import FillMode
 from ...kernels.tiny_batched import (MAX_N, MAX_RHS, TinyKernel, tiny_factor_kernel, tiny_factored_solve_kernel,
                                      tiny_solve_kernel)
+from ...kernels.tiny_register import register_solve_fits, tiny_register_solve_kernel
 from ...plan import Candidate, Problem
 from ._cusolver_engine import Context, LURoute, Route
 
@@ -88,23 +91,54 @@ def _load(kernel: TinyKernel, ctx: Context) -> Callable[..., None]:
 class TinySolve(Route):
     """The prepared tiny route: ``run(a3, b3)`` solves a ``(count, n, n)`` stack against a
     ``(count, n, k)`` one (``None``: the identity, for the inverse) and returns the C-ordered
-    ``(count, n, k)`` solution; nothing synchronises."""
+    ``(count, n, k)`` solution; nothing synchronises.
+
+    Systems small enough for one thread's registers
+    (:func:`~nvmathpy.kernels.tiny_register.register_solve_fits`: ``n <= 8`` with a few right-hand
+    sides) take the register kernel, one thread per system, which also raises a failure flag
+    stamped with the launch's epoch, so :meth:`failures` reads 8 bytes (not the whole ``info``
+    array) when nothing failed; larger ones take the shared-memory kernel, ``n`` threads per
+    system. The rule depends on the sizes and dtype alone."""
 
     one_shot = True
 
     def __init__(self, candidate: Candidate, ctx: Context, problem: Problem):
         super().__init__(candidate, ctx, problem)
         self.n, self.k = int(problem.get("n")), _columns(problem)
+        self.registers = register_solve_fits(self.dtype_name, self.n, self.k)
         self._functions: dict[bool, tuple[TinyKernel, Callable[..., None]]] = {}
         self._eye = self.cupy.eye(self.n, dtype=self.dtype)[None] if problem.get("inverse") else None
+        self._flag = self.cupy.zeros(1, np.uint64)
+        self._flag_ptr = int(self._flag.data.ptr)
+        self._epoch = 0
         self._function(problem.get("layout") == "F")  # the expected variant is compiled while planning
 
     def _function(self, trans_a: bool) -> tuple[TinyKernel, Callable[..., None]]:
         found = self._functions.get(trans_a)
         if found is None:
-            kernel = tiny_solve_kernel(self.dtype_name, self.n, self.k, method="lu", trans_a=trans_a)
+            if self.registers:
+                kernel = tiny_register_solve_kernel(self.dtype_name, self.n, self.k, trans_a=trans_a)
+            else:
+                kernel = tiny_solve_kernel(self.dtype_name, self.n, self.k, method="lu", trans_a=trans_a)
             found = self._functions[trans_a] = (kernel, _load(kernel, self.ctx))
         return found
+
+    def _next_epoch(self) -> int:
+        """The next launch's epoch (32 bits; the flag is cleared when they wrap around)."""
+        self._epoch += 1
+        if self._epoch > 0xFFFFFFFF:
+            self._flag[...] = 0
+            self._epoch = 1
+        return self._epoch
+
+    def failures(self) -> list[int]:
+        """Flat indices of the systems whose last solve met a zero pivot (one sync; the register
+        kernel's flag is read first and the ``info`` array only when it names a failure)."""
+        if self.registers and self._epoch:
+            stamp = int(self.cupy.asnumpy(self._flag)[0])
+            if stamp >> 32 != self._epoch:
+                return []
+        return super().failures()
 
     def run(self, a3: Any, b3: Any | None) -> Any:
         """Enqueue the solve of every system; ``info`` stays on the device."""
@@ -127,6 +161,8 @@ class TinySolve(Route):
                   ("stride_b", None): b3.strides[0] // item if b3.shape[0] > 1 else 0,
                   ("x", None): int(x.data.ptr), ("ldx", None): self.k, ("stride_x", None): n * self.k,
                   ("info", None): int(self.info.data.ptr), ("batch", None): self.count}
+        if self.registers:
+            values[("flag", None)], values[("epoch", None)] = self._flag_ptr, self._next_epoch()
         grid, block = kernel.launch_dims(self.count)
         launch(grid, block, pack_arguments(kernel.params, values), self.ctx.stream())
         return x
