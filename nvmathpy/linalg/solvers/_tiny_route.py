@@ -107,6 +107,8 @@ class TinySolve(Route):
         self.n, self.k = int(problem.get("n")), _columns(problem)
         self.registers = register_solve_fits(self.dtype_name, self.n, self.k)
         self._functions: dict[bool, tuple[TinyKernel, Callable[..., None]]] = {}
+        self._launchers: dict[bool, tuple[Callable[..., None], Any, tuple[Any, ...], tuple[Any, Any]]] = {}
+        self.item, self._x_shape = self.dtype.itemsize, (self.count, self.n, self.k)
         self._eye = self.cupy.eye(self.n, dtype=self.dtype)[None] if problem.get("inverse") else None
         self._flag = self.cupy.zeros(1, np.uint64)
         self._flag_ptr = int(self._flag.data.ptr)
@@ -142,30 +144,46 @@ class TinySolve(Route):
 
     def run(self, a3: Any, b3: Any | None) -> Any:
         """Enqueue the solve of every system; ``info`` stays on the device."""
-        cupy, item, n = self.cupy, self.dtype.itemsize, self.n
-        if a3.strides[2] == item or n == 1:
-            trans_a, lda = False, a3.strides[1] // item
-        elif a3.strides[1] == item:
-            trans_a, lda = True, a3.strides[2] // item
+        cupy, item, n = self.cupy, self.item, self.n
+        strides = a3.strides
+        if strides[2] == item or n == 1:
+            trans_a, lda = False, strides[1] // item
+        elif strides[1] == item:
+            trans_a, lda = True, strides[2] // item
         else:  # neither rows nor columns contiguous: one C-ordered copy
             a3 = cupy.ascontiguousarray(a3)
-            trans_a, lda = False, n
+            trans_a, lda, strides = False, n, a3.strides
         if b3 is None:
             b3 = self._eye
         elif b3.strides[2] != item and self.k != 1:
             b3 = cupy.ascontiguousarray(b3)
-        kernel, launch = self._function(trans_a)
-        x = cupy.empty((self.count, n, self.k), self.dtype)
-        values = {("a", None): int(a3.data.ptr), ("lda", None): lda, ("stride_a", None): a3.strides[0] // item,
-                  ("b", None): int(b3.data.ptr), ("ldb", None): b3.strides[1] // item,
-                  ("stride_b", None): b3.strides[0] // item if b3.shape[0] > 1 else 0,
-                  ("x", None): int(x.data.ptr), ("ldx", None): self.k, ("stride_x", None): n * self.k,
-                  ("info", None): int(self.info.data.ptr), ("batch", None): self.count}
+        launch, packed, slots, dims = self._launchers.get(trans_a) or self._launcher(trans_a)
+        x = cupy.empty(self._x_shape, self.dtype)
+        slots[0].value, slots[1].value, slots[2].value = a3.data.ptr, lda, strides[0] // item
+        b_strides = b3.strides
+        slots[3].value, slots[4].value = b3.data.ptr, b_strides[1] // item
+        slots[5].value = b_strides[0] // item if b3.shape[0] > 1 else 0
+        slots[6].value = x.data.ptr
         if self.registers:
-            values[("flag", None)], values[("epoch", None)] = self._flag_ptr, self._next_epoch()
-        grid, block = kernel.launch_dims(self.count)
-        launch(grid, block, pack_arguments(kernel.params, values), self.ctx.stream())
+            slots[7].value = self._next_epoch()
+        launch(*dims, packed, self.ctx.stream())
         return x
+
+    def _launcher(self, trans_a: bool) -> tuple[Callable[..., None], Any, tuple[Any, ...], tuple[Any, Any]]:
+        """The variant's launch function, its packed arguments with what never changes filled in,
+        the slots :meth:`run` sets (``a, lda, stride_a, b, ldb, stride_b, x`` [, ``epoch``]) and
+        the launch dimensions, made once per plan."""
+        kernel, launch = self._function(trans_a)
+        values = {(key, None): 0 for key in ("a", "lda", "stride_a", "b", "ldb", "stride_b", "x")}
+        values.update({("ldx", None): self.k, ("stride_x", None): self.n * self.k,
+                       ("info", None): int(self.info.data.ptr), ("batch", None): self.count})
+        if self.registers:
+            values.update({("flag", None): self._flag_ptr, ("epoch", None): 0})
+        packed = pack_arguments(kernel.params, values)
+        keys = ("a", "lda", "stride_a", "b", "ldb", "stride_b", "x") + (("epoch",) if self.registers else ())
+        found = (launch, packed, tuple(packed.slots[(key, None)] for key in keys), kernel.launch_dims(self.count))
+        self._launchers[trans_a] = found
+        return found
 
 
 class TinyFactored(LURoute):
