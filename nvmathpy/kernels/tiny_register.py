@@ -40,6 +40,24 @@ REGISTER_MAX_N, REGISTER_MAX_RHS = 8, 4
 _WARP = 32
 _MAX_WARPS = 4
 _MAX_SMEM = 40 * 1024
+_SM_SMEM, _SM_REGISTERS = 227 * 1024, 65536  # sm_90's shared memory and registers per SM
+
+
+def _min_blocks(threads: int, smem: int, words: int, nrhs: int) -> int:
+    """The blocks per SM to ask ptxas for (``__launch_bounds__``' second argument).
+
+    One right-hand side (the common batched solve): as many blocks as shared memory lets reside,
+    while each thread keeps 48 registers beyond its system's values for addresses and
+    temporaries. Several: 1, so ptxas may use all 255 registers (their interchanges and
+    substitutions keep more values alive than a fixed margin covers; the NVRTC tests compile
+    every variant and check that none spills)."""
+    if nrhs > 1:
+        return 1
+    need = min(255, words + 48)
+    blocks = min(32, _SM_SMEM // smem)
+    while blocks > 1 and _SM_REGISTERS // (blocks * threads) < need:
+        blocks -= 1
+    return max(1, blocks)
 
 
 def _words(dtype: str) -> int:
@@ -199,7 +217,8 @@ def tiny_register_solve_kernel(dtype: str, n: int, nrhs: int, *, trans_a: bool =
                  f"unsigned long long* __restrict__ flag, long long epoch, long long batch").replace("T_", ctype)
     source = "\n".join([
         PRELUDE,
-        f'extern "C" __global__ void __launch_bounds__({threads}, 1) {name}({signature}) {{',
+        f'extern "C" __global__ void __launch_bounds__({threads}, {_min_blocks(threads, warps * per_warp, n * (n + nrhs) * words, nrhs)}) '
+        f'{name}({signature}) {{',
         *("  " + line for line in body),
         "}",
         "",

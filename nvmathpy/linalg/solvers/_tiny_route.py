@@ -1,7 +1,8 @@
 """The ``tiny`` routes of the CUDA solver plans: generated kernels for stacks of small systems.
 
 For real stacks of ``n <= 32`` (:mod:`nvmathpy.kernels.tiny_batched`; several systems per thread
-block, each in shared memory):
+block, each in shared memory; and :mod:`nvmathpy.kernels.tiny_register` for ``n <= 8`` with a few
+right-hand sides: one thread per system, held in registers):
 
 - ``solve`` (the one-shot ``A^{-1} B`` / ``A^{-1}`` behind :func:`nvmathpy.linalg.solve` and
   ``inv``): :class:`TinySolve`, LU with partial pivoting and the substitutions in one launch,
