@@ -83,6 +83,16 @@ def tiny_leads(problem: Problem) -> bool:
     return int(problem.get("n", 0)) <= TINY_LEAD_N and int(problem.get("count", 1)) >= TINY_LEAD_COUNT
 
 
+def _pinned_word() -> Any:
+    """A page-locked ``uint64`` array of one for reading the failure flag back (``None`` where
+    CuPy's ``cupyx`` is missing, e.g. under the host emulation: then ``asnumpy``)."""
+    try:
+        import cupyx
+    except ImportError:
+        return None
+    return cupyx.empty_pinned((1,), np.uint64)
+
+
 def _load(kernel: TinyKernel, ctx: Context) -> Callable[..., None]:
     from .. import _custom_cuda
 
@@ -113,6 +123,7 @@ class TinySolve(Route):
         self._eye = self.cupy.eye(self.n, dtype=self.dtype)[None] if problem.get("inverse") else None
         self._flag = self.cupy.zeros(1, np.uint64)
         self._flag_ptr = int(self._flag.data.ptr)
+        self._flag_host = _pinned_word()
         self._epoch = 0
         self._function(problem.get("layout") == "F")  # the expected variant is compiled while planning
 
@@ -138,7 +149,11 @@ class TinySolve(Route):
         """Flat indices of the systems whose last solve met a zero pivot (one sync; the register
         kernel's flag is read first and the ``info`` array only when it names a failure)."""
         if self.registers and self._epoch:
-            stamp = int(self.cupy.asnumpy(self._flag)[0])
+            if self._flag_host is not None:  # page-locked: one small asynchronous copy, then the sync
+                self._flag.get(out=self._flag_host)
+                stamp = int(self._flag_host[0])
+            else:
+                stamp = int(self.cupy.asnumpy(self._flag)[0])
             if stamp >> 32 != self._epoch:
                 return []
         return super().failures()
