@@ -89,9 +89,11 @@ def _lu_lines(n: int, nrhs: int) -> list[str]:
     """Fully unrolled LU with partial pivoting of ``m`` applied to ``y``, then ``U`` back-substitution."""
     lines: list[str] = []
     for kc in range(n):
-        lines.append(f"{{  // column {kc}: the first largest magnitude at or below the diagonal is the pivot")
         if kc + 1 < n:
+            lines.append(f"{{  // column {kc}: the first largest magnitude at or below the diagonal is the pivot")
             lines.append(f"  int pr = {kc}; T best = fabs(m[{kc}][{kc}]);")
+        else:
+            lines.append(f"{{  // column {kc}, the last: its diagonal is the pivot")
         for i in range(kc + 1, n):
             lines.append(f"  if (fabs(m[{i}][{kc}]) > best) {{ best = fabs(m[{i}][{kc}]); pr = {i}; }}")
         # the interchange, column by column: the pivot row's entry is picked by a chain of selects
