@@ -268,7 +268,14 @@ def unwrapper(like: Operand) -> Callable[[Any], Any] | None:
         if like.device == "cpu":
             return _numpy_to_torch
         torch = sys.modules["torch"]
-        return torch.from_dlpack
+        from_dlpack, tensor = torch.from_dlpack, torch.Tensor
+
+        def to_torch(result: Any) -> Any:
+            # a result the engine allocated with torch already is one: no DLPack round trip
+            # (which would also look up the current stream and device on every call)
+            return result if isinstance(result, tensor) else from_dlpack(result)
+
+        return to_torch
     return None
 
 

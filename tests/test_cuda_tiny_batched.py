@@ -23,6 +23,7 @@ pytest.importorskip("cuda.pathfinder", reason="CUDA wheels not installed (pip in
 
 from nvmathpy.cuda.bindings import cublaslt, cusolver  # noqa: E402
 from nvmathpy.errors import LinAlgError, MissingDependencyError  # noqa: E402
+from nvmathpy.kernels.tiny_register import register_solve_fits  # noqa: E402
 
 try:
     cusolver.LIB.loaded
@@ -114,6 +115,11 @@ def with_route(plan, label):
     return plan
 
 
+def solve_kernel_name(dtype, n, k):
+    """The one-shot tiny kernel the rule picks: registers for the smallest systems."""
+    return "nvm_tiny_reg_solve" if register_solve_fits(dtype, n, k) else "nvm_tiny_solve"
+
+
 def tiny_launches():
     return [name for name, _, _ in cuda_emulation.LAUNCHES if name.startswith("nvm_tiny")]
 
@@ -170,18 +176,20 @@ def test_solve_takes_the_tiny_route(em, dtype, n, layout, b_shape):
     x = nl.solve(dev(a), dev(b))
     ref = np.linalg.solve(up(a), up(b))
     assert rel(x, ref) < TOL[dtype] * n
-    assert tiny_launches() == ["nvm_tiny_solve"]
+    k = b_shape[-1] if len(b_shape) > 1 else 1
+    assert tiny_launches() == [solve_kernel_name(dtype, n, k)]
     assert not [name for name in em.names() if "getr" in name]  # no cuBLAS / cuSOLVER call
     np.testing.assert_array_equal(a, a_before)
     np.testing.assert_array_equal(b, b_before)
 
 
-@pytest.mark.parametrize("dtype, layout", [("float64", "C"), ("float32", "F")])
-def test_inverse_takes_the_tiny_route(em, dtype, layout):
+@pytest.mark.parametrize("dtype, layout, n", [("float64", "C", 11), ("float32", "F", 11), ("float64", "F", 4),
+                                              ("float32", "C", 3)])
+def test_inverse_takes_the_tiny_route(em, dtype, layout, n):
     rng = np.random.default_rng(11)
-    a = laid_out(general(rng, (300, 11, 11), dtype), layout)
-    assert rel(nl.inv(dev(a)), np.linalg.inv(up(a))) < TOL[dtype] * 11
-    assert tiny_launches() == ["nvm_tiny_solve"]
+    a = laid_out(general(rng, (300, n, n), dtype), layout)
+    assert rel(nl.inv(dev(a)), np.linalg.inv(up(a))) < TOL[dtype] * n
+    assert tiny_launches() == [solve_kernel_name(dtype, n, n)]
 
 
 def test_singular_systems_are_named_like_the_batched_route(em):
@@ -200,6 +208,30 @@ def test_singular_systems_are_named_like_the_batched_route(em):
                 plan.check()
             messages[label] = str(info.value)
     assert messages["tiny"] == messages["getrfBatched"]
+    assert tiny_launches()[-1] == "nvm_tiny_reg_solve"
+
+
+def test_register_route_flag_follows_each_call(em):
+    """The failure flag is stamped per launch: a failing call, then a good one on the same plan
+    (and the one-call function's cached plan), then the epoch wrapping around."""
+    rng = np.random.default_rng(14)
+    a, b = general(rng, (300, 8, 8), "float64"), rng.standard_normal((300, 8, 1))
+    bad = a.copy()
+    bad[299] = 0.0
+    with pytest.raises(LinAlgError, match=r"Singular matrix \(batch element 299\)"):
+        nl.solve(dev(bad), dev(b))
+    assert rel(nl.solve(dev(a), dev(b)), np.linalg.solve(a, b)) < 1e-12  # the same cached plan, no error
+    with with_route(CudaSolve(dev(bad), dev(b)), "tiny") as plan:
+        plan._run()
+        route = plan._route
+        assert route.registers and route.failures() == [299]
+        route._epoch = 0xFFFFFFFF  # the next launch wraps: the flag is cleared, the epoch restarts at 1
+        plan._run()
+        assert route._epoch == 1 and route.failures() == [299]
+        plan._set(dev(a), dev(b))
+        plan._run()
+        assert route.failures() == []
+    assert set(tiny_launches()) == {"nvm_tiny_reg_solve"}
 
 
 def test_a_non_leading_size_through_an_installed_tiny_route(em):

@@ -141,6 +141,9 @@ def current_stream_pointer(package: str, device_id: int) -> Callable[[], int]:
     ``device_id``, CuPy's on the current device (the operands' device is current during a call)."""
     if package == "torch":
         torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle alone, no Stream object
+        if raw is not None:
+            return lambda: raw(device_id)
         current = torch.cuda.current_stream
         return lambda: current(device_id).cuda_stream
     cupy = import_cupy()

@@ -91,6 +91,10 @@ class PackedArguments:
     ----------
     array : ctypes array of c_void_p
         ``array[i]`` points at argument ``i``; pass ``array`` as ``kernelParams``.
+    slots : dict
+        The ctypes value of each parameter by key: a launcher that keeps one ``PackedArguments``
+        sets ``slots[key].value`` before each launch (``cuLaunchKernel`` copies the arguments at
+        the launch, so they may change right after it).
     """
 
     def __init__(self, params: Sequence[KernelParam], values: Mapping[ParamKey, Any]):
@@ -102,6 +106,7 @@ class PackedArguments:
                                       f"unexpected {extra}")
         self._held = [ARG_CTYPES[p.ctype](values[p.key]) for p in params]
         self.array = (ctypes.c_void_p * max(1, len(params)))(*(ctypes.addressof(v) for v in self._held))
+        self.slots = dict(zip(expected, self._held))
 
     def __len__(self) -> int:
         return len(self._held)

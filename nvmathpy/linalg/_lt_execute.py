@@ -108,7 +108,7 @@ def _allocator(spec: LtSpec, launch: Launch, cupy: Any) -> Callable[[], tuple[An
     shape = spec.d_shape
     if launch.package == "torch":
         torch = sys.modules["torch"]
-        empty, dtype, device = torch.empty, getattr(torch, spec.out_dtype), f"cuda:{launch.device_id}"
+        empty, dtype, device = torch.empty, getattr(torch, spec.out_dtype), torch.device("cuda", launch.device_id)
         if launch.explicit_stream is None:
             def new_torch() -> tuple[Any, int]:
                 d = empty(shape, dtype=dtype, device=device)
@@ -124,7 +124,8 @@ def _allocator(spec: LtSpec, launch: Launch, cupy: Any) -> Callable[[], tuple[An
             return d, d.data_ptr()
 
         return new_torch_on_stream
-    empty, dtype = cupy.empty, _cupy_dtype(spec.out_dtype, launch.raw_storage)
+    # the ndarray constructor itself (what cupy.empty calls), with the dtype object resolved once
+    empty, dtype = cupy.ndarray, np.dtype(_cupy_dtype(spec.out_dtype, launch.raw_storage))
 
     def new_cupy() -> tuple[Any, int]:
         d = empty(shape, dtype)

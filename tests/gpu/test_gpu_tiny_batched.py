@@ -73,6 +73,31 @@ def test_batched_small_solves_take_the_tiny_route(dtype, n, layout):
     assert rel(nl.inv(da), np.linalg.inv(up(a))) < TOL[dtype] * n
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_register_kernel_on_a_large_odd_stack(dtype, layout):
+    """10^5 + 3 systems of 8x8 with one right-hand side (the register kernel, one thread per
+    system), each needing a row interchange; then singular members in the first and the last
+    block: the first one is named, and the cached plan's next good call raises nothing."""
+    count = 1001 if EMULATED else 100003
+    rng = np.random.default_rng(21)
+    a, b = general(rng, (count, 8, 8), dtype), rng.standard_normal((count, 8, 1)).astype(dtype)
+    a[:, 0, 0] = 0.0  # the first pivot comes from another row
+    da, db = on_device(a, layout), on_device(b)
+    assert rel(nl.solve(da, db), np.linalg.solve(up(a), up(b))) < TOL[dtype] * 8
+    with CudaSolve(da, db) as plan:
+        plan.plan()
+        plan._run()
+        plan.check()
+        assert plan.candidate.label == "tiny" and plan._route.registers
+    bad = a.copy()
+    bad[count - 1] = 0.0
+    bad[17, :, 5] = 0.0
+    with pytest.raises(LinAlgError, match=r"Singular matrix \(batch element 17\)"):
+        nl.solve(on_device(bad, layout), db)
+    assert rel(nl.solve(da, db), np.linalg.solve(up(a), up(b))) < TOL[dtype] * 8
+
+
 def test_tiny_and_batched_routes_agree_and_name_singular_members_alike():
     rng = np.random.default_rng(2)
     a, b = general(rng, (3, COUNT // 3, 7, 7), "float64"), rng.standard_normal((3, COUNT // 3, 7, 3))

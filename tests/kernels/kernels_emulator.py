@@ -136,11 +136,13 @@ def run_gemm(kernel, a, b, d, *, alpha=1.0, beta=0.0, c=None, inputs=None, sanit
     launch(kernel.source, kernel.name, grid, block, pack_arguments(kernel.params, values), sanitize)
 
 
-def run_solve(kernel, a, b, x, info, sanitize=None):
+def run_solve(kernel, a, b, x, info, sanitize=None, flag=None, epoch=1):
     """Launch a tiny solver on host arrays ``a (batch, n, n)``, ``b``/``x (batch, n, nrhs)``."""
     from nvmathpy.kernels.launch import pack_arguments
 
     values = {("batch", None): a.shape[0], ("info", None): info.ctypes.data}
+    if flag is not None:  # the register solver's failure flag (uint64 array of one) and launch epoch
+        values.update({("flag", None): flag.ctypes.data, ("epoch", None): epoch})
     for name, array in (("a", a), ("b", b), ("x", x)):
         values.update(_matrix_values(name, array))
     launch(kernel.source, kernel.name, *kernel.launch_dims(a.shape[0]), pack_arguments(kernel.params, values), sanitize)

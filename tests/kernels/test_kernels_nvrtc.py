@@ -21,6 +21,7 @@ from nvmathpy.kernels.emit_cuda import STORAGE_TYPES, emit_expression
 from nvmathpy.kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, gemm_kernel
 from nvmathpy.kernels.kernel_cache import KernelCache
 from nvmathpy.kernels.tiny_batched import tiny_gemm_kernel, tiny_solve_kernel
+from nvmathpy.kernels.tiny_register import register_solve_fits, tiny_register_solve_kernel
 from nvmathpy.kernels.trace import gelu, trace
 
 pytestmark = needs_nvrtc
@@ -75,7 +76,15 @@ def case_kernel(variant, dtype, config):
 
 def tiny_kernels(dtype):
     return (tiny_gemm_kernel(dtype, 8, 8, 8, with_c=True), tiny_gemm_kernel(dtype, 32, 32, 32, trans_a=True),
-            tiny_solve_kernel(dtype, 8, 1), tiny_solve_kernel(dtype, 32, 4, method="cholesky"))
+            tiny_solve_kernel(dtype, 8, 1), tiny_solve_kernel(dtype, 32, 4, method="cholesky"),
+            *register_kernels(dtype))
+
+
+def register_kernels(dtype):
+    """The register solver at the edges of its register budget, and at n = 8 (C and F order)."""
+    edges = [(7, 3), (4, 4)] if dtype == "float64" else [(8, 4), (3, 1)]
+    return (tiny_register_solve_kernel(dtype, 8, 1), tiny_register_solve_kernel(dtype, 8, 1, trans_a=True),
+            *(tiny_register_solve_kernel(dtype, n, k) for n, k in edges))
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +116,19 @@ def test_gemm_variants_compile_without_spills(variant, dtype, config, arch, kcac
 def test_tiny_kernels_compile_without_spills(dtype, arch, kcache):
     for kernel in tiny_kernels(dtype):
         check_compiled(kcache, kernel.source, kernel.name, arch, kernel.smem_bytes)
+
+
+def test_every_register_solver_variant_compiles_without_spills_for_sm_90(tmp_path):
+    """Each (dtype, n, nrhs) the route rule sends to the register kernel (the edges are checked
+    for sm_80 too, in test_tiny_kernels_compile_without_spills)."""
+    cache = KernelCache(tmp_path)
+    kernels = [tiny_register_solve_kernel(dtype, n, k) for dtype in ("float32", "float64") for n in range(1, 9)
+               for k in range(1, 5) if register_solve_fits(dtype, n, k)]
+    assert len(kernels) > 40
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda kernel: cache.compile(kernel.source, "sm_90"), kernels))
+    for kernel in kernels:
+        check_compiled(cache, kernel.source, kernel.name, "sm_90", kernel.smem_bytes)
 
 
 @functools.cache

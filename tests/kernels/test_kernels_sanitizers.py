@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from kernels_cases import needs_gxx
 from kernels_emulator import run_sanitized
 
@@ -82,3 +84,29 @@ def test_an_out_of_bounds_write_is_caught():
     code = SOLVE_CASE.format(x_shape="(20, 7, 2)").replace("x[:21]", "x[:20]").replace("ref) /", "ref[:20]) /")
     result, output = run(code, "address")
     assert result.returncode != 0 and "AddressSanitizer: heap-buffer-overflow" in output, output[-4000:]
+
+
+REGISTER_CASE = """
+import numpy as np
+import kernels_emulator as emu
+from nvmathpy.kernels.tiny_register import tiny_register_solve_kernel
+rng = np.random.default_rng(1)
+a = rng.standard_normal((37, 6, 6)) + 5 * np.eye(6)
+a[5] = 0.0  # a singular system: the flag's atomic is exercised too
+b = rng.standard_normal((37, 6, 1))
+x, info, flag = np.zeros((37, 6, 1)), np.zeros(37, dtype=np.int32), np.zeros(1, dtype=np.uint64)
+emu.run_solve(tiny_register_solve_kernel("float64", 6, 1), a, b, x, info, sanitize="{sanitize}", flag=flag, epoch=2)
+ok = info == 0
+ref = np.linalg.solve(a[ok], b[ok])
+assert info[5] == 1 and ok.sum() == 36 and int(flag[0]) >> 32 == 2
+print("error", np.linalg.norm(x[ok] - ref) / np.linalg.norm(ref))
+"""
+
+
+@pytest.mark.parametrize("sanitize", ["thread", "address"])
+def test_register_solver_is_clean_under_the_sanitizers(sanitize):
+    """The warp-staged loads and stores (a partial last warp: 37 systems) and the flag's atomic."""
+    result, output = run(REGISTER_CASE.format(sanitize=sanitize), sanitize)
+    name = "ThreadSanitizer" if sanitize == "thread" else "AddressSanitizer"
+    assert result.returncode == 0 and name not in output, output[-4000:]
+    assert error_of(output) < 1e-12

@@ -45,7 +45,7 @@ def plan_cache() -> PlanCache:
 
 
 def _key(name: str, a: Any, *extra: Hashable) -> tuple:
-    return (name, tuple(a.shape), tuple(a.strides), str(a.dtype), int(a.device.id), *extra)
+    return (name, a.shape, a.strides, a.dtype.str, a.device.id, *extra)  # dtype.str: no Python-level naming
 
 
 def _run(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -293,10 +294,14 @@ class CudaPlanMixin:
     def _release(self) -> None:
         """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
         stand-ins of their shapes and dtypes (the next reset brings real ones back)."""
+        standins = self.__dict__.setdefault("_standins", {})  # made once per shape and dtype
         for name in ("_a", "_b"):
             array = getattr(self, name, None)
             if array is not None:
-                setattr(self, name, self._cupy.broadcast_to(self._cupy.zeros((), array.dtype), array.shape))
+                standin = standins.get(name)
+                if standin is None or standin.shape != array.shape or standin.dtype != array.dtype:
+                    standin = standins[name] = self._cupy.broadcast_to(self._cupy.zeros((), array.dtype), array.shape)
+                setattr(self, name, standin)
         self._clear_derived()  # type: ignore[attr-defined]
         self._rebind()  # type: ignore[attr-defined]
 
@@ -309,8 +314,9 @@ class CudaPlanMixin:
             raise LinAlgError(f"{message}{where}")
 
     def _stack(self, a: Any) -> Any:
-        count = int(np.prod(a.shape[:-2], dtype=np.int64))
-        return a.reshape((count,) + a.shape[-2:])
+        if a.ndim == 3:  # already a stack: no reshape on the hot path
+            return a
+        return a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
 
     def _device_rhs(self, b: Any, rows: int) -> tuple[Any, bool]:
         """``b`` as a device stack ``(count, rows, k)`` in the plan's dtype (NumPy 2 rules)."""
@@ -591,7 +597,8 @@ class CudaSolve(CudaPlanMixin, Solve):
             def one_shot() -> Any:
                 self._route = prepared
                 x = prepared.run(self._stack(self._a), None if self._b is None else self._stack(self._b))
-                return x.reshape(self._a.shape if self._b is None else self._b.shape)
+                shape = self._a.shape if self._b is None else self._b.shape
+                return x if x.shape == shape else x.reshape(shape)
 
             return one_shot
 

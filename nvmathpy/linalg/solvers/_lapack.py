@@ -32,10 +32,26 @@ _COMPLEX_NAME = {
 }
 
 
+_LAPACK_DTYPES: dict[Any, np.dtype] = {}
+
+
 def lapack_dtype(dtype: np.dtype) -> np.dtype:
     """The LAPACK dtype an input dtype computes in (NumPy's rules: integers and bools in
-    float64, half precision in float32)."""
-    dtype = np.dtype(dtype)
+    float64, half precision in float32). Answers are remembered per dtype: the one-call
+    functions ask on every call, and a dtype's ``name`` is slow to compute."""
+    try:
+        return _LAPACK_DTYPES[dtype]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    found = _lapack_dtype(np.dtype(dtype))
+    try:
+        _LAPACK_DTYPES[dtype] = found
+    except TypeError:
+        pass
+    return found
+
+
+def _lapack_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.name in PREFIX:
         return dtype
     if dtype.kind == "c":

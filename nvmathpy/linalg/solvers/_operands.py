@@ -178,4 +178,8 @@ def solve_operands(a1: Any, b1: Any, broadcast_to: Callable[[Any, tuple], Any]) 
         batch = np.broadcast_shapes(a1.shape[:-2], b2.shape[:-2])
     except ValueError:
         raise InvalidOperandError(f"a {a1.shape} and b {b1.shape} have batch shapes that do not broadcast") from None
-    return broadcast_to(a1, batch + a1.shape[-2:]), broadcast_to(b2, batch + b2.shape[-2:]), dtype, vector
+    if a1.shape[:-2] != batch:  # already full: no broadcast (a device broadcast costs host time on each call)
+        a1 = broadcast_to(a1, batch + a1.shape[-2:])
+    if b2.shape[:-2] != batch:
+        b2 = broadcast_to(b2, batch + b2.shape[-2:])
+    return a1, b2, dtype, vector

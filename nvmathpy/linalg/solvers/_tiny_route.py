@@ -1,7 +1,8 @@
 """The ``tiny`` routes of the CUDA solver plans: generated kernels for stacks of small systems.
 
 For real stacks of ``n <= 32`` (:mod:`nvmathpy.kernels.tiny_batched`; several systems per thread
-block, each in shared memory):
+block, each in shared memory; and :mod:`nvmathpy.kernels.tiny_register` for ``n <= 8`` with a few
+right-hand sides: one thread per system, held in registers):
 
 - ``solve`` (the one-shot ``A^{-1} B`` / ``A^{-1}`` behind :func:`nvmathpy.linalg.solve` and
   ``inv``): :class:`TinySolve`, LU with partial pivoting and the substitutions in one launch,
@@ -28,10 +29,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ...kernels.launch import pack_arguments
 from ...cuda.bindings.cublas import FillMode
 from ...kernels.tiny_batched import (MAX_N, MAX_RHS, TinyKernel, tiny_factor_kernel, tiny_factored_solve_kernel,
                                      tiny_solve_kernel)
+from ...kernels.tiny_register import register_solve_fits, tiny_register_solve_kernel
 from ...plan import Candidate, Problem
 from ._cusolver_engine import Context, LURoute, Route
 
@@ -79,6 +83,16 @@ def tiny_leads(problem: Problem) -> bool:
     return int(problem.get("n", 0)) <= TINY_LEAD_N and int(problem.get("count", 1)) >= TINY_LEAD_COUNT
 
 
+def _pinned_word() -> Any:
+    """A page-locked ``uint64`` array of one for reading the failure flag back (``None`` where
+    CuPy's ``cupyx`` is missing, e.g. under the host emulation: then ``asnumpy``)."""
+    try:
+        import cupyx
+    except ImportError:
+        return None
+    return cupyx.empty_pinned((1,), np.uint64)
+
+
 def _load(kernel: TinyKernel, ctx: Context) -> Callable[..., None]:
     from .. import _custom_cuda
 
@@ -88,48 +102,104 @@ def _load(kernel: TinyKernel, ctx: Context) -> Callable[..., None]:
 class TinySolve(Route):
     """The prepared tiny route: ``run(a3, b3)`` solves a ``(count, n, n)`` stack against a
     ``(count, n, k)`` one (``None``: the identity, for the inverse) and returns the C-ordered
-    ``(count, n, k)`` solution; nothing synchronises."""
+    ``(count, n, k)`` solution; nothing synchronises.
+
+    Systems small enough for one thread's registers
+    (:func:`~nvmathpy.kernels.tiny_register.register_solve_fits`: ``n <= 8`` with a few right-hand
+    sides) take the register kernel, one thread per system, which also raises a failure flag
+    stamped with the launch's epoch, so :meth:`failures` reads 8 bytes (not the whole ``info``
+    array) when nothing failed; larger ones take the shared-memory kernel, ``n`` threads per
+    system. The rule depends on the sizes and dtype alone."""
 
     one_shot = True
 
     def __init__(self, candidate: Candidate, ctx: Context, problem: Problem):
         super().__init__(candidate, ctx, problem)
         self.n, self.k = int(problem.get("n")), _columns(problem)
+        self.registers = register_solve_fits(self.dtype_name, self.n, self.k)
         self._functions: dict[bool, tuple[TinyKernel, Callable[..., None]]] = {}
+        self._launchers: dict[bool, tuple[Callable[..., None], Any, tuple[Any, ...], tuple[Any, Any]]] = {}
+        self.item, self._x_shape = self.dtype.itemsize, (self.count, self.n, self.k)
         self._eye = self.cupy.eye(self.n, dtype=self.dtype)[None] if problem.get("inverse") else None
+        self._flag = self.cupy.zeros(1, np.uint64)
+        self._flag_ptr = int(self._flag.data.ptr)
+        self._flag_host = _pinned_word()
+        self._epoch = 0
         self._function(problem.get("layout") == "F")  # the expected variant is compiled while planning
 
     def _function(self, trans_a: bool) -> tuple[TinyKernel, Callable[..., None]]:
         found = self._functions.get(trans_a)
         if found is None:
-            kernel = tiny_solve_kernel(self.dtype_name, self.n, self.k, method="lu", trans_a=trans_a)
+            if self.registers:
+                kernel = tiny_register_solve_kernel(self.dtype_name, self.n, self.k, trans_a=trans_a)
+            else:
+                kernel = tiny_solve_kernel(self.dtype_name, self.n, self.k, method="lu", trans_a=trans_a)
             found = self._functions[trans_a] = (kernel, _load(kernel, self.ctx))
         return found
 
+    def _next_epoch(self) -> int:
+        """The next launch's epoch (32 bits; the flag is cleared when they wrap around)."""
+        self._epoch += 1
+        if self._epoch > 0xFFFFFFFF:
+            self._flag[...] = 0
+            self._epoch = 1
+        return self._epoch
+
+    def failures(self) -> list[int]:
+        """Flat indices of the systems whose last solve met a zero pivot (one sync; the register
+        kernel's flag is read first and the ``info`` array only when it names a failure)."""
+        if self.registers and self._epoch:
+            if self._flag_host is not None:  # page-locked: one small asynchronous copy, then the sync
+                self._flag.get(out=self._flag_host)
+                stamp = int(self._flag_host[0])
+            else:
+                stamp = int(self.cupy.asnumpy(self._flag)[0])
+            if stamp >> 32 != self._epoch:
+                return []
+        return super().failures()
+
     def run(self, a3: Any, b3: Any | None) -> Any:
         """Enqueue the solve of every system; ``info`` stays on the device."""
-        cupy, item, n = self.cupy, self.dtype.itemsize, self.n
-        if a3.strides[2] == item or n == 1:
-            trans_a, lda = False, a3.strides[1] // item
-        elif a3.strides[1] == item:
-            trans_a, lda = True, a3.strides[2] // item
+        cupy, item, n = self.cupy, self.item, self.n
+        strides = a3.strides
+        if strides[2] == item or n == 1:
+            trans_a, lda = False, strides[1] // item
+        elif strides[1] == item:
+            trans_a, lda = True, strides[2] // item
         else:  # neither rows nor columns contiguous: one C-ordered copy
             a3 = cupy.ascontiguousarray(a3)
-            trans_a, lda = False, n
+            trans_a, lda, strides = False, n, a3.strides
         if b3 is None:
             b3 = self._eye
         elif b3.strides[2] != item and self.k != 1:
             b3 = cupy.ascontiguousarray(b3)
-        kernel, launch = self._function(trans_a)
-        x = cupy.empty((self.count, n, self.k), self.dtype)
-        values = {("a", None): int(a3.data.ptr), ("lda", None): lda, ("stride_a", None): a3.strides[0] // item,
-                  ("b", None): int(b3.data.ptr), ("ldb", None): b3.strides[1] // item,
-                  ("stride_b", None): b3.strides[0] // item if b3.shape[0] > 1 else 0,
-                  ("x", None): int(x.data.ptr), ("ldx", None): self.k, ("stride_x", None): n * self.k,
-                  ("info", None): int(self.info.data.ptr), ("batch", None): self.count}
-        grid, block = kernel.launch_dims(self.count)
-        launch(grid, block, pack_arguments(kernel.params, values), self.ctx.stream())
+        launch, packed, slots, dims = self._launchers.get(trans_a) or self._launcher(trans_a)
+        x = cupy.empty(self._x_shape, self.dtype)
+        slots[0].value, slots[1].value, slots[2].value = a3.data.ptr, lda, strides[0] // item
+        b_strides = b3.strides
+        slots[3].value, slots[4].value = b3.data.ptr, b_strides[1] // item
+        slots[5].value = b_strides[0] // item if b3.shape[0] > 1 else 0
+        slots[6].value = x.data.ptr
+        if self.registers:
+            slots[7].value = self._next_epoch()
+        launch(*dims, packed, self.ctx.stream())
         return x
+
+    def _launcher(self, trans_a: bool) -> tuple[Callable[..., None], Any, tuple[Any, ...], tuple[Any, Any]]:
+        """The variant's launch function, its packed arguments with what never changes filled in,
+        the slots :meth:`run` sets (``a, lda, stride_a, b, ldb, stride_b, x`` [, ``epoch``]) and
+        the launch dimensions, made once per plan."""
+        kernel, launch = self._function(trans_a)
+        values = {(key, None): 0 for key in ("a", "lda", "stride_a", "b", "ldb", "stride_b", "x")}
+        values.update({("ldx", None): self.k, ("stride_x", None): self.n * self.k,
+                       ("info", None): int(self.info.data.ptr), ("batch", None): self.count})
+        if self.registers:
+            values.update({("flag", None): self._flag_ptr, ("epoch", None): 0})
+        packed = pack_arguments(kernel.params, values)
+        keys = ("a", "lda", "stride_a", "b", "ldb", "stride_b", "x") + (("epoch",) if self.registers else ())
+        found = (launch, packed, tuple(packed.slots[(key, None)] for key in keys), kernel.launch_dims(self.count))
+        self._launchers[trans_a] = found
+        return found
 
 
 class TinyFactored(LURoute):

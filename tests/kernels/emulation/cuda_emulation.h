@@ -84,6 +84,14 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 using std::fma;
 
+// ---- atomics ------------------------------------------------------------------------------------
+inline unsigned long long atomicMax(unsigned long long* address, unsigned long long value) {
+  unsigned long long old = __atomic_load_n(address, __ATOMIC_RELAXED);
+  while (old < value && !__atomic_compare_exchange_n(address, &old, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
 // ---- the block's barrier ------------------------------------------------------------------------
 class NvmEmuBarrier {
  public:
