@@ -16,6 +16,7 @@ from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
 from ._lapack import lapack_dtype
+from ._validation import check_dtype, check_matrix, check_result_size, host_array
 
 __all__ = [
     "solve_operands",
@@ -33,7 +34,7 @@ def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], C
     :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
     (CUDA operands are taken by the plans' cuSOLVER variants, ``_cusolver_plans``).
     """
-    wrapped = wrap_all(**arrays)
+    wrapped = wrap_all(**{k: host_array(v) for k, v in arrays.items()})
     if not wrapped:
         raise InvalidOperandError("no operand given")
     _, device, device_id = common_package(wrapped)
@@ -66,15 +67,17 @@ def identity(value: Any) -> Any:
 
 
 def as_stack(a: np.ndarray, name: str, *, square: bool = True, dtype: np.dtype | None = None) -> np.ndarray:
-    """Validate a (batch of) matrices ``(..., m, n)`` and cast to its LAPACK dtype."""
-    if a.ndim < 2:
-        raise InvalidOperandError(f"{name}: expected a matrix or a batch of matrices (ndim >= 2), got shape {a.shape}")
+    """Validate a (batch of) matrices ``(..., m, n)`` and cast to its LAPACK dtype.
+
+    Fewer than two dimensions raise NumPy's ``LinAlgError``, an unsupported dtype a
+    ``TypeError`` (both naming ``name``), and a batch whose smallest result (one value per
+    matrix) cannot be allocated NumPy's ``MemoryError``, before any work."""
+    check_matrix(a, name)
     if square and a.shape[-1] != a.shape[-2]:
         raise InvalidOperandError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
-    try:
-        target = lapack_dtype(a.dtype) if dtype is None else dtype
-    except TypeError as exc:
-        raise InvalidOperandError(f"{name}: {exc}") from None
+    check_dtype(a.dtype, name)
+    target = lapack_dtype(a.dtype) if dtype is None else dtype
+    check_result_size(a.shape[:-2], target, name)
     return a if a.dtype == target else a.astype(target)
 
 
@@ -84,6 +87,7 @@ def as_rhs(b: np.ndarray, n: int, batch: tuple[int, ...], dtype: np.dtype, name:
     ``b3`` of shape ``batch + (n, k)`` in ``dtype`` (a broadcast view where possible)."""
     if b.ndim == 0:
         raise InvalidOperandError(f"{name}: expected a vector (n,) or matrices (..., n, k), got a scalar")
+    check_dtype(b.dtype, name)
     vector = b.ndim == 1
     core = b[:, None] if vector else b
     if core.shape[-2] != n:
@@ -162,10 +166,8 @@ def solve_operands(a1: Any, b1: Any, broadcast_to: Callable[[Any, tuple], Any]) 
     >>> a.shape, b.shape, dtype.name, vector
     ((1, 3, 3), (1, 3, 1), 'float64', True)
     """
-    try:
-        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
-    except TypeError as exc:
-        raise InvalidOperandError(f"b: {exc}") from None
+    check_dtype(b1.dtype, "b")
+    dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
     a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
     n = a1.shape[-1]
     vector = b1.ndim == 1

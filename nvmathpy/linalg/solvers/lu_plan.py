@@ -19,7 +19,8 @@ from ...plan import Prepared, Problem
 from ._base import SolverPlan, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
-from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of, stand_in
+from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
+from ._validation import lu_factors
 
 __all__ = ["LU"]
 
@@ -81,16 +82,11 @@ class LU(SolverPlan):
         """Adopt existing factors of the planned shape and dtype (``A`` is then only known
         through them): the next solves use them without factoring."""
         self._a = self._swap_in("lu", lu, self._a)
-        arrays, _, _ = host_arrays(None, piv=piv)
-        pivs = np.asarray(arrays["piv"])
-        if pivs.shape != self._batch + (self._n,):
-            raise InvalidOperandError(
-                f"piv: shape {pivs.shape} does not match lu's {self._a.shape} (expected {self._batch + (self._n,)})"
-            )
+        pivs = np.broadcast_to(lu_factors(self._a, piv), self._batch + (self._n,))  # shape, dtype, range
         lus = [np.asfortranarray(m) for m in stack_of(self._a)]
         singular = [i for i, m in enumerate(lus) if self._n and not np.all(np.diagonal(m))]
         self._clear_derived()
-        self._state = (lus, list(pivs.astype(np.int32).reshape((len(lus), self._n))), False, singular)
+        self._state = (lus, list(pivs.reshape((len(lus), self._n))), False, singular)
 
     # -- phases ------------------------------------------------------------------------------
 

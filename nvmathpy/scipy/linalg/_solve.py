@@ -309,7 +309,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
     if a1.ndim == 2 and b1.ndim <= 2:
         return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "solve_triangular"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -390,4 +390,4 @@ def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, 
 
     if a1.ndim == 2 and b1.ndim <= 2:
         return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "lstsq"))
