@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import InvalidOperandError
 from ...plan import Prepared, Problem
-from ._base import SolverPlan, with_threads
+from ._base import SolverPlan, alive, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
@@ -163,6 +163,7 @@ class LU(SolverPlan):
         swaps = np.array([np.count_nonzero(p != np.arange(self._n)) for p in pivs])
         return diag, swaps
 
+    @alive
     def det(self) -> Any:
         """The determinant(s), from the factors (no refactorization)."""
         diag, swaps = self._diagonals()
@@ -170,6 +171,7 @@ class LU(SolverPlan):
         det = det.astype(self._a.dtype)
         return self._to_caller(det.reshape(self._batch) if self._batch else det[0])
 
+    @alive
     def slogdet(self) -> tuple[Any, Any]:
         """``(sign, logabsdet)`` of the determinant(s), safe from overflow."""
         diag, swaps = self._diagonals()
@@ -185,6 +187,7 @@ class LU(SolverPlan):
         return self._to_caller(sign.reshape(self._batch)), self._to_caller(logabs.reshape(self._batch))
 
     @property
+    @alive
     def factors(self) -> tuple[Any, Any]:
         """``(lu, piv)`` in LAPACK's form for ``A`` itself (as ``scipy.linalg.lu_factor``
         returns them: ``piv`` 0-based int32). Where the plan factored the transposed view
@@ -206,6 +209,7 @@ class LU(SolverPlan):
         return self._to_caller(stack_factors(lus, self._batch)), self._to_caller(stack_factors(pivs, self._batch))
 
     @property
+    @alive
     def singular(self) -> list:
         """Batch elements (flat index, or index tuple) whose ``U`` has an exact zero pivot."""
         return [batch_index(i, self._batch) for i in self._computed()[3]]
