@@ -21,7 +21,7 @@ from ._validation import check_dtype, check_matrix, check_result_size, host_arra
 __all__ = [
     "solve_operands",
     "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
-    "identity", "stand_in",
+    "identity", "stand_in", "flat_view", "flat_part", "matrix_at",
 ]
 
 
@@ -143,6 +143,28 @@ def stack_of(a: np.ndarray) -> np.ndarray:
     """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
     for empty batches and empty matrices)."""
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
+def flat_view(a: np.ndarray) -> np.ndarray | None:
+    """:func:`stack_of` when it is a view, else None: a broadcast (stride-0) batch of several
+    dimensions may not flatten without a copy of every matrix it repeats (see :func:`flat_part`)."""
+    try:
+        return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:], copy=False)
+    except ValueError:
+        return None
+
+
+def flat_part(a: np.ndarray, flat: np.ndarray | None, lo: int, hi: int) -> np.ndarray:
+    """Matrices ``lo:hi`` of ``a``'s flat stack: a view of ``flat`` (:func:`flat_view`) when
+    there is one, else a copy of just those matrices."""
+    if flat is not None:
+        return flat[lo:hi]
+    return a[np.unravel_index(np.arange(lo, hi), a.shape[:-2])]
+
+
+def matrix_at(a: np.ndarray, i: int) -> np.ndarray:
+    """Matrix ``i`` of ``a``'s flat stack (a view; no copy of the stack)."""
+    return a[np.unravel_index(int(i), a.shape[:-2])] if a.ndim > 2 else a
 
 
 def stand_in(a: np.ndarray) -> np.ndarray:
