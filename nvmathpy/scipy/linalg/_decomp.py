@@ -17,7 +17,7 @@ from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
 from ...linalg.solvers._fast_lapack import fast_module
 from ...linalg.solvers._numpy_lapack import for_order
-from ...linalg.solvers._validation import check_dtype, factor_pair, lu_factors
+from ...linalg.solvers._validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
@@ -70,7 +70,6 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     """
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
-    check_dtype(a1.dtype, "a")
 
     def core(a2: np.ndarray) -> tuple:
         if a2.ndim < 2:  # as SciPy: a 1 x n matrix, lu in the input's shape
@@ -106,10 +105,9 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     if trans not in (0, 1, 2):
         raise ValueError(f"trans={trans!r} is not allowed; allowed: 0, 1, 2")
     lu = as_array(lu, False, "lu")
-    check_dtype(lu.dtype, "lu")
     piv = lu_factors(lu, piv)  # square lu, pivots of its order in range: nothing out of bounds reaches getrs
     if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
-            and lu.dtype.char in "fdFD" and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
+            and lu.dtype.char in "fdFD" and lu.dtype.isnative and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
         if check_finite:
             as_array(b, True, "b")
         x, info = _routine(lu.dtype, lu.shape[0], "getrs")(lu, piv, b, trans)
@@ -154,7 +152,6 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     convert = to_caller_of(a)
     if a1.ndim < 2:
         raise ValueError("The input array must be at least two-dimensional.")
-    check_dtype(a1.dtype, "a")
     dtype = lapack_one(a1.dtype)
     m, n = a1.shape[-2:]
     k = min(m, n)
@@ -227,7 +224,9 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
 def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool, name: str = "cholesky") -> Any:
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
-    _square2(a1)
+    if a1.ndim == 0:  # as SciPy: a scalar is a 1 x 1 matrix
+        a1 = a1.reshape(1, 1)
+    _square2(a1, f"Input array is expected to be square but has the shape: {a1.shape}.")
 
     def core(a2: np.ndarray) -> np.ndarray:
         if a2.size == 0:
@@ -273,7 +272,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
         if x is not NotImplemented:
             return x
     if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
-            and c.dtype.char in "fdFD" and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
+            and c.dtype.char in "fdFD" and c.dtype.isnative and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):
             raise ValueError("array must not contain infs or NaNs")
         x, info = _routine(c.dtype, c.shape[0], "potrs")(c, b, int(lower))
@@ -420,6 +419,8 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
             raise ValueError(f"wrong b dimensions {b1.shape}, should be {a1.shape}")
         if type not in (1, 2, 3):
             raise ValueError('"type" keyword only accepts 1, 2, and 3.')
+    if a1.ndim > 2 and 0 in a1.shape[:-2]:
+        raise ValueError(f"`{'eigvalsh' if eigvals_only else 'eigh'}` does not support zero-size batches.")
     n = a1.shape[-1]
     subset = subset_by_index is not None or subset_by_value is not None
     if subset_by_index is not None and subset_by_value is not None:
@@ -500,6 +501,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     convert = to_caller_of(a)
     if a1.ndim < 2:
         raise ValueError("expected matrix")
+    if a1.ndim > 2 and 0 in a1.shape[:-2]:
+        raise ValueError(f"`{'svd' if compute_uv else 'svdvals'}` does not support zero-size batches.")
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)
     key = cache_key("sp-svd", a1, full_matrices, compute_uv, lapack_driver)
 

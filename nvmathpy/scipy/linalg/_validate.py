@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...errors import LinAlgError
-from ...linalg.solvers._validation import check_result_size, native
+from ...linalg.solvers._validation import UnsupportedDtypeError, check_result_size, native
 from ...operands import wrap
 
 __all__ = [
@@ -59,6 +59,9 @@ def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
         arr = native(np.asarray(x))
         if arr.dtype == object:
             raise ValueError(f"{name}: object arrays are not supported")
+    if arr.dtype.kind in "OV":  # SciPy refuses object arrays; structured/void data has no numbers
+        raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({'object arrays' if arr.dtype.kind == 'O' else 'structured or void data'}); "
+                                    "allowed: numeric dtypes")
     if check_finite and not all_finite(arr):
         raise ValueError("array must not contain infs or NaNs")
     return arr
