@@ -69,7 +69,8 @@ def _run_worker(ids: list[str], env: dict[str, str], results: dict[str, dict]) -
             results[in_flight] = {"id": in_flight, "ok": False, "detail": f"{how}; stderr: {err[-400:]}"}
         elif not any(cid in results for cid in pending):
             for cid in pending:
-                results[cid] = {"id": cid, "ok": False, "detail": f"the worker failed (exit {proc.returncode}): {err[-400:]}"}
+                detail = f"the worker failed (exit {proc.returncode}): {err[-400:]}"
+                results[cid] = {"id": cid, "ok": False, "detail": detail}
         pending = [cid for cid in pending if cid not in results]
 
 

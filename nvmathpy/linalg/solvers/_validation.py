@@ -84,7 +84,8 @@ def check_result_size(shape: tuple[int, ...], dtype: np.dtype, name: str = "resu
     if nbytes <= _PROBE_BYTES:
         return
     if nbytes > np.iinfo(np.intp).max:
-        raise ValueError(f"{name}: array is too big ({math.prod(shape)} elements of {np.dtype(dtype)} for shape {shape})")
+        raise ValueError(
+            f"{name}: array is too big ({math.prod(shape)} elements of {np.dtype(dtype)} for shape {shape})")
     probe = np.empty(nbytes, np.uint8)  # NumPy's MemoryError ("Unable to allocate ...") when it cannot be had
     del probe
 
@@ -131,7 +132,8 @@ def factor_pair(pair: Any, name: str, form: str) -> tuple[Any, Any]:
     """The two parts of a factor tuple ``pair`` (argument ``name``, of the ``form`` shown in
     the message), or a clear error when it is not a pair."""
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-        what = f"a {type(pair).__name__} of length {len(pair)}" if isinstance(pair, (tuple, list)) else type(pair).__name__
+        sized = isinstance(pair, (tuple, list))
+        what = f"a {type(pair).__name__} of length {len(pair)}" if sized else type(pair).__name__
         raise InvalidOperandError(f"{name}: expected the pair {form} the factorization returns, got {what}")
     return pair[0], pair[1]
 

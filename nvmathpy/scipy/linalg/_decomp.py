@@ -107,7 +107,8 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     lu = as_array(lu, False, "lu")
     piv = lu_factors(lu, piv)  # square lu, pivots of its order in range: nothing out of bounds reaches getrs
     if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
-            and lu.dtype.char in "fdFD" and lu.dtype.isnative and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
+            and lu.dtype.char in "fdFD" and lu.dtype.isnative and lu.shape[0] == b.shape[0] and b.size \
+            and type(piv) is np.ndarray:
         if check_finite:
             as_array(b, True, "b")
         x, info = _routine(lu.dtype, lu.shape[0], "getrs")(lu, piv, b, trans)
@@ -272,7 +273,8 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
         if x is not NotImplemented:
             return x
     if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
-            and c.dtype.char in "fdFD" and c.dtype.isnative and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
+            and c.dtype.char in "fdFD" and c.dtype.isnative and c.flags.f_contiguous \
+            and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):
             raise ValueError("array must not contain infs or NaNs")
         x, info = _routine(c.dtype, c.shape[0], "potrs")(c, b, int(lower))

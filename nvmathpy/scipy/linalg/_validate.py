@@ -60,8 +60,8 @@ def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
         if arr.dtype == object:
             raise ValueError(f"{name}: object arrays are not supported")
     if arr.dtype.kind in "OV":  # SciPy refuses object arrays; structured/void data has no numbers
-        raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({'object arrays' if arr.dtype.kind == 'O' else 'structured or void data'}); "
-                                    "allowed: numeric dtypes")
+        what = "object arrays" if arr.dtype.kind == "O" else "structured or void data"
+        raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({what}); allowed: numeric dtypes")
     if check_finite and not all_finite(arr):
         raise ValueError("array must not contain infs or NaNs")
     return arr
@@ -137,7 +137,8 @@ def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], co
         batch = np.broadcast_shapes(*batches)
     except ValueError:
         shapes = ", ".join(str(a.shape) for a in arrays if a is not None)
-        raise ValueError(f"{name or 'function'}: the batch dimensions of the arrays ({shapes}) do not broadcast") from None
+        raise ValueError(
+            f"{name or 'function'}: the batch dimensions of the arrays ({shapes}) do not broadcast") from None
     if not batch:
         return core(*arrays)
     if math.prod(batch) == 0:
