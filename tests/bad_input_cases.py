@@ -569,6 +569,43 @@ def _plan_cases() -> dict[str, tuple]:
         cases[f"byteorder-sl-solve-n{n}"] = ((lambda be=be, rhs=rhs: _sl().solve(be[0], rhs[0])),
                                              Like(lambda be=be, rhs=rhs: np.linalg.solve(be[0].astype("f8"),
                                                                                          rhs[0].astype("f8"))))
+    # the plans: operand intake as the functions' (dtypes, byte order, array-likes, 0-d), also on reset_operands
+    spd6, rect8 = spd(6, 20), rand((8, 6), 21)
+    rhs6, rhs8 = rand((6,), 22), rand((8,), 23)
+
+    def planned(cls: str, a: Any) -> Any:
+        plan = getattr(_nl(), cls)(a)
+        plan.plan()
+        return plan
+
+    def reset(cls: str, first: Any, then: Any) -> Any:
+        plan = planned(cls, first)
+        plan.reset_operands(then)
+        return plan
+
+    uses = {
+        "LU": (spd6, lambda p: p.solve(rhs6), lambda: np.linalg.solve(spd6, rhs6)),
+        "Cholesky": (spd6, lambda p: p.solve(rhs6), lambda: np.linalg.solve(spd6, rhs6)),
+        "QR": (rect8, lambda p: p.solve(rhs8), lambda: np.linalg.lstsq(rect8, rhs8)[0]),
+        "Lstsq": (rect8, lambda p: p.solve(rhs8)[0], lambda: np.linalg.lstsq(rect8, rhs8)[0]),
+        "Eigh": (spd6, lambda p: p.execute()[0], lambda: np.linalg.eigvalsh(spd6)),
+        "SVD": (rect8, lambda p: p.execute()[1], lambda: np.linalg.svd(rect8, compute_uv=False)),
+    }
+    for cls, (a0, use, ref) in uses.items():
+        for order in (">", "<"):
+            swapped = a0.astype(order + "f8")
+            cases[f"plan-{cls}-byteorder{order}"] = ((lambda cls=cls, x=swapped, use=use: use(planned(cls, x))),
+                                                     Like(ref))
+            cases[f"plan-{cls}-reset-byteorder{order}"] = (
+                (lambda cls=cls, x=swapped, a0=a0, use=use: use(reset(cls, a0 + 1.0, x))), Like(ref))
+        cases[f"plan-{cls}-list"] = ((lambda cls=cls, a0=a0, use=use: use(planned(cls, a0.tolist()))), Like(ref))
+        for dname in ("longdouble", "object", "str", "datetime", "void"):
+            bad = _typed(np.round(a0 * 4), DTYPES[dname])
+            cases[f"plan-{cls}-dtype-{dname}"] = ((lambda cls=cls, bad=bad: planned(cls, bad)), Raises(TypeError, ("a",)))
+        cases[f"plan-{cls}-0d"] = ((lambda cls=cls: planned(cls, np.float64(2.0))), Raises(LinAlgError, ("a",)))
+        cases[f"plan-{cls}-huge-broadcast"] = (
+            (lambda cls=cls, a0=a0: planned(cls, np.broadcast_to(a0, (2 ** 40,) + a0.shape))),
+            Raises((MemoryError, ValueError)))
     # a broadcast batch that does not flatten: computed without copying what it repeats
     m = spd(4, 17, batch=(16,))
     wide = np.broadcast_to(m, (64, 16, 4, 4))
