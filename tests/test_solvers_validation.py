@@ -185,3 +185,34 @@ def test_scipy_empty_batches_and_scalars_as_scipy():
     for fn in ("lu_factor", "cholesky", "qr", "eigh", "svd"):
         with pytest.raises(ValueError, match=f"`{fn}` does not support zero-size batches"):
             getattr(sl, fn)(np.empty((0, 3, 3)))
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (nl.cholesky, np.linalg.cholesky),
+    (nl.eigvalsh, np.linalg.eigvalsh),
+    (nl.svdvals, lambda x: np.linalg.svd(x, compute_uv=False)),
+    (lambda x: np.abs(nl.qr(x)[1]), lambda x: np.abs(np.linalg.qr(x)[1])),
+    (lambda x: nl.lu_solve(nl.lu_factor(x), np.ones(5)), lambda x: np.linalg.solve(x, np.ones(5))),
+    (lambda x: nl.cho_solve(nl.cho_factor(x), np.ones(5)), lambda x: np.linalg.solve(x, np.ones(5))),
+    (lambda x: sl.inv(x), np.linalg.inv),
+])
+def test_unflattenable_broadcast_batch_in_the_looping_plans(fn, ref):
+    """Batches that do not flatten to a view are read matrix by matrix (a LazyStack), with
+    the same results as NumPy's."""
+    wide = np.broadcast_to(_spd(5, 8, (7,)), (3, 7, 5, 5))
+    assert _rel(fn(wide), ref(wide)) < 1e-12
+
+
+def test_lazy_stack_indexing():
+    from nvmathpy.linalg.solvers._operands import LazyStack, stack_of
+
+    m = np.arange(6 * 4.0).reshape(6, 2, 2)
+    wide = np.broadcast_to(m, (3, 6, 2, 2))
+    flat = stack_of(wide)
+    assert isinstance(flat, LazyStack) and flat.shape == (18, 2, 2) and len(flat) == 18
+    assert np.array_equal(flat[7], m[1]) and np.array_equal(flat[-1], m[5])
+    assert np.array_equal(flat[5:8], np.stack([m[5], m[0], m[1]]))
+    assert np.array_equal(np.stack(list(flat)), np.broadcast_to(m, (3, 6, 2, 2)).reshape(18, 2, 2))
+    assert type(stack_of(np.ones((2, 3, 4, 4)))) is np.ndarray  # flattens to a view
+    with pytest.raises(IndexError):
+        flat[18]

@@ -21,7 +21,7 @@ from ._validation import check_dtype, check_matrix, check_result_size, host_arra
 __all__ = [
     "solve_operands",
     "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
-    "identity", "stand_in", "flat_view", "flat_part", "matrix_at",
+    "identity", "stand_in", "flat_view", "flat_part", "matrix_at", "LazyStack",
 ]
 
 
@@ -139,10 +139,43 @@ def batch_index(flat: int, batch: tuple[int, ...]) -> int | tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, batch))
 
 
-def stack_of(a: np.ndarray) -> np.ndarray:
+def stack_of(a: np.ndarray) -> Any:
     """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
-    for empty batches and empty matrices)."""
+    for empty batches and empty matrices). A NumPy batch that does not flatten to a view (a
+    broadcast, stride-0 batch of several dimensions) gives a :class:`LazyStack` instead, whose
+    matrices are read one by one: the loops over it copy nothing that the batch repeats."""
+    if type(a) is np.ndarray and a.ndim > 3:
+        flat = flat_view(a)
+        return LazyStack(a) if flat is None else flat
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
+class LazyStack:
+    """The flat stack of matrices of a batch that does not flatten to a view, for the loops
+    that index it (``stack[i]``, ``stack[lo:hi]``, ``len``, iteration, ``shape``, ``dtype``)."""
+
+    def __init__(self, a: np.ndarray):
+        self._a = a
+        self.shape = (int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:]
+        self.dtype = a.dtype
+        self.ndim = 3
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(self.shape[0])
+            if step != 1:
+                raise IndexError("LazyStack: only unit-step slices")
+            return flat_part(self._a, None, lo, hi)
+        i = int(index)
+        if not -self.shape[0] <= i < self.shape[0]:
+            raise IndexError(f"matrix {i} of a stack of {self.shape[0]}")
+        return matrix_at(self._a, i % self.shape[0])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self.shape[0]))
 
 
 def flat_view(a: np.ndarray) -> np.ndarray | None:
