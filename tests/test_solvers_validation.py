@@ -166,9 +166,15 @@ def test_lstsq_nan_raises_in_function_plan_and_batch():
     (lambda: nl.Cholesky(_spd(5, 1)), lambda p: p.solve(np.ones(5)), "Cholesky.solve()"),
     (lambda: nl.QR(_spd(5, 1)), lambda p: p.solve(np.ones(5)), "QR.solve()"),
     (lambda: nl.Lstsq(_spd(5, 1)), lambda p: p.solve(np.ones(5)), "Lstsq.solve()"),
+    (lambda: nl.LU(_spd(5, 1)), lambda p: p.execute(), "LU.execute()"),
+    (lambda: nl.Eigh(_spd(5, 1)), lambda p: p.execute(), "Eigh.execute()"),
+    (lambda: nl.SVD(_spd(5, 1)), lambda p: p.execute(), "SVD.execute()"),
+    (lambda: nl.QR(_spd(5, 1)), lambda p: p.plan(), "QR.plan()"),
+    (lambda: nl.Cholesky(_spd(5, 1)), lambda p: p.autotune(), "Cholesky.autotune()"),
 ])
 def test_freed_plan_names_the_method_called(make, use, name):
     with make() as plan:
+        plan.plan()
         use(plan)
     with pytest.raises(PlanStateError, match=rf"{name.replace('(', '[(]').replace(')', '[)]')} called on a freed plan"):
         use(plan)

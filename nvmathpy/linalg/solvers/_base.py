@@ -46,6 +46,11 @@ def limit_threads(threads: int | None, fn: F) -> F:
     return limited  # type: ignore[return-value]
 
 
+def _raise_freed(name: str, *args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError(f"{name}() called on a freed plan; the plan was freed (free() or the end of its with "
+                         "block): create a new one")
+
+
 def alive(method: F) -> F:
     """Decorate a public plan method (or property getter) so that a call on a freed plan
     raises :class:`~nvmathpy.errors.PlanStateError` naming that method."""
@@ -53,8 +58,7 @@ def alive(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
         if self._freed:
-            raise PlanStateError(f"{type(self).__name__}.{method.__name__}() called on a freed plan; "
-                                 f"the plan was freed (free() or the end of its with block): create a new one")
+            _raise_freed(f"{type(self).__name__}.{method.__name__}")
         return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -67,8 +71,7 @@ def with_threads(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
         if self._freed:
-            raise PlanStateError(f"{type(self).__name__}.{method.__name__}() called on a freed plan; "
-                                 f"the plan was freed (free() or the end of its with block): create a new one")
+            _raise_freed(f"{type(self).__name__}.{method.__name__}")
         if self.num_threads is None:  # the common case, kept to one extra call
             return method(self, *args, **kwargs)
         return limit_threads(self.num_threads, method)(self, *args, **kwargs)
@@ -158,6 +161,11 @@ class SolverPlan(Plan):
         """Release the plan and any factors it holds. Idempotent."""
         super().free()
         self._clear_derived()
+        self._run = functools.partial(_raise_freed, f"{type(self).__name__}.execute")
+
+    def _check_alive(self, phase: str) -> None:
+        if self._freed:
+            _raise_freed(f"{type(self).__name__}.{phase}")
 
     def _clear_derived(self) -> None:
         """Forget factors and results computed from the previous operands."""
