@@ -222,3 +222,10 @@ def test_lazy_stack_indexing():
     assert type(stack_of(np.ones((2, 3, 4, 4)))) is np.ndarray  # flattens to a view
     with pytest.raises(IndexError):
         flat[18]
+
+
+def test_svd_nan_says_so_and_names_the_batch_element():
+    m = np.random.default_rng(9).standard_normal((2, 5, 3))
+    m[1, 1, 1] = np.nan
+    with pytest.raises(LinAlgError, match=r"batch element 1\): a holds NaN or infinity"):
+        nl.svd(m)
