@@ -601,7 +601,8 @@ def _plan_cases() -> dict[str, tuple]:
         cases[f"plan-{cls}-list"] = ((lambda cls=cls, a0=a0, use=use: use(planned(cls, a0.tolist()))), Like(ref))
         for dname in ("longdouble", "object", "str", "datetime", "void"):
             bad = _typed(np.round(a0 * 4), DTYPES[dname])
-            cases[f"plan-{cls}-dtype-{dname}"] = ((lambda cls=cls, bad=bad: planned(cls, bad)), Raises(TypeError, ("a",)))
+            cases[f"plan-{cls}-dtype-{dname}"] = ((lambda cls=cls, bad=bad: planned(cls, bad)),
+                                                  Raises(TypeError, ("a",)))
         cases[f"plan-{cls}-0d"] = ((lambda cls=cls: planned(cls, np.float64(2.0))), Raises(LinAlgError, ("a",)))
         cases[f"plan-{cls}-huge-broadcast"] = (
             (lambda cls=cls, a0=a0: planned(cls, np.broadcast_to(a0, (2 ** 40,) + a0.shape))),

@@ -7,8 +7,10 @@ place that decides what reaches LAPACK and the generated C.
   dtype and the allowed ones, as NumPy does).
 - :func:`check_result_size` raises NumPy's ``ValueError``/``MemoryError`` for a result that
   cannot exist, before a Python loop over a huge broadcast batch starts.
-- :func:`lu_factors` and :func:`square_factor` validate factor tuples (shape, dtype, pivot
-  range), so no native call is reached with indices LAPACK could read or write out of bounds.
+- :func:`factor_pair` and :func:`lu_factors` validate factor tuples (a pair; ``lu`` square,
+  pivots integers of its order and batch, each in range), so no native call is reached with
+  indices LAPACK or the generated C could read or write out of bounds with. (Cholesky and
+  triangular factors are square matrices, which ``as_stack`` checks.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...errors import InvalidOperandError, LinAlgError
 
 __all__ = [
     "UnsupportedDtypeError", "NotAMatrixError", "host_array", "native", "check_dtype", "check_result_size",
-    "check_matrix", "factor_pair", "lu_factors", "square_factor", "ALLOWED",
+    "check_matrix", "factor_pair", "lu_factors", "ALLOWED",
 ]
 
 #: The dtypes the solvers take (what the error messages list).
@@ -137,9 +139,3 @@ def factor_pair(pair: Any, name: str, form: str) -> tuple[Any, Any]:
         raise InvalidOperandError(f"{name}: expected the pair {form} the factorization returns, got {what}")
     return pair[0], pair[1]
 
-
-def square_factor(c: np.ndarray, name: str = "c") -> None:
-    """Validate a triangular/Cholesky factor: square ``(..., n, n)``."""
-    check_matrix(c, name)
-    if c.shape[-1] != c.shape[-2]:
-        raise InvalidOperandError(f"{name}: the factor must be square (..., n, n), got shape {tuple(c.shape)}")
