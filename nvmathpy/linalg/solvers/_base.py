@@ -17,12 +17,12 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 
-from ...errors import OperandMismatchError
+from ...errors import OperandMismatchError, PlanStateError
 from ...plan import Plan, Prepared
 from ._engine import CPULapackEngine, engine_for
 from ._operands import host_arrays
 
-__all__ = ["SolverPlan", "limit_threads", "matching", "with_threads"]
+__all__ = ["SolverPlan", "alive", "limit_threads", "matching", "with_threads"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,11 +46,32 @@ def limit_threads(threads: int | None, fn: F) -> F:
     return limited  # type: ignore[return-value]
 
 
-def with_threads(method: F) -> F:
-    """Decorate a plan method so it runs under the plan's thread limit."""
+def _raise_freed(name: str, *args: Any, **kwargs: Any) -> Any:
+    raise PlanStateError(f"{name}() called on a freed plan; the plan was freed (free() or the end of its with "
+                         "block): create a new one")
+
+
+def alive(method: F) -> F:
+    """Decorate a public plan method (or property getter) so that a call on a freed plan
+    raises :class:`~nvmathpy.errors.PlanStateError` naming that method."""
 
     @functools.wraps(method)
     def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
+        if self._freed:
+            _raise_freed(f"{type(self).__name__}.{method.__name__}")
+        return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def with_threads(method: F) -> F:
+    """Decorate a plan method so it runs under the plan's thread limit (and raises naming the
+    method when the plan was freed)."""
+
+    @functools.wraps(method)
+    def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
+        if self._freed:
+            _raise_freed(f"{type(self).__name__}.{method.__name__}")
         if self.num_threads is None:  # the common case, kept to one extra call
             return method(self, *args, **kwargs)
         return limit_threads(self.num_threads, method)(self, *args, **kwargs)
@@ -140,6 +161,11 @@ class SolverPlan(Plan):
         """Release the plan and any factors it holds. Idempotent."""
         super().free()
         self._clear_derived()
+        self._run = functools.partial(_raise_freed, f"{type(self).__name__}.execute")
+
+    def _check_alive(self, phase: str) -> None:
+        if self._freed:
+            _raise_freed(f"{type(self).__name__}.{phase}")
 
     def _clear_derived(self) -> None:
         """Forget factors and results computed from the previous operands."""

@@ -54,13 +54,14 @@ def lapack_dtype(dtype: np.dtype) -> np.dtype:
 def _lapack_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.name in PREFIX:
         return dtype
-    if dtype.kind == "c":
+    if dtype.kind == "c" and dtype.itemsize <= 16:
         return np.dtype(np.complex128)
     if dtype.kind == "f" and dtype.itemsize <= 2 or dtype.name == "bfloat16":
         return np.dtype(np.float32)
-    if dtype.kind in "biuf":
+    if dtype.kind in "biu" or dtype.kind == "f" and dtype.itemsize <= 8:
         return np.dtype(np.float64)
-    raise TypeError(f"dtype {dtype} is not supported; allowed: bool, integer, float16/32/64, complex64/128")
+    raise TypeError(f"dtype {dtype} is not supported (LAPACK has no routines for it); "
+                    "allowed: bool, integer, float16/32/64, complex64/128")
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,11 +16,12 @@ from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
 from ._lapack import lapack_dtype
+from ._validation import check_dtype, check_matrix, check_result_size, host_array
 
 __all__ = [
     "solve_operands",
     "host_arrays", "as_stack", "as_rhs", "fortran_view", "layout_of", "result_converter", "batch_index", "stack_of",
-    "identity", "stand_in",
+    "identity", "stand_in", "flat_view", "flat_part", "matrix_at", "LazyStack",
 ]
 
 
@@ -33,7 +34,7 @@ def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], C
     :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
     (CUDA operands are taken by the plans' cuSOLVER variants, ``_cusolver_plans``).
     """
-    wrapped = wrap_all(**arrays)
+    wrapped = wrap_all(**{k: host_array(v) for k, v in arrays.items()})
     if not wrapped:
         raise InvalidOperandError("no operand given")
     _, device, device_id = common_package(wrapped)
@@ -66,15 +67,17 @@ def identity(value: Any) -> Any:
 
 
 def as_stack(a: np.ndarray, name: str, *, square: bool = True, dtype: np.dtype | None = None) -> np.ndarray:
-    """Validate a (batch of) matrices ``(..., m, n)`` and cast to its LAPACK dtype."""
-    if a.ndim < 2:
-        raise InvalidOperandError(f"{name}: expected a matrix or a batch of matrices (ndim >= 2), got shape {a.shape}")
+    """Validate a (batch of) matrices ``(..., m, n)`` and cast to its LAPACK dtype.
+
+    Fewer than two dimensions raise NumPy's ``LinAlgError``, an unsupported dtype a
+    ``TypeError`` (both naming ``name``), and a batch whose smallest result (one value per
+    matrix) cannot be allocated NumPy's ``MemoryError``, before any work."""
+    check_matrix(a, name)
     if square and a.shape[-1] != a.shape[-2]:
         raise InvalidOperandError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
-    try:
-        target = lapack_dtype(a.dtype) if dtype is None else dtype
-    except TypeError as exc:
-        raise InvalidOperandError(f"{name}: {exc}") from None
+    check_dtype(a.dtype, name)
+    target = lapack_dtype(a.dtype) if dtype is None else dtype
+    check_result_size(a.shape[:-2], target, name)
     return a if a.dtype == target else a.astype(target)
 
 
@@ -84,6 +87,7 @@ def as_rhs(b: np.ndarray, n: int, batch: tuple[int, ...], dtype: np.dtype, name:
     ``b3`` of shape ``batch + (n, k)`` in ``dtype`` (a broadcast view where possible)."""
     if b.ndim == 0:
         raise InvalidOperandError(f"{name}: expected a vector (n,) or matrices (..., n, k), got a scalar")
+    check_dtype(b.dtype, name)
     vector = b.ndim == 1
     core = b[:, None] if vector else b
     if core.shape[-2] != n:
@@ -135,10 +139,65 @@ def batch_index(flat: int, batch: tuple[int, ...]) -> int | tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, batch))
 
 
-def stack_of(a: np.ndarray) -> np.ndarray:
+def stack_of(a: np.ndarray) -> Any:
     """``a`` as a flat stack ``(count, m, n)`` of its matrices (a view when possible; also
-    for empty batches and empty matrices)."""
+    for empty batches and empty matrices). A NumPy batch that does not flatten to a view (a
+    broadcast, stride-0 batch of several dimensions) gives a :class:`LazyStack` instead, whose
+    matrices are read one by one: the loops over it copy nothing that the batch repeats."""
+    if type(a) is np.ndarray and a.ndim > 3:
+        flat = flat_view(a)
+        return LazyStack(a) if flat is None else flat
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
+class LazyStack:
+    """The flat stack of matrices of a batch that does not flatten to a view, for the loops
+    that index it (``stack[i]``, ``stack[lo:hi]``, ``len``, iteration, ``shape``, ``dtype``)."""
+
+    def __init__(self, a: np.ndarray):
+        self._a = a
+        self.shape = (int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:]
+        self.dtype = a.dtype
+        self.ndim = 3
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(self.shape[0])
+            if step != 1:
+                raise IndexError("LazyStack: only unit-step slices")
+            return flat_part(self._a, None, lo, hi)
+        i = int(index)
+        if not -self.shape[0] <= i < self.shape[0]:
+            raise IndexError(f"matrix {i} of a stack of {self.shape[0]}")
+        return matrix_at(self._a, i % self.shape[0])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self.shape[0]))
+
+
+def flat_view(a: np.ndarray) -> np.ndarray | None:
+    """:func:`stack_of` when it is a view, else None: a broadcast (stride-0) batch of several
+    dimensions may not flatten without a copy of every matrix it repeats (see :func:`flat_part`)."""
+    try:
+        return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:], copy=False)
+    except ValueError:
+        return None
+
+
+def flat_part(a: np.ndarray, flat: np.ndarray | None, lo: int, hi: int) -> np.ndarray:
+    """Matrices ``lo:hi`` of ``a``'s flat stack: a view of ``flat`` (:func:`flat_view`) when
+    there is one, else a copy of just those matrices."""
+    if flat is not None:
+        return flat[lo:hi]
+    return a[np.unravel_index(np.arange(lo, hi), a.shape[:-2])]
+
+
+def matrix_at(a: np.ndarray, i: int) -> np.ndarray:
+    """Matrix ``i`` of ``a``'s flat stack (a view; no copy of the stack)."""
+    return a[np.unravel_index(int(i), a.shape[:-2])] if a.ndim > 2 else a
 
 
 def stand_in(a: np.ndarray) -> np.ndarray:
@@ -162,10 +221,8 @@ def solve_operands(a1: Any, b1: Any, broadcast_to: Callable[[Any, tuple], Any]) 
     >>> a.shape, b.shape, dtype.name, vector
     ((1, 3, 3), (1, 3, 1), 'float64', True)
     """
-    try:
-        dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
-    except TypeError as exc:
-        raise InvalidOperandError(f"b: {exc}") from None
+    check_dtype(b1.dtype, "b")
+    dtype = np.result_type(a1.dtype, lapack_dtype(b1.dtype))
     a1, b1 = a1.astype(dtype, copy=False), b1.astype(dtype, copy=False)
     n = a1.shape[-1]
     vector = b1.ndim == 1

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import LinAlgError
 from ...plan import Prepared, Problem
-from ._base import SolverPlan, with_threads
+from ._base import SolverPlan, alive, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
@@ -154,6 +154,7 @@ class Cholesky(SolverPlan):
         return solver_closure(solve_one, self._n, self._batch, self._a.dtype, [], self._to_caller, "matrix", fast)
 
     @property
+    @alive
     def factor(self) -> Any:
         """The triangular factor: ``L`` (``lower=True``) or ``U``, zero in the other triangle
         (a new array each time: the stored factor keeps ``A``'s other triangle, as LAPACK

@@ -21,6 +21,7 @@ from ._factored import check_trans
 from ._lapack import lapack_dtype
 from ._numpy_lapack import FROM_ORDER
 from ._operands import as_stack, host_arrays, solve_operands
+from ._validation import check_dtype, factor_pair, lu_factors
 from .cholesky_plan import Cholesky
 from .eigh_plan import Eigh
 from .lstsq_plan import Lstsq
@@ -156,7 +157,7 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
     # The common NumPy case (one dtype, a batch of b matching a's) skips wrapping, casting and
     # broadcasting: its key is built from attributes alone, a cache hit runs at once.
     if (execution is None and type(a) is _ndarray and type(b) is _ndarray and b.dtype == a.dtype
-            and a.dtype.char in _LAPACK_CHARS and a.ndim > 1
+            and a.dtype.char in _LAPACK_CHARS and a.dtype.isnative and a.ndim > 1
             and (b.ndim == a.ndim and a.shape[:-2] == b.shape[:-2] or a.ndim == 2 and b.ndim == 1)):
         if a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2] > 0 and a.size and b.size:
             key = ("solve-nd", a.shape, b.shape, a.dtype.char, a.flags.c_contiguous, b.flags.c_contiguous)
@@ -225,8 +226,8 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
 def _plain_square(a: Any) -> bool:
     """A non-empty NumPy array of square matrices in a LAPACK dtype (the one-call fast paths)."""
-    return (type(a) is _ndarray and a.dtype.char in _LAPACK_CHARS and a.ndim > 1 and a.shape[-1] == a.shape[-2]
-            and a.size > 0)
+    return (type(a) is _ndarray and a.dtype.char in _LAPACK_CHARS and a.dtype.isnative and a.ndim > 1
+            and a.shape[-1] == a.shape[-2] and a.size > 0)
 
 
 def _numpy_determinant(a: Any, execution: Any) -> bool:
@@ -428,10 +429,9 @@ def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = Non
 def _common_dtype(arrays: dict[str, np.ndarray]) -> np.dtype:
     """The LAPACK dtype the operands compute in together, by NumPy's promotion (float32 with
     float64 in float64, a real matrix with a complex right-hand side in complex)."""
-    try:
-        return lapack_dtype(np.result_type(*(x.dtype for x in arrays.values())))
-    except TypeError as exc:
-        raise InvalidOperandError(f"{', '.join(arrays)}: {exc}") from None
+    for name, x in arrays.items():
+        check_dtype(x.dtype, name)
+    return lapack_dtype(np.result_type(*(x.dtype for x in arrays.values())))
 
 
 @_cuda_route
@@ -490,9 +490,10 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 @_cuda_route
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
-    lu, piv = lu_and_piv
+    lu, piv = factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)")
     arrays, to_caller, _ = host_arrays(execution, lu=lu, b=b)
     lu1 = as_stack(arrays["lu"], "lu", dtype=_common_dtype(arrays))
+    piv = lu_factors(lu1, piv)  # shape, dtype and range, before any native call
     return run_cached(cache_key("lu_solve", lu1), lambda: LU.from_factors(lu1, piv, execution=execution),
                       lambda p: p.use_factors(lu1, piv), lambda p: to_caller(p.solve(arrays["b"], trans)),
                       execution=execution)
@@ -521,7 +522,7 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
 @_cuda_route
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
     """Solve ``A x = b`` with a factor from :func:`cho_factor`."""
-    c, lower = c_and_lower
+    c, lower = factor_pair(c_and_lower, "c_and_lower", "(c, lower)")
     arrays, to_caller, _ = host_arrays(execution, c=c, b=b)
     c1 = as_stack(arrays["c"], "c", dtype=_common_dtype(arrays))
     return run_cached(cache_key("cho_solve", c1, bool(lower)),

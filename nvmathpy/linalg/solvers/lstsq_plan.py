@@ -90,10 +90,13 @@ class Lstsq(SolverPlan):
                 if min(m, n) == 0:
                     parts.append((None, np.empty(0, np.finfo(a.dtype).dtype), None, mats[i]))
                     continue
-                u, s, vh, info = gesdd(mats[i], compute_uv=int(label == "svd"), full_matrices=0)
-                if info > 0:
+                # NaN/Inf: NumPy's error, before LAPACK (whose SVD would give s = NaN, hence rank 0, x = 0)
+                finite = bool(np.isfinite(mats[i]).all())
+                u, s, vh, info = gesdd(mats[i], compute_uv=int(label == "svd"), full_matrices=0) if finite else (0,) * 4
+                if not finite or info > 0:
                     where = f" (batch element {batch_index(i, self._batch)})" if self._batch else ""
-                    raise LinAlgError(f"SVD did not converge in linear least squares{where}")
+                    why = "" if finite else ": a holds NaN or infinity"
+                    raise LinAlgError(f"SVD did not converge in linear least squares{where}{why}")
                 parts.append((u, s, vh, mats[i]) if label == "svd" else (None, s, None, mats[i]))
             self.factorizations += 1
             self._state = parts

@@ -16,10 +16,11 @@ import numpy as np
 
 from ...errors import InvalidOperandError
 from ...plan import Prepared, Problem
-from ._base import SolverPlan, with_threads
+from ._base import SolverPlan, alive, with_threads
 from ._engine import CPULapackEngine
 from ._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
-from ._operands import as_stack, batch_index, fortran_view, host_arrays, layout_of, stack_of, stand_in
+from ._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
+from ._validation import lu_factors
 
 __all__ = ["LU"]
 
@@ -81,16 +82,11 @@ class LU(SolverPlan):
         """Adopt existing factors of the planned shape and dtype (``A`` is then only known
         through them): the next solves use them without factoring."""
         self._a = self._swap_in("lu", lu, self._a)
-        arrays, _, _ = host_arrays(None, piv=piv)
-        pivs = np.asarray(arrays["piv"])
-        if pivs.shape != self._batch + (self._n,):
-            raise InvalidOperandError(
-                f"piv: shape {pivs.shape} does not match lu's {self._a.shape} (expected {self._batch + (self._n,)})"
-            )
+        pivs = np.broadcast_to(lu_factors(self._a, piv), self._batch + (self._n,))  # shape, dtype, range
         lus = [np.asfortranarray(m) for m in stack_of(self._a)]
         singular = [i for i, m in enumerate(lus) if self._n and not np.all(np.diagonal(m))]
         self._clear_derived()
-        self._state = (lus, list(pivs.astype(np.int32).reshape((len(lus), self._n))), False, singular)
+        self._state = (lus, list(pivs.reshape((len(lus), self._n))), False, singular)
 
     # -- phases ------------------------------------------------------------------------------
 
@@ -167,6 +163,7 @@ class LU(SolverPlan):
         swaps = np.array([np.count_nonzero(p != np.arange(self._n)) for p in pivs])
         return diag, swaps
 
+    @alive
     def det(self) -> Any:
         """The determinant(s), from the factors (no refactorization)."""
         diag, swaps = self._diagonals()
@@ -174,6 +171,7 @@ class LU(SolverPlan):
         det = det.astype(self._a.dtype)
         return self._to_caller(det.reshape(self._batch) if self._batch else det[0])
 
+    @alive
     def slogdet(self) -> tuple[Any, Any]:
         """``(sign, logabsdet)`` of the determinant(s), safe from overflow."""
         diag, swaps = self._diagonals()
@@ -189,6 +187,7 @@ class LU(SolverPlan):
         return self._to_caller(sign.reshape(self._batch)), self._to_caller(logabs.reshape(self._batch))
 
     @property
+    @alive
     def factors(self) -> tuple[Any, Any]:
         """``(lu, piv)`` in LAPACK's form for ``A`` itself (as ``scipy.linalg.lu_factor``
         returns them: ``piv`` 0-based int32). Where the plan factored the transposed view
@@ -210,6 +209,7 @@ class LU(SolverPlan):
         return self._to_caller(stack_factors(lus, self._batch)), self._to_caller(stack_factors(pivs, self._batch))
 
     @property
+    @alive
     def singular(self) -> list:
         """Batch elements (flat index, or index tuple) whose ``U`` has an exact zero pivot."""
         return [batch_index(i, self._batch) for i in self._computed()[3]]

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import InvalidOperandError, LinAlgError
 from ...plan import Candidate, Prepared, Problem
 from ...plan.options import check_choice
-from ._base import SolverPlan, with_threads
+from ._base import SolverPlan, alive, with_threads
 from ._engine import CPULapackEngine
 from ._factored import solver_closure, stack_factors
 from ._lapack import lwork_of, routine
@@ -152,6 +152,7 @@ class QR(SolverPlan):
         return self._result
 
     @property
+    @alive
     def q(self) -> Any:
         """``Q`` (not available in mode ``"r"``)."""
         if self._mode == "r":
@@ -159,6 +160,7 @@ class QR(SolverPlan):
         return self._to_caller(self._computed()[0])
 
     @property
+    @alive
     def r(self) -> Any:
         """``R``."""
         result = self._computed()
@@ -167,6 +169,7 @@ class QR(SolverPlan):
         return self._to_caller(result[1])
 
     @property
+    @alive
     def p(self) -> Any:
         """The column permutation (0-based) when pivoting, else ``None``."""
         if not self._pivoting:

@@ -26,7 +26,7 @@ from ...plan import Candidate, Prepared, Problem
 from ._base import SolverPlan
 from ._engine import CPULapackEngine
 from ._lapack import lwork_of, routine
-from ._operands import as_stack, batch_index, fortran_view, identity, stack_of
+from ._operands import as_stack, batch_index, fortran_view, flat_part, flat_view, identity, matrix_at
 from ._compiled import compiled_offered, compiled_solver
 from ._small import CLOSED_FORM_MAX, ELIMINATION_MAX, closed_form, eliminate
 
@@ -147,11 +147,9 @@ class Solve(SolverPlan):
               indices: Any) -> np.ndarray:
         """Solve the batch elements ``indices`` with LAPACK into ``out`` (flat), raising for a
         singular one with its batch index; returns ``out`` in the batch shape."""
-        mats = stack_of(a)
-        rhs = None if b is None else stack_of(b)
-        for i in indices:
+        for i in indices:  # matrix by matrix: no flat copy of a broadcast batch
             try:
-                out[i] = one(mats[i], None if rhs is None else rhs[i])
+                out[i] = one(matrix_at(a, i), None if b is None else matrix_at(b, i))
             except LinAlgError:
                 raise LinAlgError(f"Singular matrix (batch element {batch_index(int(i), a.shape[:-2])})") from None
         return out.reshape(a.shape if b is None else b.shape)
@@ -187,17 +185,21 @@ class Solve(SolverPlan):
     def _vectorised(self, fast: Callable[..., tuple], one: Callable[..., np.ndarray]) -> Callable[[], np.ndarray]:
         def compute() -> np.ndarray:
             a, b = self._a, self._b
-            mats, rhs = stack_of(a), None if b is None else stack_of(b)
-            count = mats.shape[0]
-            if count <= CHUNK:
+            # flat views where possible; a broadcast batch that does not flatten is gathered
+            # chunk by chunk, so no copy larger than a chunk is made of what it repeats
+            mats, rhs = flat_view(a), None if b is None else flat_view(b)
+            count = int(np.prod(a.shape[:-2], dtype=np.int64))
+            if count <= CHUNK and mats is not None and (b is None or rhs is not None):
                 out, flagged = fast(mats, rhs)
             else:  # equal chunks of at most CHUNK keep each formula step's operands in cache
-                out = np.empty(mats.shape if rhs is None else rhs.shape, mats.dtype)  # b has a's dtype
+                shape = (count,) + (a.shape if b is None else b.shape)[-2:]
+                out = np.empty(shape, a.dtype)  # b has a's dtype
                 flagged = np.empty(count, bool)
                 step = -(-count // -(-count // CHUNK))
                 for lo in range(0, count, step):
                     hi = min(lo + step, count)
-                    flagged[lo:hi] = fast(mats[lo:hi], None if rhs is None else rhs[lo:hi], out[lo:hi])[1]
+                    part_b = None if b is None else flat_part(b, rhs, lo, hi)
+                    flagged[lo:hi] = fast(flat_part(a, mats, lo, hi), part_b, out[lo:hi])[1]
             return self._redo(one, a, b, out, np.flatnonzero(flagged))
 
         return compute

@@ -108,9 +108,10 @@ class SVD(SolverPlan):
                         eye[: (n if full else 0), :n])
             view, transposed = fortran_view(mat, transpose)
             u, s, vt, info = fn(view, uv, int(full), lwork, overwrite)
-            if info > 0:
+            if info > 0 or info < 0 and not np.isfinite(mat).all():  # LAPACK's answer to NaN/Inf: info < 0
                 where = f" (batch element {batch_index(i, batch)})" if batch else ""
-                raise LinAlgError(f"SVD did not converge{where}")
+                why = "" if info > 0 else ": a holds NaN or infinity"
+                raise LinAlgError(f"SVD did not converge{where}{why}")
             if info < 0:
                 raise LinAlgError(f"{prepared.candidate.label}: illegal value in argument {-info}")
             return (vt.T, s, u.T) if transposed else (u, s, vt)

@@ -17,6 +17,7 @@ from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
 from ...linalg.solvers._fast_lapack import fast_module
 from ...linalg.solvers._numpy_lapack import for_order
+from ...linalg.solvers._validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
@@ -71,14 +72,17 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     convert = to_caller_of(a)
 
     def core(a2: np.ndarray) -> tuple:
+        if a2.ndim < 2:  # as SciPy: a 1 x n matrix, lu in the input's shape
+            lu_, piv_ = core(a2.reshape(1, -1))
+            return lu_.reshape(a2.shape), piv_
         if a2.size == 0:
-            return np.empty_like(a2), np.arange(0, dtype=np.int32)
+            return np.empty(a2.shape, lapack_one(a2.dtype)), np.arange(0, dtype=np.int32)
         lu, piv, info = _getrf_fortran(a2)
         if info > 0:
             warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(), stacklevel=3)
         return lu, piv
 
-    return convert(over_batch(core, [a1], [2]) if a1.ndim > 2 else core(a1))
+    return convert(over_batch(core, [a1], [2], "lu_factor") if a1.ndim > 2 else core(a1))
 
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: bool = False,
@@ -92,14 +96,19 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     >>> lu_solve(lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]])), np.array([5.0, 6.0]))
     array([-4. ,  4.5])
     """
-    lu, piv = lu_and_piv
+    lu, piv = factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)")
     fast = fast_module()
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
         x = fast.lu_solve(lu, piv, b, trans, check_finite)
         if x is not NotImplemented:
             return x
+    if trans not in (0, 1, 2):
+        raise ValueError(f"trans={trans!r} is not allowed; allowed: 0, 1, 2")
+    lu = as_array(lu, False, "lu")
+    piv = lu_factors(lu, piv)  # square lu, pivots of its order in range: nothing out of bounds reaches getrs
     if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
-            and lu.dtype.char in "fdFD" and lu.shape[0] == b.shape[0] and b.size and type(piv) is np.ndarray:
+            and lu.dtype.char in "fdFD" and lu.dtype.isnative and lu.shape[0] == b.shape[0] and b.size \
+            and type(piv) is np.ndarray:
         if check_finite:
             as_array(b, True, "b")
         x, info = _routine(lu.dtype, lu.shape[0], "getrs")(lu, piv, b, trans)
@@ -122,7 +131,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
             raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
         return x
 
-    return convert(over_batch(core, [lu1, piv1, b1], [2, 1, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [lu1, piv1, b1], [2, 1, 2 if b1.ndim >= 2 else 1], "_lu_solve"))
 
 
 def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
@@ -147,6 +156,13 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     dtype = lapack_one(a1.dtype)
     m, n = a1.shape[-2:]
     k = min(m, n)
+    if a1.size == 0 and a1.ndim > 2:  # SciPy's shapes: p (..., 0, 0) (indices (..., 0)), l (..., m, k), u (..., k, n)
+        batch = a1.shape[:-2]
+        low, up = np.empty(batch + (m, k), dtype), np.empty(batch + (k, n), dtype)
+        if permute_l:
+            return convert((low, up))
+        p = np.empty(batch + (0,), np.int32) if p_indices else np.empty(batch + (0, 0), np.finfo(dtype).dtype)
+        return convert((p, low, up))
 
     def core(a2: np.ndarray) -> tuple:
         if a2.size == 0:
@@ -168,7 +184,7 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
         p[perm, np.arange(m)] = 1
         return p, low, up
 
-    return convert(tuple(over_batch(core, [a1], [2])) if a1.ndim > 2 else core(a1))
+    return convert(tuple(over_batch(core, [a1], [2], "lu")) if a1.ndim > 2 else core(a1))
 
 
 # -- Cholesky ------------------------------------------------------------------------------------
@@ -203,20 +219,22 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     array([[2., 1.],
            [0., 2.]])
     """
-    return _cholesky_factor(a, lower, check_finite, clean=True)
+    return _cholesky_factor(a, lower, check_finite, clean=True, name="cholesky")
 
 
-def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool) -> Any:
+def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool, name: str = "cholesky") -> Any:
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
-    _square2(a1)
+    if a1.ndim == 0:  # as SciPy: a scalar is a 1 x 1 matrix
+        a1 = a1.reshape(1, 1)
+    _square2(a1, f"Input array is expected to be square but has the shape: {a1.shape}.")
 
     def core(a2: np.ndarray) -> np.ndarray:
         if a2.size == 0:
             return np.empty(a2.shape, lapack_one(a2.dtype))
         return _potrf(a2, lower, clean)
 
-    return convert(over_batch(core, [a1], [2]) if a1.ndim > 2 else core(a1))
+    return convert(over_batch(core, [a1], [2], name) if a1.ndim > 2 else core(a1))
 
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
@@ -231,7 +249,7 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     >>> cho_solve(c, np.array([6.0, 7.0]))
     array([1., 1.])
     """
-    c = _cholesky_factor(a, lower, check_finite, clean=False)
+    c = _cholesky_factor(a, lower, check_finite, clean=False, name="cho_factor")
     batch = tuple(c.shape[:-2])
     return c, (np.full(batch, bool(lower)) if batch else lower)  # a batch: one flag per matrix, as SciPy's
 
@@ -247,7 +265,7 @@ def _one_flag(lower: Any) -> bool:
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``A x = b`` with :func:`cho_factor`'s result, as :func:`scipy.linalg.cho_solve`
     (``lower`` may be a batch of flags, as SciPy's batched ``cho_factor`` returns, all alike)."""
-    c, lower = c_and_lower
+    c, lower = factor_pair(c_and_lower, "c_and_lower", "(c, lower)")
     lower = _one_flag(lower)
     fast = fast_module()
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
@@ -255,7 +273,8 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
         if x is not NotImplemented:
             return x
     if type(c) is np.ndarray and type(b) is np.ndarray and c.ndim == 2 and b.ndim <= 2 and c.dtype == b.dtype \
-            and c.dtype.char in "fdFD" and c.flags.f_contiguous and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
+            and c.dtype.char in "fdFD" and c.dtype.isnative and c.flags.f_contiguous \
+            and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):
             raise ValueError("array must not contain infs or NaNs")
         x, info = _routine(c.dtype, c.shape[0], "potrs")(c, b, int(lower))
@@ -282,7 +301,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
             return potrs(c2.T, b2, int(not lower))[0]
         return potrs(c2, b2, int(lower))[0]
 
-    return convert(over_batch(core, [c1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [c1, b1], [2, 2 if b1.ndim >= 2 else 1], "_cho_solve"))
 
 
 # -- QR ------------------------------------------------------------------------------------------
@@ -355,7 +374,7 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
 
     if a1.ndim == 2:
         return convert(core(a1))
-    return convert(over_batch(core, [a1], [2]))
+    return convert(over_batch(core, [a1], [2], "qr"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -402,6 +421,8 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
             raise ValueError(f"wrong b dimensions {b1.shape}, should be {a1.shape}")
         if type not in (1, 2, 3):
             raise ValueError('"type" keyword only accepts 1, 2, and 3.')
+    if a1.ndim > 2 and 0 in a1.shape[:-2]:
+        raise ValueError(f"`{'eigvalsh' if eigvals_only else 'eigh'}` does not support zero-size batches.")
     n = a1.shape[-1]
     subset = subset_by_index is not None or subset_by_value is not None
     if subset_by_index is not None and subset_by_value is not None:
@@ -482,6 +503,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     convert = to_caller_of(a)
     if a1.ndim < 2:
         raise ValueError("expected matrix")
+    if a1.ndim > 2 and 0 in a1.shape[:-2]:
+        raise ValueError(f"`{'svd' if compute_uv else 'svdvals'}` does not support zero-size batches.")
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)
     key = cache_key("sp-svd", a1, full_matrices, compute_uv, lapack_driver)
 

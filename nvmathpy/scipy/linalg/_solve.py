@@ -56,7 +56,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     kind = _structure(assume_a)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and 0 < b.ndim <= 2 and a.dtype == b.dtype
             and assume_a != "tridiagonal"
-            and a.dtype.char in EPS and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
+            and a.dtype.char in EPS and a.dtype.isnative and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
             and not (transposed and a.dtype.kind == "c")):
         structure = kind or detect(a)
         if structure == "gen":
@@ -232,6 +232,8 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
         raise ValueError("The input array must be at least two-dimensional.")
     if a1.shape[-1] != a1.shape[-2]:
         raise ValueError(f"Last 2 dimensions of the array must be square but received shape {a1.shape}.")
+    if a1.dtype.kind not in "biufc" or a1.dtype.kind == "f" and a1.dtype.itemsize > 8 or a1.dtype.itemsize > 16:
+        raise TypeError(f"a: the dtype {a1.dtype} cannot be cast to float(32, 64) or complex(64, 128).")  # as SciPy
     compute = lapack_one(a1.dtype)
     out_dtype = np.dtype(np.complex128 if compute.kind == "c" else np.float64)
     if min(a1.shape) == 0:
@@ -309,7 +311,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
     if a1.ndim == 2 and b1.ndim <= 2:
         return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "solve_triangular"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -390,4 +392,4 @@ def lstsq(a: Any, b: Any, cond: float | None = None, overwrite_a: bool = False, 
 
     if a1.ndim == 2 and b1.ndim <= 2:
         return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1]))
+    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "lstsq"))

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...errors import LinAlgError
+from ...linalg.solvers._validation import UnsupportedDtypeError, check_result_size, native
 from ...operands import wrap
 
 __all__ = [
@@ -51,13 +52,16 @@ def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
     """A NumPy array view of ``x`` (NumPy, torch CPU, array-likes); with ``check_finite``
     raise SciPy's ``ValueError`` on NaN or infinity."""
     if type(x) is np.ndarray:
-        arr = x
+        arr = x if x.dtype.isnative else native(x)
     elif hasattr(x, "__dlpack__") or type(x).__module__.startswith("torch"):
         arr = wrap(x, name).array
     else:
-        arr = np.asarray(x)
+        arr = native(np.asarray(x))
         if arr.dtype == object:
             raise ValueError(f"{name}: object arrays are not supported")
+    if arr.dtype.kind in "OV":  # SciPy refuses object arrays; structured/void data has no numbers
+        what = "object arrays" if arr.dtype.kind == "O" else "structured or void data"
+        raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({what}); allowed: numeric dtypes")
     if check_finite and not all_finite(arr):
         raise ValueError("array must not contain infs or NaNs")
     return arr
@@ -120,19 +124,32 @@ def lapack_pair(*dtypes: np.dtype) -> np.dtype:
     return np.dtype(np.complex128 if complex_ else np.float64)
 
 
-def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], core_ndims: Sequence[int]) -> Any:
+def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], core_ndims: Sequence[int],
+               name: str | None = None) -> Any:
     """Apply ``core`` to each batch slice of ``arrays`` (core dims given per array; ``None``
     entries pass through) and stack each output, as SciPy's batched functions do (one output:
-    an array; several: a list). A ``LinAlgError`` raised for a slice is re-raised naming it."""
+    an array; several: a list). A ``LinAlgError`` raised for a slice is re-raised naming it.
+    ``name`` (the public function's) is what SciPy's error for zero-size batches names; a batch
+    whose results cannot be allocated raises NumPy's ``MemoryError`` after the first slice,
+    before the loop over the others."""
     batches = [a.shape[: a.ndim - d] for a, d in zip(arrays, core_ndims) if a is not None]
-    batch = np.broadcast_shapes(*batches)
+    try:
+        batch = np.broadcast_shapes(*batches)
+    except ValueError:
+        shapes = ", ".join(str(a.shape) for a in arrays if a is not None)
+        raise ValueError(
+            f"{name or 'function'}: the batch dimensions of the arrays ({shapes}) do not broadcast") from None
     if not batch:
         return core(*arrays)
     if math.prod(batch) == 0:
-        raise ValueError(f"`{getattr(core, '__name__', 'function')}` does not support zero-size batches.")
+        raise ValueError(f"`{name or getattr(core, '__name__', 'function')}` does not support zero-size batches.")
     full = [None if a is None else np.broadcast_to(a, batch + a.shape[a.ndim - d:]) for a, d in zip(arrays, core_ndims)]
     results = []
     for index in np.ndindex(batch):
+        if len(results) == 1:  # the results' size is known from the first slice
+            for part in results[0]:
+                if isinstance(part, np.ndarray):
+                    check_result_size(batch + part.shape, part.dtype, name or "result")
         try:
             out = core(*(None if a is None else a[index] for a in full))
         except LinAlgError as exc:
