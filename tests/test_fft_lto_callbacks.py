@@ -34,7 +34,9 @@ from nvmathpy.fft._callbacks import make_callback  # noqa: E402
 from nvmathpy.fft._cuda_engine import engine_schedules  # noqa: E402
 from nvmathpy.fft._driver import plan_cache  # noqa: E402
 from nvmathpy.kernels.fft_callbacks import (  # noqa: E402
-    CALLBACK_DTYPES, caller_info, callback_kernel, compile_callback, peel_order)
+    CALLBACK_DTYPES, INDEX32_LIMIT, apply_source, caller_info, callback_kernel, callback_layout, compile_callback,
+    index_type, peel_order)
+from nvmathpy.kernels.ir import inputs_of  # noqa: E402
 from nvmathpy.kernels.kernel_cache import KernelCache  # noqa: E402
 from nvmathpy.kernels.trace import erf, sigmoid, trace  # noqa: E402
 
@@ -74,6 +76,19 @@ def _trace(fn, names):
     return trace(call, {n: KINDS[n] for n in names if n in KINDS})
 
 
+def _layout(expr, rank, guard=False):
+    """A layout of ``rank`` axes of extent > 1 for compile checks: rows padded (divisors that are
+    not powers of 2), ``k`` on the middle axis, the array inputs varying along it; with ``guard``
+    the last axis zero-padded."""
+    shape, strides = ((3, 7, 5), (48, 6, 1)) if rank == 3 else ((7, 5), (6, 1)) if rank == 2 else (
+        ((5,), (1,)) if rank == 1 else ((1,), (1,)))
+    k_axis = max(len(shape) - 2, 0)
+    arrays = {name: [int(a == k_axis) for a in range(len(shape))] for name, kind in inputs_of(expr).items()
+              if kind == "matrix"}
+    limits = shape[:-1] + (shape[-1] - 2,) if guard else None
+    return callback_layout(shape, strides, k_axis, limits=limits, inputs=arrays)
+
+
 @pytest.fixture(scope="module")
 def kcache(tmp_path_factory):
     return KernelCache(tmp_path_factory.mktemp("fft-callbacks"))
@@ -105,7 +120,7 @@ def test_each_operation_compiles_as_load_and_store(op, dtype, kcache):
     fn = OPS[op]
     expr = _trace(fn, _names(fn))
     for role in ("prolog", "epilog"):
-        kernel = callback_kernel(expr, role, dtype, 2)
+        kernel = callback_kernel(expr, role, dtype, _layout(expr, 2))
         compiled = kcache.compile(kernel.source, "sm_90", output="ltoir", options=_options())
         assert compiled.kind == "ltoir" and compiled.code
 
@@ -139,7 +154,8 @@ def test_every_variant_compiles_to_ltoir_and_links(arch, dtype, role, guard, ran
     fn = (lambda v, w, s, k: np.where(k < 3, np.exp(v) * w + s, np.sqrt(v) / (np.tanh(v) + 2)) + v ** 0.5
           + np.log(v + 4.0)) if dtype.startswith("complex") else None
     expr = _all_ops() if fn is None else _trace(fn, _names(fn))
-    kernel = callback_kernel(expr, role, dtype, rank, guard)
+    kernel = callback_kernel(expr, role, dtype, _layout(expr, rank, guard))
+    assert kernel.rank == rank and kernel.guard == guard
     compiled = compile_callback(kernel, arch)
     assert compiled.kind == "ltoir" and compiled.arch == arch and compiled.code
     element = CALLBACK_DTYPES[dtype][0]
@@ -162,7 +178,8 @@ def test_the_signature_check_catches_a_wrong_callback_type(kcache):
     """The static_assert really checks: a load callback declared with the store typedef fails."""
     from nvmathpy.errors import LibraryError
 
-    kernel = callback_kernel(_trace(lambda v: v * 2, []), "prolog", "complex64", 0)
+    expr = _trace(lambda v: v * 2, [])
+    kernel = callback_kernel(expr, "prolog", "complex64", _layout(expr, 0))
     wrong = kernel.source.replace("cufftJITCallbackLoadC>", "cufftJITCallbackStoreC>")
     with pytest.raises(LibraryError, match="signature"):
         kcache.compile(wrong, "sm_90", output="ltoir", options=_options())
@@ -170,22 +187,30 @@ def test_the_signature_check_catches_a_wrong_callback_type(kcache):
 
 def test_callback_types_and_struct_follow_cufftxt():
     expr = _trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"])
-    types = {(role, dt): callback_kernel(expr, role, dt, 2).callback_type for role in ("prolog", "epilog")
-             for dt in DTYPES}
+    types = {(role, dt): callback_kernel(expr, role, dt, _layout(expr, 2)).callback_type
+             for role in ("prolog", "epilog") for dt in DTYPES}
     # cufftXtCallbackType: LD_COMPLEX, LD_COMPLEX_DOUBLE, LD_REAL, LD_REAL_DOUBLE, then the ST_ ones
     assert types == {("prolog", "complex64"): 0, ("prolog", "complex128"): 1, ("prolog", "float32"): 2,
                      ("prolog", "float64"): 3, ("epilog", "complex64"): 4, ("epilog", "complex128"): 5,
                      ("epilog", "float32"): 6, ("epilog", "float64"): 7}
-    kernel = callback_kernel(expr, "epilog", "complex128", 2)
-    assert [n for n, _ in kernel.info_type._fields_] == ["stride", "kw", "scale", "conj", "in0", "in0_stride", "s1"]
+    kernel = callback_kernel(expr, "epilog", "complex128", _layout(expr, 2))
+    # the layout is in the source; callerInfo holds pointers, the direction's conj/scale, scalars
+    assert [n for n, _ in kernel.info_type._fields_] == ["in0", "conj", "scale", "s1"]
     assert kernel.inputs == (("w", "matrix"), ("s", "scalar")) and kernel.uses_k
+    single = callback_kernel(expr, "epilog", "complex64", _layout(expr, 2))
+    assert ctypes.sizeof(single.info_type) == 8 + 8 + 4 + 8 + 4  # float scale, float s1[2], padding
+    assert "float scale;" in single.source and "float s1[2];" in single.source
     with pytest.raises(ValueError, match="only the index k"):
-        callback_kernel(trace(lambda x, row: x * row, {}), "prolog", "float32", 1)
+        callback_kernel(trace(lambda x, row: x * row, {}), "prolog", "float32", _layout(expr, 1))
+    with pytest.raises(ValueError, match="no strides for the array inputs"):
+        callback_kernel(expr, "prolog", "float32", callback_layout((5,), (1,), 0))
+    with pytest.raises(ValueError, match="only a prolog"):
+        callback_kernel(expr, "epilog", "float32", _layout(expr, 2, guard=True))
 
 
 def test_user_names_never_reach_the_source():
     expr = trace(lambda x, weird_name_xyz: x * weird_name_xyz, {"weird_name_xyz": "matrix"})
-    assert "weird_name_xyz" not in callback_kernel(expr, "prolog", "float64", 1).source
+    assert "weird_name_xyz" not in callback_kernel(expr, "prolog", "float64", _layout(expr, 1)).source
 
 
 def test_peel_order_accepts_nested_layouts_only():
@@ -255,9 +280,14 @@ def _case(rng, dtype, layout):
     return buffer, logical, offsets, w, complex(rng.uniform(0.5, 1.5), 0.25) if np.dtype(dtype).kind == "c" else 0.75
 
 
-def _info(kernel, strides, w, s, **extra):
-    arrays = {"w": (w.ctypes.data, [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)])}
-    return caller_info(kernel, peel_order(SHAPE, strides), strides, 1, arrays=arrays, scalars={"s": s}, **extra)
+def _kernel(expr, role, dtype, strides, w, limits=None):
+    """The callback for a ``SHAPE`` buffer at ``strides`` with array input ``w`` (``k``: axis 1)."""
+    w_strides = [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)]
+    return callback_kernel(expr, role, dtype, callback_layout(SHAPE, strides, 1, limits=limits, inputs={"w": w_strides}))
+
+
+def _info(kernel, w, s, **extra):
+    return caller_info(kernel, arrays={"w": w.ctypes.data}, scalars={"s": s}, **extra)
 
 
 @needs_gxx
@@ -271,9 +301,9 @@ def test_device_prolog_matches_the_cpu_evaluation(dtype, layout):
         buffer, logical, offsets, w, s = _case(rng, dtype, layout)
         inputs = {"w": w, "s": s}
         callback = make_callback(fn, "prolog", inputs, SHAPE, np.dtype(dtype), 1)
-        kernel = callback_kernel(callback.expr, "prolog", dtype, 3)
+        kernel = _kernel(callback.expr, "prolog", dtype, LAYOUTS[layout], w)
         conj = dtype.startswith("complex") and number == 0
-        info = _info(kernel, LAYOUTS[layout], w, s, conj=conj)
+        info = _info(kernel, w, s, conj=conj)
         got = np.zeros(SHAPE, dtype)
         run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
         want = logical.copy()
@@ -296,8 +326,8 @@ def test_device_epilog_scales_conjugates_and_stores(dtype):
     fn = COMPLEX_FNS[0] if dtype.startswith("complex") else REAL_FNS[0]
     buffer, logical, offsets, w, s = _case(rng, dtype, "F")
     callback = make_callback(fn, "epilog", {"w": w, "s": s}, SHAPE, np.dtype(dtype), 1)
-    kernel = callback_kernel(callback.expr, "epilog", dtype, 3)
-    info = _info(kernel, LAYOUTS["F"], w, s, scale=0.125, conj=True)
+    kernel = _kernel(callback.expr, "epilog", dtype, LAYOUTS["F"], w)
+    info = _info(kernel, w, s, scale=0.125, conj=True)
     values = _random(rng, SHAPE, dtype)
     run_on_host(kernel, buffer, offsets.ravel().copy(), info, values)
     want = (np.conj(values) * 0.125).astype(dtype)
@@ -314,8 +344,9 @@ def test_device_prolog_leaves_zero_padding_zero(dtype):
     region = (3, 7, 3)  # the last two entries of the last axis are padding
     fn = lambda v, w, s, k: v * w + s + k  # noqa: E731 - nonzero on zeros
     callback = make_callback(fn, "prolog", {"w": w, "s": s}, region, np.dtype(dtype), 1)
-    kernel = callback_kernel(callback.expr, "prolog", dtype, 3, guard=True)
-    info = _info(kernel, LAYOUTS["C"], w, s, limits=region)
+    kernel = _kernel(callback.expr, "prolog", dtype, LAYOUTS["C"], w, limits=region)
+    assert kernel.guard
+    info = _info(kernel, w, s)
     got = np.full(SHAPE, 9, dtype)
     run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
     want = np.zeros(SHAPE, dtype)
@@ -532,7 +563,8 @@ def test_the_callback_has_cuffts_default_cpp_name():
     snippets = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real", "float64": "DoubleReal"}
     for dtype in DTYPES:
         for role, phase in (("prolog", "Load"), ("epilog", "Store")):
-            kernel = callback_kernel(_trace(lambda v, k: v * k, ["k"]), role, dtype, 2)
+            expr = _trace(lambda v, k: v * k, ["k"])
+            kernel = callback_kernel(expr, role, dtype, _layout(expr, 2))
             name = f"cufftJITCallback{phase}{snippets[dtype]}"
             assert kernel.symbol == name and f'extern "C" __device__ {kernel.symbol}' not in kernel.source
             ptx = compile_kernel(kernel.source, "sm_90", output="ptx", options=_options()).code
@@ -549,9 +581,10 @@ def test_fallback_kernel_compiles_to_a_cubin(arch, dtype, role, kcache, monkeypa
     from nvmathpy.kernels import fft_callbacks, kernel_cache
 
     monkeypatch.setattr(kernel_cache, "_DEFAULT", kcache)
-    kernel = callback_kernel(_trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"]), role, dtype, 2,
-                             role == "prolog")
-    compiled = fft_callbacks.compile_apply(fft_callbacks.apply_source(kernel, (7, 1, 5), (5, 99, 1)), arch)
+    expr = _trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"])
+    kernel = callback_kernel(expr, role, dtype, callback_layout(
+        (7, 1, 5), (5, 99, 1), 2, limits=(7, 1, 4) if role == "prolog" else None, inputs={"w": (0, 0, 1)}))
+    compiled = fft_callbacks.compile_apply(fft_callbacks.apply_source(kernel), arch)
     assert compiled.kind == "cubin" and compiled.code[:4] == b"\x7fELF"
     assert compiled.resources[fft_callbacks.APPLY_NAME].spill_stores == 0, compiled.log
 
