@@ -284,7 +284,8 @@ def _case(rng, dtype, layout):
 def _kernel(expr, role, dtype, strides, w, limits=None):
     """The callback for a ``SHAPE`` buffer at ``strides`` with array input ``w`` (``k``: axis 1)."""
     w_strides = [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)]
-    return callback_kernel(expr, role, dtype, callback_layout(SHAPE, strides, 1, limits=limits, inputs={"w": w_strides}))
+    layout = callback_layout(SHAPE, strides, 1, limits=limits, inputs={"w": w_strides})
+    return callback_kernel(expr, role, dtype, layout)
 
 
 def _info(kernel, w, s, **extra):

@@ -283,7 +283,8 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
                 device = cupy.asarray(np.ascontiguousarray(value))
                 keep.append(device)
                 arrays[name] = device.data.ptr
-                input_strides[name] = [s // device.itemsize if n > 1 else 0 for n, s in zip(device.shape, device.strides)]
+                input_strides[name] = [s // device.itemsize if n > 1 else 0
+                                       for n, s in zip(device.shape, device.strides)]
             else:
                 scalars[name] = value
         shape, dtype = (layout.in_shape, layout.in_dtype) if role == "prolog" else (layout.out_shape, layout.out_dtype)
