@@ -846,7 +846,8 @@ def test_one_source_per_layout_compiled_once(emu, tmp_path, monkeypatch):
 
 
 # numerics of 32- and 64-bit kernels near the limit, without allocating the buffers: each element's
-# data pointer is passed shifted back by its offset, so that data[offset] is the element itself
+# data pointer is passed shifted back by its offset, so that data[offset] is the element itself (the
+# 64-bit case reaches past 2**32, where 32-bit arithmetic would wrap)
 _SHIFTED = r"""
 __global__ void nvm_cb_shifted(const unsigned long long* data, const unsigned long long* offsets, long long n,
                                void* info, {element}* values) {{
@@ -858,7 +859,7 @@ __global__ void nvm_cb_shifted(const unsigned long long* data, const unsigned lo
 @needs_gxx
 @needs_nvrtc
 @pytest.mark.parametrize(("extents", "strides", "bits"), [((2, 2**30 - 3), (2**30 - 1, 1), 32),
-                                                          ((3, 2**30 - 3), (2**30 + 5, 1), 64)])
+                                                          ((5, 2**30 - 3), (2**30 + 5, 1), 64)])
 @pytest.mark.parametrize("role", ["prolog", "epilog"])
 def test_large_offsets_emulated(extents, strides, bits, role):
     rng = np.random.default_rng()
