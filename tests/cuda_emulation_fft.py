@@ -11,7 +11,8 @@
   LTO callbacks (``cufftXtSetJITCallback``) must be attached before the plan is made, with the
   callback type of the plan's data types; an exec then applies them on the host: the callerInfo
   struct the engine uploaded is read back through the generated kernel's ctypes mirror, each
-  element's offset is peeled into indices exactly as the device function does, and the traced IR
+  element's offset is peeled into indices by the layout baked into the kernel (greedily, the
+  definition the device function's constant-divisor code must agree with), and the traced IR
   runs with :class:`nvmathpy.kernels.cpu_eval.BlockedEvaluator`.
 - :func:`install`: the above plus the CuPy stand-in of :mod:`cuda_emulation` and stubs for the
   device-only calls (CUDA status, device description, work-area allocation, event timer).
@@ -60,24 +61,30 @@ def _k_as_input(expr: Expr) -> Expr:
 
 def apply_callback(kernel: Any, info_pointer: int, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """What the generated callback computes for the elements at ``offsets`` holding ``values``
-    (load: the returned values; store: what is written), reading its callerInfo at ``info_pointer``."""
+    (load: the returned values; store: what is written): the offsets peeled into indices by the
+    layout baked into the kernel (``kernel.layout``), the rest read from its callerInfo at
+    ``info_pointer``."""
     info = kernel.info_type.from_address(info_pointer)
+    layout = kernel.layout
     dtype = np.dtype(kernel.dtype)
     value = np.asarray(values).astype(dtype).reshape(1, -1)
     rest = np.asarray(offsets, dtype=np.int64).reshape(1, -1).copy()
     idx = []
-    for d in range(kernel.rank):
-        i = rest // info.stride[d]
-        rest -= i * info.stride[d]
+    for stride in layout.strides:
+        i = rest // stride
+        rest -= i * stride
         idx.append(i)
+    strides = dict(layout.inputs)
 
     def weighted(weights: Any) -> np.ndarray:
         return sum((i * weights[d] for d, i in enumerate(idx)), np.zeros_like(rest))
 
-    inputs: dict[str, Any] = {"#k": weighted(info.kw)} if kernel.uses_k else {}
+    inputs: dict[str, Any] = {}
+    if kernel.uses_k:
+        inputs["#k"] = idx[layout.k] if layout.k is not None else np.zeros_like(rest)
     for n, (name, kind) in enumerate(kernel.inputs):
         if kind == "matrix":
-            where = weighted(getattr(info, f"in{n}_stride")) if kernel.rank else np.zeros_like(rest)
+            where = weighted(strides[name])
             inputs[name] = _view(getattr(info, f"in{n}"), dtype, (int(where.max()) + 1,), (1,))[where]
         else:
             parts = getattr(info, f"s{n}")
@@ -90,7 +97,7 @@ def apply_callback(kernel: Any, info_pointer: int, values: np.ndarray, offsets: 
     if kernel.role == "prolog" and dtype.kind == "c" and info.conj:
         value = np.conj(value)
     if kernel.guard:
-        value[np.any([i >= info.limit[d] for d, i in enumerate(idx)], axis=0)] = 0
+        value[np.any([i >= layout.limits[d] for d, i in enumerate(idx)], axis=0)] = 0
     return value.reshape(np.shape(values))
 
 
@@ -336,8 +343,8 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
         role = "prolog" if "= cufftJITCallbackLoad" in source else "epilog"
 
         def launch(src: int, dst: int, info: int, count: int, stream: int) -> None:
-            args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info), ctypes.c_longlong(count))
-            argv = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in args))
+            args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info))
+            argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
             lib.nvm_emu_entry(2, 1, 1, 3, 1, 1, argv)  # a few blocks and threads: the grid-stride loop
             emulator.applied.append((role, count, stream))
 

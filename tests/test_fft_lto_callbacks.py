@@ -34,7 +34,9 @@ from nvmathpy.fft._callbacks import make_callback  # noqa: E402
 from nvmathpy.fft._cuda_engine import engine_schedules  # noqa: E402
 from nvmathpy.fft._driver import plan_cache  # noqa: E402
 from nvmathpy.kernels.fft_callbacks import (  # noqa: E402
-    CALLBACK_DTYPES, caller_info, callback_kernel, compile_callback, peel_order)
+    CALLBACK_DTYPES, INDEX32_LIMIT, apply_source, caller_info, callback_kernel, callback_layout, compile_callback,
+    index_type, peel_order)
+from nvmathpy.kernels.ir import inputs_of  # noqa: E402
 from nvmathpy.kernels.kernel_cache import KernelCache  # noqa: E402
 from nvmathpy.kernels.trace import erf, sigmoid, trace  # noqa: E402
 
@@ -74,6 +76,19 @@ def _trace(fn, names):
     return trace(call, {n: KINDS[n] for n in names if n in KINDS})
 
 
+def _layout(expr, rank, guard=False):
+    """A layout of ``rank`` axes of extent > 1 for compile checks: rows padded (divisors that are
+    not powers of 2), ``k`` on the middle axis, the array inputs varying along it; with ``guard``
+    the last axis zero-padded."""
+    shape, strides = ((3, 7, 5), (48, 6, 1)) if rank == 3 else ((7, 5), (6, 1)) if rank == 2 else (
+        ((5,), (1,)) if rank == 1 else ((1,), (1,)))
+    k_axis = max(len(shape) - 2, 0)
+    arrays = {name: [int(a == k_axis) for a in range(len(shape))] for name, kind in inputs_of(expr).items()
+              if kind == "matrix"}
+    limits = shape[:-1] + (shape[-1] - 2,) if guard else None
+    return callback_layout(shape, strides, k_axis, limits=limits, inputs=arrays)
+
+
 @pytest.fixture(scope="module")
 def kcache(tmp_path_factory):
     return KernelCache(tmp_path_factory.mktemp("fft-callbacks"))
@@ -105,7 +120,7 @@ def test_each_operation_compiles_as_load_and_store(op, dtype, kcache):
     fn = OPS[op]
     expr = _trace(fn, _names(fn))
     for role in ("prolog", "epilog"):
-        kernel = callback_kernel(expr, role, dtype, 2)
+        kernel = callback_kernel(expr, role, dtype, _layout(expr, 2))
         compiled = kcache.compile(kernel.source, "sm_90", output="ltoir", options=_options())
         assert compiled.kind == "ltoir" and compiled.code
 
@@ -139,7 +154,8 @@ def test_every_variant_compiles_to_ltoir_and_links(arch, dtype, role, guard, ran
     fn = (lambda v, w, s, k: np.where(k < 3, np.exp(v) * w + s, np.sqrt(v) / (np.tanh(v) + 2)) + v ** 0.5
           + np.log(v + 4.0)) if dtype.startswith("complex") else None
     expr = _all_ops() if fn is None else _trace(fn, _names(fn))
-    kernel = callback_kernel(expr, role, dtype, rank, guard)
+    kernel = callback_kernel(expr, role, dtype, _layout(expr, rank, guard))
+    assert kernel.rank == rank and kernel.guard == guard
     compiled = compile_callback(kernel, arch)
     assert compiled.kind == "ltoir" and compiled.arch == arch and compiled.code
     element = CALLBACK_DTYPES[dtype][0]
@@ -162,7 +178,8 @@ def test_the_signature_check_catches_a_wrong_callback_type(kcache):
     """The static_assert really checks: a load callback declared with the store typedef fails."""
     from nvmathpy.errors import LibraryError
 
-    kernel = callback_kernel(_trace(lambda v: v * 2, []), "prolog", "complex64", 0)
+    expr = _trace(lambda v: v * 2, [])
+    kernel = callback_kernel(expr, "prolog", "complex64", _layout(expr, 0))
     wrong = kernel.source.replace("cufftJITCallbackLoadC>", "cufftJITCallbackStoreC>")
     with pytest.raises(LibraryError, match="signature"):
         kcache.compile(wrong, "sm_90", output="ltoir", options=_options())
@@ -170,22 +187,30 @@ def test_the_signature_check_catches_a_wrong_callback_type(kcache):
 
 def test_callback_types_and_struct_follow_cufftxt():
     expr = _trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"])
-    types = {(role, dt): callback_kernel(expr, role, dt, 2).callback_type for role in ("prolog", "epilog")
-             for dt in DTYPES}
+    types = {(role, dt): callback_kernel(expr, role, dt, _layout(expr, 2)).callback_type
+             for role in ("prolog", "epilog") for dt in DTYPES}
     # cufftXtCallbackType: LD_COMPLEX, LD_COMPLEX_DOUBLE, LD_REAL, LD_REAL_DOUBLE, then the ST_ ones
     assert types == {("prolog", "complex64"): 0, ("prolog", "complex128"): 1, ("prolog", "float32"): 2,
                      ("prolog", "float64"): 3, ("epilog", "complex64"): 4, ("epilog", "complex128"): 5,
                      ("epilog", "float32"): 6, ("epilog", "float64"): 7}
-    kernel = callback_kernel(expr, "epilog", "complex128", 2)
-    assert [n for n, _ in kernel.info_type._fields_] == ["stride", "kw", "scale", "conj", "in0", "in0_stride", "s1"]
+    kernel = callback_kernel(expr, "epilog", "complex128", _layout(expr, 2))
+    # the layout is in the source; callerInfo holds pointers, the direction's conj/scale, scalars
+    assert [n for n, _ in kernel.info_type._fields_] == ["in0", "conj", "scale", "s1"]
     assert kernel.inputs == (("w", "matrix"), ("s", "scalar")) and kernel.uses_k
+    single = callback_kernel(expr, "epilog", "complex64", _layout(expr, 2))
+    assert ctypes.sizeof(single.info_type) == 8 + 8 + 4 + 8 + 4  # float scale, float s1[2], padding
+    assert "float scale;" in single.source and "float s1[2];" in single.source
     with pytest.raises(ValueError, match="only the index k"):
-        callback_kernel(trace(lambda x, row: x * row, {}), "prolog", "float32", 1)
+        callback_kernel(trace(lambda x, row: x * row, {}), "prolog", "float32", _layout(expr, 1))
+    with pytest.raises(ValueError, match="no strides for the array inputs"):
+        callback_kernel(expr, "prolog", "float32", callback_layout((5,), (1,), 0))
+    with pytest.raises(ValueError, match="only a prolog"):
+        callback_kernel(expr, "epilog", "float32", _layout(expr, 2, guard=True))
 
 
 def test_user_names_never_reach_the_source():
     expr = trace(lambda x, weird_name_xyz: x * weird_name_xyz, {"weird_name_xyz": "matrix"})
-    assert "weird_name_xyz" not in callback_kernel(expr, "prolog", "float64", 1).source
+    assert "weird_name_xyz" not in callback_kernel(expr, "prolog", "float64", _layout(expr, 1)).source
 
 
 def test_peel_order_accepts_nested_layouts_only():
@@ -212,7 +237,8 @@ COMPLEX_FNS = [
     + np.where((v == w) | (k >= 4), 1.0, v / w) + np.maximum(k, 2) - np.minimum(k * 0.5, 1.0),
 ]
 SHAPE = (3, 7, 5)
-LAYOUTS = {"C": (35, 5, 1), "F": (1, 3, 21), "padded": (48, 6, 1)}
+# "odd", "Fodd": gaps such that a larger stride is no multiple of the next (peeled axis by axis)
+LAYOUTS = {"C": (35, 5, 1), "F": (1, 3, 21), "padded": (48, 6, 1), "odd": (53, 7, 1), "Fodd": (1, 4, 29)}
 
 
 def _driver(kernel):
@@ -255,9 +281,15 @@ def _case(rng, dtype, layout):
     return buffer, logical, offsets, w, complex(rng.uniform(0.5, 1.5), 0.25) if np.dtype(dtype).kind == "c" else 0.75
 
 
-def _info(kernel, strides, w, s, **extra):
-    arrays = {"w": (w.ctypes.data, [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)])}
-    return caller_info(kernel, peel_order(SHAPE, strides), strides, 1, arrays=arrays, scalars={"s": s}, **extra)
+def _kernel(expr, role, dtype, strides, w, limits=None):
+    """The callback for a ``SHAPE`` buffer at ``strides`` with array input ``w`` (``k``: axis 1)."""
+    w_strides = [st // w.itemsize if n > 1 else 0 for n, st in zip(w.shape, w.strides)]
+    layout = callback_layout(SHAPE, strides, 1, limits=limits, inputs={"w": w_strides})
+    return callback_kernel(expr, role, dtype, layout)
+
+
+def _info(kernel, w, s, **extra):
+    return caller_info(kernel, arrays={"w": w.ctypes.data}, scalars={"s": s}, **extra)
 
 
 @needs_gxx
@@ -271,9 +303,9 @@ def test_device_prolog_matches_the_cpu_evaluation(dtype, layout):
         buffer, logical, offsets, w, s = _case(rng, dtype, layout)
         inputs = {"w": w, "s": s}
         callback = make_callback(fn, "prolog", inputs, SHAPE, np.dtype(dtype), 1)
-        kernel = callback_kernel(callback.expr, "prolog", dtype, 3)
+        kernel = _kernel(callback.expr, "prolog", dtype, LAYOUTS[layout], w)
         conj = dtype.startswith("complex") and number == 0
-        info = _info(kernel, LAYOUTS[layout], w, s, conj=conj)
+        info = _info(kernel, w, s, conj=conj)
         got = np.zeros(SHAPE, dtype)
         run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
         want = logical.copy()
@@ -296,8 +328,8 @@ def test_device_epilog_scales_conjugates_and_stores(dtype):
     fn = COMPLEX_FNS[0] if dtype.startswith("complex") else REAL_FNS[0]
     buffer, logical, offsets, w, s = _case(rng, dtype, "F")
     callback = make_callback(fn, "epilog", {"w": w, "s": s}, SHAPE, np.dtype(dtype), 1)
-    kernel = callback_kernel(callback.expr, "epilog", dtype, 3)
-    info = _info(kernel, LAYOUTS["F"], w, s, scale=0.125, conj=True)
+    kernel = _kernel(callback.expr, "epilog", dtype, LAYOUTS["F"], w)
+    info = _info(kernel, w, s, scale=0.125, conj=True)
     values = _random(rng, SHAPE, dtype)
     run_on_host(kernel, buffer, offsets.ravel().copy(), info, values)
     want = (np.conj(values) * 0.125).astype(dtype)
@@ -314,8 +346,9 @@ def test_device_prolog_leaves_zero_padding_zero(dtype):
     region = (3, 7, 3)  # the last two entries of the last axis are padding
     fn = lambda v, w, s, k: v * w + s + k  # noqa: E731 - nonzero on zeros
     callback = make_callback(fn, "prolog", {"w": w, "s": s}, region, np.dtype(dtype), 1)
-    kernel = callback_kernel(callback.expr, "prolog", dtype, 3, guard=True)
-    info = _info(kernel, LAYOUTS["C"], w, s, limits=region)
+    kernel = _kernel(callback.expr, "prolog", dtype, LAYOUTS["C"], w, limits=region)
+    assert kernel.guard
+    info = _info(kernel, w, s)
     got = np.full(SHAPE, 9, dtype)
     run_on_host(kernel, buffer, offsets.ravel().copy(), info, got)
     want = np.zeros(SHAPE, dtype)
@@ -532,7 +565,8 @@ def test_the_callback_has_cuffts_default_cpp_name():
     snippets = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real", "float64": "DoubleReal"}
     for dtype in DTYPES:
         for role, phase in (("prolog", "Load"), ("epilog", "Store")):
-            kernel = callback_kernel(_trace(lambda v, k: v * k, ["k"]), role, dtype, 2)
+            expr = _trace(lambda v, k: v * k, ["k"])
+            kernel = callback_kernel(expr, role, dtype, _layout(expr, 2))
             name = f"cufftJITCallback{phase}{snippets[dtype]}"
             assert kernel.symbol == name and f'extern "C" __device__ {kernel.symbol}' not in kernel.source
             ptx = compile_kernel(kernel.source, "sm_90", output="ptx", options=_options()).code
@@ -549,9 +583,10 @@ def test_fallback_kernel_compiles_to_a_cubin(arch, dtype, role, kcache, monkeypa
     from nvmathpy.kernels import fft_callbacks, kernel_cache
 
     monkeypatch.setattr(kernel_cache, "_DEFAULT", kcache)
-    kernel = callback_kernel(_trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"]), role, dtype, 2,
-                             role == "prolog")
-    compiled = fft_callbacks.compile_apply(fft_callbacks.apply_source(kernel, (7, 1, 5), (5, 99, 1)), arch)
+    expr = _trace(lambda v, w, s, k: v * w + s * k, ["w", "s", "k"])
+    kernel = callback_kernel(expr, role, dtype, callback_layout(
+        (7, 1, 5), (5, 99, 1), 2, limits=(7, 1, 4) if role == "prolog" else None, inputs={"w": (0, 0, 1)}))
+    compiled = fft_callbacks.compile_apply(fft_callbacks.apply_source(kernel), arch)
     assert compiled.kind == "cubin" and compiled.code[:4] == b"\x7fELF"
     assert compiled.resources[fft_callbacks.APPLY_NAME].spill_stores == 0, compiled.log
 
@@ -674,3 +709,270 @@ def test_forced_elementwise_path_never_attaches(emu, monkeypatch):
     w = _random(rng, 10, np.complex128)
     check_fallback(emu, x, 1e-12, axes=[1], prolog=lambda v, w: v * w, epilog=lambda v, k: v * k,
                    callback_inputs={"w": w})
+
+
+# -- 5. the layout baked into the source: constant divisors, 32- or 64-bit index arithmetic --------
+
+
+def _body(kernel):
+    """The device function's body (the text between its braces)."""
+    start = kernel.source.index(f"{kernel.symbol}(")
+    return kernel.source[kernel.source.index("{", start) + 1:kernel.source.index("\n}\n", start)]
+
+
+def _index_lines(text):
+    """The lines of integer index arithmetic (declarations of the index type)."""
+    return [line.strip() for line in text.splitlines() if line.strip().startswith(("const unsigned int",
+                                                                                    "const unsigned long long"))]
+
+
+def _assert_constant_divisors(text):
+    """Every integer / and % of the index arithmetic divides by a literal; nothing is read from
+    callerInfo for it."""
+    import re
+
+    lines = _index_lines(text)
+    for line in lines:
+        assert "info->" not in line, line
+        for operand in re.findall(r"[/%]\s*([^\s)]+)", line):
+            assert re.fullmatch(r"\d+u(ll)?", operand), line
+    return lines
+
+
+WINDOW = _trace(lambda v, w: v * w, ["w"])
+
+
+@pytest.mark.parametrize(("shape", "strides", "inputs", "want"), [
+    ((1024, 4096), (4096, 1), (0, 1), ["const unsigned int i1 = (o & 4095u);"]),  # dense batch, window
+    ((1024, 2049), (2049, 1), (0, 1), ["const unsigned int i1 = (o % 2049u);"]),  # r2c output, filter
+    ((1024, 4096), (4100, 1), (0, 1), ["const unsigned int i1 = (o % 4100u);"]),  # cropped rows
+    ((1024, 4096), (1, 1024), (0, 1), ["const unsigned int i0 = (o >> 10);"]),  # transposed
+    ((6, 1009), (1009, 1), (1009, 1), ["const unsigned int i0 = (o / 1009u);",  # a full-size input, prime rows
+                                       "const unsigned int i1 = (o % 1009u);"]),
+    ((1024, 4096), (4096, 1), (1, 0), ["const unsigned int i0 = (o >> 12);"]),  # a per-row input
+    ((7, 5, 3), (53, 7, 1), (0, 1, 0), ["const unsigned int i1 = ((o % 53u) / 7u);"]),  # strides that do not divide
+    ((7, 5, 3), (53, 7, 1), (0, 0, 1), ["const unsigned int i2 = ((o % 53u) % 7u);"]),
+])
+def test_the_offset_is_peeled_by_constants(shape, strides, inputs, want):
+    for role, dtype in (("prolog", "complex64"), ("epilog", "float32")):
+        kernel = callback_kernel(WINDOW, role, dtype, callback_layout(shape, strides, len(shape) - 1,
+                                                                      inputs={"w": inputs}))
+        body = _body(kernel)
+        assert _assert_constant_divisors(body) == ["const unsigned int o = static_cast<unsigned int>(offset);", *want]
+        assert "long long" not in body.replace("unsigned long long offset", "")
+
+
+def test_only_the_indices_needed_are_computed():
+    layout = callback_layout((4, 6, 10), (60, 10, 1), 2, limits=(4, 5, 10))  # the middle axis zero-padded
+    scalar_only = callback_kernel(_trace(lambda v, s: v * s, ["s"]), "epilog", "complex128",
+                                  callback_layout((4, 6, 10), (60, 10, 1), 2))
+    assert _index_lines(_body(scalar_only)) == []  # nothing to peel: no index arithmetic at all
+    k_only = _body(callback_kernel(_trace(lambda v, k: v * k, ["k"]), "epilog", "float64",
+                                   callback_layout((4, 6, 10), (60, 10, 1), 2)))
+    assert _assert_constant_divisors(k_only)[1:] == ["const unsigned int i2 = (o % 10u);",
+                                                     "const unsigned int k = i2;"]
+    guarded = _body(callback_kernel(_trace(lambda v: v + 1.0, []), "prolog", "float64", layout))
+    assert _assert_constant_divisors(guarded)[1:] == ["const unsigned int i1 = ((o % 60u) / 10u);"]
+    assert "if (i1 >= 5u) return" in guarded
+    # k along an axis of extent 1 is 0; unpadded limits check nothing
+    assert "const unsigned int k = 0u;" in _body(callback_kernel(
+        _trace(lambda v, k: v * k, ["k"]), "epilog", "float32", callback_layout((5, 1), (1, 1), 1)))
+    assert not callback_kernel(WINDOW, "prolog", "float32",
+                               callback_layout((5, 3), (3, 1), 1, limits=(5, 3), inputs={"w": (0, 1)})).guard
+
+
+def test_index_type_choice():
+    assert INDEX32_LIMIT == 2**31
+    assert [index_type(n) for n in (0, 1, 2**31 - 1, 2**31, 2**32, 2**40)] == ["unsigned int"] * 3 + [
+        "unsigned long long"] * 3
+    with pytest.raises(ValueError):
+        index_type(-1)
+    # what counts: the buffer's span (gaps included), its element count, the inputs' reach
+    assert callback_layout((2**16, 2**15 - 1), (2**15 - 1, 1), 1).index_type == "unsigned int"
+    assert callback_layout((2**16, 2**15), (2**15, 1), 1).largest == 2**31
+    assert callback_layout((2**16, 2**15), (2**15, 1), 1).index_type == "unsigned long long"
+    padded_rows = callback_layout((2**15, 2**15), (2**16, 1), 1)  # half the span is gaps
+    assert padded_rows.count == 2**30 and padded_rows.span == 2**31 - 2**15 and padded_rows.index_type == "unsigned int"
+    assert callback_layout((2**15 + 1, 2**15), (2**16, 1), 1).index_type == "unsigned long long"
+    transposed_input = callback_layout((2**15, 2**15), (2**15, 1), 1, inputs={"w": (1, 2**16 + 2)})
+    assert transposed_input.span < 2**31 <= transposed_input.largest
+    assert transposed_input.index_type == "unsigned long long"
+
+
+def test_sixty_four_bit_layouts_use_sixty_four_bit_arithmetic():
+    layout = callback_layout((3, 2**30 - 3), (2**30 + 5, 1), 1, inputs={"w": (1, 0)})
+    kernel = callback_kernel(_trace(lambda v, w, k: v * w + k, ["w", "k"]), "prolog", "complex64", layout)
+    body = _body(kernel)
+    assert _assert_constant_divisors(body) == [
+        "const unsigned long long o = offset;", "const unsigned long long i0 = (o / 1073741829ull);",
+        "const unsigned long long i1 = (o % 1073741829ull);", "const unsigned long long k = i1;"]
+    assert "unsigned int" not in body
+    assert "i < 3221225463ull" in apply_source(kernel)
+
+
+def test_the_fallback_kernel_bakes_the_layout_in():
+    dense = apply_source(callback_kernel(WINDOW, "epilog", "complex64",
+                                         callback_layout((1024, 4096), (4096, 1), 1, inputs={"w": (0, 1)})))
+    loop = dense[dense.index('extern "C" __global__'):]
+    assert "i < 4194304u" in loop and "const unsigned long long offset = i;" in loop and "%" not in loop
+    cropped = apply_source(callback_kernel(WINDOW, "prolog", "complex64",
+                                           callback_layout((1024, 4095), (4096, 1), 1, inputs={"w": (0, 1)})))
+    loop = cropped[cropped.index('extern "C" __global__'):]
+    assert _assert_constant_divisors(loop) == [
+        "const unsigned int step = static_cast<unsigned int>(gridDim.x) * blockDim.x;",
+        "const unsigned int j0 = (i / 4095u);", "const unsigned int j1 = (i % 4095u);",
+        "const unsigned long long offset = j0 * 4096u + j1;"]
+
+
+def test_one_source_per_layout_compiled_once(emu, tmp_path, monkeypatch):
+    """Plans of one layout share the generated source (other input arrays: other pointers in
+    callerInfo) and compile it once; so do layouts differing only where the callback does not look
+    (the number of rows, for a window along the rows); another row length is another source."""
+    from nvmathpy.kernels import kernel_cache
+
+    cache = KernelCache(tmp_path / "kernels")
+    monkeypatch.setattr(kernel_cache, "_DEFAULT", cache)
+    rng = np.random.default_rng()
+    sources = []
+    for shape in ((5, 12), (5, 12), (4, 12), (5, 10)):
+        x = _random(rng, shape, np.complex64)
+        w = _random(rng, shape[1], np.complex64)
+        plan = FFT(host(x), axes=[1], prolog=lambda v, w: v * w, callback_inputs={"w": w})
+        assert rel_err(plan.plan().execute(), np.fft.fft(x * w, axis=1)) < 3e-6
+        sources.append({kernel.source for kernel in emu.kernels.values()})
+        plan.free()
+    assert sources[0] == sources[1] == sources[2] and len(sources[3]) == 2
+    assert cache.compiles == 2
+
+
+# numerics of 32- and 64-bit kernels near the limit, without allocating the buffers: each element's
+# data pointer is passed shifted back by its offset, so that data[offset] is the element itself (the
+# 64-bit case reaches past 2**32, where 32-bit arithmetic would wrap)
+_SHIFTED = r"""
+__global__ void nvm_cb_shifted(const unsigned long long* data, const unsigned long long* offsets, long long n,
+                               void* info, {element}* values) {{
+  for (long long i = 0; i < n; ++i) {call};
+}}
+"""
+
+
+@needs_gxx
+@needs_nvrtc
+@pytest.mark.parametrize(("extents", "strides", "bits"), [((2, 2**30 - 3), (2**30 - 1, 1), 32),
+                                                          ((5, 2**30 - 3), (2**30 + 5, 1), 64)])
+@pytest.mark.parametrize("role", ["prolog", "epilog"])
+def test_large_offsets_emulated(extents, strides, bits, role):
+    rng = np.random.default_rng()
+    dtype = "complex64"
+    w = _random(rng, (extents[0], 1), dtype)
+    layout = callback_layout(extents, strides, 1, inputs={"w": (1, 0)})
+    assert layout.index_type == ("unsigned int" if bits == 32 else "unsigned long long")
+    fn = lambda v, w, k: v * w + k * 1e-9  # noqa: E731
+    kernel = callback_kernel(_trace(fn, ["w", "k"]), role, dtype, layout)
+    columns = np.array([0, 1, 7919, extents[1] - 2, extents[1] - 1])
+    rows, cols = (g.ravel() for g in np.meshgrid(np.arange(extents[0]), columns, indexing="ij"))
+    offsets = (rows * strides[0] + cols).astype(np.uint64)
+    values = _random(rng, len(offsets), dtype)
+    store = np.zeros_like(values)
+    target = values if role == "prolog" else store
+    size = target.itemsize
+    data = np.array([(target.ctypes.data + (i - int(off)) * size) % 2**64 for i, off in enumerate(offsets)], np.uint64)
+    element = CALLBACK_DTYPES[dtype][0]
+    got = np.zeros_like(values)
+    call = (f"values[i] = {kernel.symbol}(reinterpret_cast<void*>(data[i]), offsets[i], info, nullptr)"
+            if role == "prolog" else
+            f"{kernel.symbol}(reinterpret_cast<void*>(data[i]), offsets[i], values[i], info, nullptr)")
+    source = kernel.source + _SHIFTED.format(element=element, call=call)
+    lib = ctypes.CDLL(str(compile_emulated(source, "nvm_cb_shifted")))
+    lib.nvm_emu_entry.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+    info = caller_info(kernel, arrays={"w": w.ctypes.data}, scale=1.0)
+    inout = got if role == "prolog" else values
+    args = [ctypes.c_void_p(data.ctypes.data), ctypes.c_void_p(offsets.ctypes.data), ctypes.c_longlong(len(offsets)),
+            ctypes.c_void_p(ctypes.addressof(info)), ctypes.c_void_p(inout.ctypes.data)]
+    argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+    lib.nvm_emu_entry(1, 1, 1, 1, 1, 1, argv)
+    result = got if role == "prolog" else store
+    want = values * w[rows, 0] + cols * 1e-9
+    assert np.abs(result - want).max() < 1e-6 * np.abs(want).max()
+
+
+@needs_gxx
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ["complex64", "float64"])
+@pytest.mark.parametrize("layout", ["odd", "Fodd", "padded"])
+def test_fallback_kernel_on_gapped_layouts_emulated(dtype, layout):
+    """The fallback kernel's constant unravelling visits every element of a buffer with gaps once,
+    and leaves the gaps alone."""
+    from nvmathpy.kernels.fft_callbacks import APPLY_NAME
+
+    rng = np.random.default_rng()
+    buffer, logical, offsets, w, s = _case(rng, dtype, layout)
+    fn = lambda v, w, s, k: v * w + s * k  # noqa: E731
+    callback = make_callback(fn, "epilog", {"w": w, "s": s}, SHAPE, np.dtype(dtype), 1)
+    kernel = _kernel(callback.expr, "epilog", dtype, LAYOUTS[layout], w)
+    source = apply_source(kernel)
+    _assert_constant_divisors(source[source.index(APPLY_NAME):])
+    info = _info(kernel, w, s, scale=0.5)
+    gaps = np.ones(len(buffer), bool)
+    gaps[offsets.ravel().astype(np.int64)] = False
+    buffer[gaps] = 7
+    want = (logical * 0.5).astype(dtype)
+    callback(want)
+    lib = ctypes.CDLL(str(compile_emulated(source, APPLY_NAME)))
+    lib.nvm_emu_entry.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+    args = [ctypes.c_void_p(buffer.ctypes.data), ctypes.c_void_p(buffer.ctypes.data),
+            ctypes.c_void_p(ctypes.addressof(info))]
+    argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+    lib.nvm_emu_entry(2, 1, 1, 4, 1, 1, argv)
+    assert np.linalg.norm(logical - want) / np.linalg.norm(want) < TOL[dtype]
+    assert (buffer[gaps] == 7).all()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.float32])
+@pytest.mark.parametrize(("layout", "shape", "axes", "s"), [("C", (5, 13), (1,), None), ("F", (7, 11), (0,), None),
+                                                            ("step", (3, 17), (1,), (19,)),
+                                                            ("crop", (4, 3, 7), (0, 2), (5, 7))])
+def test_single_precision_fallback_odd_sizes(refusing, dtype, layout, shape, axes, s):
+    """The generated callbacks themselves (the fallback runs them, compiled by g++) on prime and odd
+    lengths, strided, transposed, cropped and zero-padded operands, c2c / r2c then c2r."""
+    rng = np.random.default_rng()
+    x = operand(rng, shape, layout, dtype)
+    k_axis = axes[-1]
+    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], dtype)
+    prolog = (lambda v, w, k: v * w + 0.5 * k) if s is None else (lambda v, k: v + 1.0 + k)
+    inputs = {"w": w} if s is None else {}
+    check_fallback(refusing, x, 3e-5, axes=axes, s=s, prolog=prolog, epilog=lambda v, k: v * (k + 1.0),
+                   callback_inputs=inputs)
+    if np.dtype(dtype).kind == "f":
+        spectrum = np.fft.rfftn(x, axes=axes, s=s).astype(np.complex64)
+        lengths = s if s is not None else [shape[a] for a in axes]
+        check_fallback(refusing, spectrum, 3e-5, axes=axes, s=lengths, kind="c2r", prolog=lambda v, k: v * (k < 4),
+                       epilog=lambda v, b: v * v - b, callback_inputs={"b": 0.5})
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("shape", "strides"), [((1024, 4096), (4096, 1)), ((1024, 2049), (2049, 1)),
+                                                ((7, 5, 3), (53, 7, 1)), ((3, 2**30 - 3), (2**30 + 5, 1))])
+def test_no_division_instruction_reaches_the_ptx(shape, strides):
+    """NVRTC turns every division and remainder by the baked constants into multiplies and shifts
+    (32- and 64-bit): the callback's PTX has no div/rem instruction, and a power-of-2 window is one
+    mask; the fallback kernel's neither."""
+    import re
+
+    from nvmathpy.kernels.fft_callbacks import compile_apply
+    from nvmathpy.kernels.kernel_cache import compile_kernel
+
+    def instructions(ptx):
+        text = ptx.decode() if isinstance(ptx, bytes) else ptx
+        return re.findall(r"^\s*((?:div|rem)\.\S+)", text, re.M)
+
+    inputs = {"w": (0,) * (len(shape) - 1) + (1,)}
+    for role, dtype in (("prolog", "complex64"), ("epilog", "float64")):
+        kernel = callback_kernel(WINDOW, role, dtype, callback_layout(shape, strides, len(shape) - 1, inputs=inputs))
+        ptx = compile_kernel(kernel.source, "sm_90", output="ptx", options=_options()).code
+        assert instructions(ptx) == [], kernel.source
+        cubin = compile_apply(apply_source(kernel), "sm_90")
+        assert cubin.kind == "cubin"
+        apply_ptx = compile_kernel(apply_source(kernel), "sm_90", output="ptx", options=["-default-device",
+                                                                                        *_options()[2:]]).code
+        assert instructions(apply_ptx) == [], apply_source(kernel)

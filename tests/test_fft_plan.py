@@ -329,3 +329,48 @@ def test_results_held_by_the_caller_are_never_reused(rng, engine):
         assert inverse is not again  # a view keeps its base alive
         assert rel_err(row, np.fft.fftn(y)[0]) < 1e-12
         assert rel_err(inverse, np.fft.ifftn(y)) < 1e-12
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_autotune_skips_a_candidate_that_cannot_be_prepared_or_run(rng, caplog, monkeypatch, inplace):
+    """FFT.autotune (its own override: the in-place private copy) keeps Plan.autotune's handling:
+    a candidate that cannot be prepared, or fails when run, is logged and skipped, and freed."""
+    import logging
+
+    from nvmathpy.fft._libraries import FFTPrepared
+
+    x = cplx(rng, (4, 30))
+    want = np.fft.fft(x, axis=1)
+    operand = x.copy()
+    plan = FFT(operand, axes=[1], inplace=inplace, execution=ExecutionCPU(1)).plan()
+    engine = plan._engine
+    real = engine.candidates(plan.problem)
+    cannot_prepare, cannot_run = Candidate.of("broken", fails="prepare"), Candidate.of("broken", fails="run")
+    prepare, made = engine.prepare, []
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("the library crashed when run")
+
+    def fake_prepare(problem, candidate, extra=None):
+        if candidate == cannot_prepare:
+            raise RuntimeError("the library is missing")
+        if candidate == cannot_run:
+            made.append(FFTPrepared(candidate, crash, crash, writes_out=False))
+            return made[-1]
+        return prepare(problem, candidate, extra)
+
+    monkeypatch.setattr(engine, "candidates", lambda problem: [cannot_prepare, cannot_run, *real])
+    monkeypatch.setattr(engine, "prepare", fake_prepare)
+    with caplog.at_level(logging.WARNING, logger="nvmathpy"):
+        timings = plan.autotune(effort="exhaustive", repeats=1, force=True)
+    assert timings and set(timings) <= {str(c) for c in real}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(str(cannot_prepare) in m and "could not be prepared" in m and "missing" in m for m in warnings)
+    assert any(str(cannot_run) in m and "crashed when run" in m for m in warnings)
+    assert made and made[0].forward is not crash  # freed
+    assert plan.candidate in real and plan.chosen_by == "autotune"
+    assert plan._scratch is None
+    if inplace:
+        assert np.array_equal(operand, x)  # timing ran on a private copy
+    got = plan.execute()
+    assert rel_err(operand if inplace else got, want) < 1e-12

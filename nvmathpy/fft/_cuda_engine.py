@@ -265,47 +265,53 @@ def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any,
     ``(role, LTO-IR, callback type, callerInfo device pointer, symbol name)`` - the name ``None``
     for ``naming="default"`` (cuFFT's default callback name), the function's name for ``"named"``;
     ``naming=None``: no LTO-IR (the elementwise fallback). ``attach.kernels`` holds, per role,
-    ``(kernel, element strides of its buffer)`` (for the elementwise fallback)."""
+    the kernel (its layout is its buffer's: for the elementwise fallback).
+
+    Each callback's source is specialised to its buffer's layout and its array inputs' strides
+    (:func:`~nvmathpy.kernels.fft_callbacks.callback_layout`), which the plan fixes; the
+    ``callerInfo`` structs hold the inputs' device pointers, the scalars, and per direction the
+    normalisation and conjugation."""
     layout = plan.layout
     buffers = _callback_buffers(plan, chosen, engine.callbacks)
     arch = f"sm_{int(cupy.cuda.Device(engine.device_id).compute_capability)}"
     compiled = {}
     for role, (expr, inputs) in engine.callbacks.items():
-        order, strides = buffers[role]
-        dtype = (layout.in_dtype if role == "prolog" else layout.out_dtype).name
-        kernel = fft_callbacks.callback_kernel(expr, role, dtype, len(order), role == "prolog" and plan.pad)
-        arrays, scalars = {}, {}
-        for name, _ in kernel.inputs:
-            value = inputs[name]
+        _, strides = buffers[role]
+        arrays, input_strides, scalars = {}, {}, {}
+        for name, value in inputs.items():
             if isinstance(value, np.ndarray):
                 device = cupy.asarray(np.ascontiguousarray(value))
                 keep.append(device)
-                arrays[name] = (device.data.ptr, [s // device.itemsize if n > 1 else 0
-                                                  for n, s in zip(device.shape, device.strides)])
+                arrays[name] = device.data.ptr
+                input_strides[name] = [s // device.itemsize if n > 1 else 0
+                                       for n, s in zip(device.shape, device.strides)]
             else:
                 scalars[name] = value
+        shape, dtype = (layout.in_shape, layout.in_dtype) if role == "prolog" else (layout.out_shape, layout.out_dtype)
+        buffer = fft_callbacks.callback_layout(shape, strides, layout.axes[-1], inputs=input_strides,
+                                               limits=plan.region if role == "prolog" and plan.pad else None)
+        kernel = fft_callbacks.callback_kernel(expr, role, dtype.name, buffer)
         ltoir = fft_callbacks.compile_callback(kernel, arch).code if naming else b""
-        compiled[role] = (kernel, ltoir, order, strides, arrays, scalars)
+        compiled[role] = (kernel, ltoir, arrays, scalars)
 
     def attach(direction: str, index: int, count: int) -> tuple:
         found = []
-        for role, (kernel, ltoir, order, strides, arrays, scalars) in compiled.items():
+        for role, (kernel, ltoir, arrays, scalars) in compiled.items():
             if index != (0 if role == "prolog" else count - 1):
                 continue
             if role == "prolog":  # hfft = irfft(conj(a)): the prolog sees a, cuFFT its conjugate
-                extra = {"limits": plan.region, "conj": layout.kind == "c2r" and direction == "forward"}
+                extra = {"conj": layout.kind == "c2r" and direction == "forward"}
             else:  # ihfft = conj(rfft(a)), normalised before the epilog
                 extra = {"scale": scale_factor(layout, direction),
                          "conj": layout.kind == "r2c" and direction == "inverse"}
-            info = fft_callbacks.caller_info(kernel, order, strides, layout.axes[-1], arrays=arrays, scalars=scalars,
-                                             **extra)
+            info = fft_callbacks.caller_info(kernel, arrays=arrays, scalars=scalars, **extra)
             device = cupy.asarray(np.frombuffer(bytes(info), np.uint8))
             keep.append(device)
             name = kernel.symbol.encode() if naming == "named" else None
             found.append((role, ltoir, kernel.callback_type, device.data.ptr, name))
         return tuple(found)
 
-    attach.kernels = {role: (kernel, strides) for role, (kernel, _, _, strides, _, _) in compiled.items()}
+    attach.kernels = {role: kernel for role, (kernel, _, _, _) in compiled.items()}
     return attach
 
 
@@ -424,7 +430,7 @@ class CudaFFTEngine(Engine):
                 owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id, self.stream())
                 for handle in handles:
                     cufft.LIB.cufftSetWorkArea(handle, address)
-                applies = {direction: _elementwise(self, plan, attach, direction, len(chosen.steps))
+                applies = {direction: _elementwise(self, attach, direction, len(chosen.steps))
                            for direction in ("forward", "inverse")} if attach is not None and not lto else {}
             # the stream the plans were last set to (one record per set of plans)
             lasts: dict[str | None, list[Any]] = {direction: [None] for direction in own}
@@ -480,7 +486,8 @@ def _warn_fallback() -> None:
 
 class _Apply:
     """One role's elementwise fallback kernel: ``apply(src, dst, stream)`` over its buffer's
-    ``count`` elements (device pointers); ``span`` is the buffer's extent in elements."""
+    ``count`` elements (device pointers; the kernel has the count built in, the launch sizes its
+    grid by it); ``span`` is the buffer's extent in elements."""
 
     def __init__(self, launch: Callable[[int, int, int, int, int], None], info: int, count: int, span: int):
         self._launch, self.info, self.count, self.span = launch, info, count, span
@@ -489,16 +496,14 @@ class _Apply:
         self._launch(src, dst, self.info, self.count, stream)
 
 
-def _elementwise(engine: "CudaFFTEngine", plan: _Plan, attach: Any, direction: str, steps: int
-                 ) -> dict[str, _Apply]:
+def _elementwise(engine: "CudaFFTEngine", attach: Any, direction: str, steps: int) -> dict[str, _Apply]:
     """The fallback kernels of one direction, by role, with that direction's callerInfo."""
     infos = {role: info for index in {0, steps - 1} for role, _, _, info, _ in attach(direction, index, steps)}
     found = {}
-    for role, (kernel, strides) in attach.kernels.items():
-        shape = plan.layout.in_shape if role == "prolog" else plan.layout.out_shape
-        source = fft_callbacks.apply_source(kernel, shape, strides)
-        span = 1 + sum((n - 1) * abs(st) for n, st in zip(shape, strides))
-        found[role] = _Apply(load_apply(source, engine.device_id), infos[role], math.prod(shape), span)
+    for role, kernel in attach.kernels.items():
+        source = fft_callbacks.apply_source(kernel)
+        found[role] = _Apply(load_apply(source, engine.device_id), infos[role], kernel.layout.count,
+                             kernel.layout.span)
     return found
 
 
@@ -509,7 +514,8 @@ _BLOCK = 256
 
 def load_apply(source: str, device_id: int) -> Callable[[int, int, int, int, int], None]:
     """``launch(src, dst, info, count, stream)`` of an :func:`~nvmathpy.kernels.fft_callbacks.apply_source`
-    kernel: compiled by NVRTC to a cubin for the device's architecture, loaded once per process."""
+    kernel (``count``: its element count, which sizes the grid): compiled by NVRTC to a cubin for the
+    device's architecture, loaded once per process."""
     key = (source, device_id)
     found = _LOADED.get(key)
     if found is not None:
@@ -523,8 +529,8 @@ def load_apply(source: str, device_id: int) -> Callable[[int, int, int, int, int
     launch_kernel = driver.launchKernel
 
     def launch(src: int, dst: int, info: int, count: int, stream: int) -> None:
-        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info), ctypes.c_longlong(count))
-        argv = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in args))
+        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info))
+        argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
         blocks = max(1, min(-(-count // _BLOCK), 1 << 16))
         launch_kernel(function, blocks, 1, 1, _BLOCK, 1, 1, 0, stream, ctypes.addressof(argv), 0)
 
@@ -537,11 +543,12 @@ def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | 
     if engine.package != "torch" and engine.explicit_stream is None:
         return None
     streams: dict[int, Any] = {}
+    device_id = engine.device_id
 
     def ctx(pointer: int) -> Any:
         found = streams.get(pointer)
         if found is None:
-            found = streams[pointer] = cupy.cuda.ExternalStream(pointer)
+            found = streams[pointer] = runtime.cupy_stream(pointer, cupy, device_id)
         return found
 
     return ctx

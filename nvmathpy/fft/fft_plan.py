@@ -343,7 +343,8 @@ class FFT(Plan):
     def autotune(
         self, *, effort: str = "measure", repeats: int = 5, budget_seconds: float | None = None, force: bool = False
     ) -> dict[str, float]:
-        """As :meth:`nvmathpy.plan.Plan.autotune`; with ``inplace`` the timed runs transform a
+        """As :meth:`nvmathpy.plan.Plan.autotune` (which it runs: a candidate that cannot be
+        prepared or run is logged and skipped); with ``inplace`` the timed runs transform a
         private copy of ``x``, which is left untouched."""
         try:
             return super().autotune(effort=effort, repeats=repeats, budget_seconds=budget_seconds, force=force)

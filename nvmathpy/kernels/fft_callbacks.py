@@ -17,18 +17,22 @@ So the generated function has C++ linkage and the default name (:data:`LINK_NAME
 engine attaches it without a name; an ``extern "C"`` definition would leave the mangled reference
 unresolved, and cuFFT then refuses the plan.
 
-Everything that depends on the data is read through cuFFT's ``callerInfo`` pointer, one small
-device struct (:attr:`CallbackKernel.info_type` is its ctypes mirror):
+What is fixed when the plan is made is baked into the source as constants
+(:class:`CallbackLayout`): the buffer's extents and element strides, the axis ``k`` counts along,
+the zero-padding limits and the array inputs' strides. The element offset cuFFT passes is peeled
+into only the indices the callback needs, by constant divisors (NVRTC emits a multiply-high and a
+shift, or a shift/mask for a power of two), in 32-bit unsigned arithmetic unless the buffer or an
+input reaches :data:`INDEX32_LIMIT` (:func:`index_type`). A window along the transformed axis of a
+dense batch of rows of 4096 is ``in0[o & 4095u]``. One source - one compilation, through the
+kernel cache - serves every plan of that layout.
 
-``stride[R]``    element strides of the buffer cuFFT reads/writes, axes of extent > 1 from the
-                 largest stride down (``R`` of them): the offset cuFFT passes is peeled into the
-                 element's indices greedily, which is exact for non-overlapping nested layouts;
-``kw[R]``        1 at the position of the last transformed axis: ``k = sum(index * kw)``;
-``limit[R]``     (prolog on a zero-padded buffer) indices at or past these are padding: the
-                 callback returns 0 there without running the prolog;
-``scale``        (epilog) the normalisation, applied before the epilog;
+What may differ between plans of one layout, or between the two directions sharing a kernel, is
+read through cuFFT's ``callerInfo`` pointer, one small device struct
+(:attr:`CallbackKernel.info_type` is its ctypes mirror):
+
+``in<i>``        an array input's device pointer;
 ``conj``         (complex) conjugate the prolog's result / the epilog's argument (hfft, ihfft);
-``in<i>``, ``in<i>_stride[R]``  an array input: device pointer and element strides (0: broadcast);
+``scale``        (epilog) the normalisation, applied before the epilog;
 ``s<i>``         a scalar input (``[re, im]`` for complex).
 
 Generated names come from positions only (``in0``, ``s1``, ``t3``; the tag from a hash of the
@@ -52,8 +56,9 @@ import numpy as np
 from .emit_cuda import PRELUDE, emit_expression
 from .ir import Expr, inputs_of, walk
 
-__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "LINK_NAMES", "CallbackKernel", "apply_source", "callback_kernel",
-           "callback_type", "caller_info", "compile_apply", "compile_callback", "peel_order"]
+__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "INDEX32_LIMIT", "LINK_NAMES", "CallbackKernel", "CallbackLayout",
+           "apply_source", "callback_kernel", "callback_layout", "callback_type", "caller_info", "compile_apply",
+           "compile_callback", "index_type", "peel_order"]
 
 #: Value dtype -> (cuFFT element type, compute type, real type, JIT typedef suffix).
 CALLBACK_DTYPES = {
@@ -175,6 +180,11 @@ template <typename R> __device__ inline NvmComplex<R> fmax(NvmComplex<R> a, NvmC
 template <typename R> __device__ inline NvmComplex<R> fmin(NvmComplex<R> a, NvmComplex<R> b) {
   return NvmComplex<R>(fmin(a.re, b.re), R(0));
 }
+__device__ inline float nvm_cb_scale(float x, float s) { return x * s; }
+__device__ inline double nvm_cb_scale(double x, double s) { return x * s; }
+template <typename R> __device__ inline NvmComplex<R> nvm_cb_scale(NvmComplex<R> x, R s) {
+  return NvmComplex<R>(x.re * s, x.im * s);
+}
 __device__ inline float nvm_cb_value(cufftReal x) { return x; }
 __device__ inline double nvm_cb_value(cufftDoubleReal x) { return x; }
 __device__ inline NvmComplex<float> nvm_cb_value(cufftComplex x) { return NvmComplex<float>(x.x, x.y); }
@@ -207,9 +217,9 @@ class CallbackKernel:
     callback_type
         The ``cufftXtCallbackType`` to attach it as.
     rank
-        ``R``: the number of buffer axes the offset is peeled into (0: indices not needed).
+        The number of buffer axes of extent > 1 (those of :attr:`layout`).
     guard
-        Whether the load callback returns 0 for zero-padding (``limit``).
+        Whether the load callback returns 0 for zero padding (the layout has ``limits``).
     inputs
         ``(name, kind)`` of the callback inputs in struct order (kind ``"matrix"`` or ``"scalar"``).
     uses_k
@@ -218,6 +228,8 @@ class CallbackKernel:
         The IR the body was generated from.
     info_type
         The ctypes mirror of the ``callerInfo`` struct.
+    layout
+        The buffer layout baked into the source.
     tag
         A name unique to the source (a hash of it): file names and logs.
     """
@@ -233,6 +245,7 @@ class CallbackKernel:
     uses_k: bool
     expr: Expr
     info_type: type = field(repr=False)
+    layout: CallbackLayout | None = None
     tag: str = ""
 
 
@@ -241,28 +254,204 @@ def callback_type(role: str, dtype: Any) -> int:
     return _CALLBACK_TYPES[_ROLES[role], np.dtype(dtype).name]
 
 
-def _info_fields(role: str, dtype: str, rank: int, guard: bool, uses_k: bool,
-                 inputs: Sequence[tuple[str, str]]) -> list[tuple[str, str, Any]]:
+#: Values the generated index arithmetic may take up to which it is 32-bit (unsigned): the largest
+#: element offset, input position or element count must stay below it. 2**31 rather than 2**32
+#: leaves the fallback kernel's grid-stride loop room to step past the count without wrapping.
+INDEX32_LIMIT = 1 << 31
+
+
+def index_type(largest: int) -> str:
+    """The C type of the generated index arithmetic for values up to ``largest``.
+
+    32-bit unsigned arithmetic when ``largest`` is below :data:`INDEX32_LIMIT` (the usual case:
+    division by a constant is then one multiply-high and a shift), 64-bit otherwise.
+
+    Parameters
+    ----------
+    largest
+        The largest value an offset, index or count takes (see :attr:`CallbackLayout.largest`).
+
+    Returns
+    -------
+    str
+        ``"unsigned int"`` or ``"unsigned long long"``.
+
+    Examples
+    --------
+    >>> index_type(4096 * 1024), index_type(2**31 - 1), index_type(2**31)
+    ('unsigned int', 'unsigned int', 'unsigned long long')
+    """
+    if largest < 0:
+        raise ValueError(f"largest must be >= 0, got {largest}")
+    return "unsigned int" if largest < INDEX32_LIMIT else "unsigned long long"
+
+
+@dataclass(frozen=True)
+class CallbackLayout:
+    """The buffer a callback reads or writes, as the generated source bakes it in.
+
+    Everything here is fixed when the plan is made, so it is written into the source as
+    constants: NVRTC turns division by a constant into a multiply and a shift (a shift or a mask
+    for a power of two). Build one with :func:`callback_layout`.
+
+    Attributes
+    ----------
+    extents, strides
+        Per peeled axis - the buffer's axes of extent > 1 from the largest element stride down
+        (:func:`peel_order`) - its extent and element stride.
+    k
+        The position (among the peeled axes) of the last transformed axis, where the index ``k``
+        counts; ``None`` when that axis has extent 1 (``k`` is then 0).
+    limits
+        (Prolog on a zero-padded buffer) per peeled axis, the extent of the data before zero
+        padding: the callback returns 0 at indices at or past it; ``None`` without padding.
+    inputs
+        ``(name, element strides per peeled axis)`` of each array input, sorted by name (stride 0
+        on an axis the input is broadcast along).
+    """
+
+    extents: tuple[int, ...]
+    strides: tuple[int, ...]
+    k: int | None = None
+    limits: tuple[int, ...] | None = None
+    inputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    @property
+    def rank(self) -> int:
+        """The number of peeled axes."""
+        return len(self.extents)
+
+    @property
+    def count(self) -> int:
+        """The number of elements."""
+        return math.prod(self.extents)
+
+    @property
+    def span(self) -> int:
+        """One past the largest element offset."""
+        return 1 + sum((n - 1) * st for n, st in zip(self.extents, self.strides))
+
+    @property
+    def largest(self) -> int:
+        """The largest value the index arithmetic takes: the span, the element count, and one
+        past the largest position read from an input."""
+        reach = [1 + sum((n - 1) * st for n, st in zip(self.extents, strides)) for _, strides in self.inputs]
+        return max([self.span, self.count, *reach])
+
+    @property
+    def index_type(self) -> str:
+        """The C type of the index arithmetic (:func:`index_type` of :attr:`largest`)."""
+        return index_type(self.largest)
+
+
+def callback_layout(shape: Sequence[int], strides: Sequence[int], k_axis: int, *,
+                    limits: Sequence[int] | None = None,
+                    inputs: Mapping[str, Sequence[int]] | None = None) -> CallbackLayout:
+    """The :class:`CallbackLayout` of a buffer of ``shape`` at element ``strides`` (by axis).
+
+    Parameters
+    ----------
+    shape, strides
+        The buffer's extents and element strides, by axis (strides >= 0, nested: see
+        :func:`peel_order`).
+    k_axis
+        The last transformed axis (where ``k`` counts).
+    limits
+        Per axis, the extent of the data before zero padding (a prolog on a padded buffer); axes
+        without padding are not checked.
+    inputs
+        Per array input, its element strides by axis (0 where it is broadcast).
+
+    Raises
+    ------
+    ValueError
+        If offsets of the buffer do not map back to indices (:func:`peel_order` is ``None``).
+
+    Examples
+    --------
+    >>> callback_layout((1024, 4096), (4096, 1), 1, inputs={"w": (0, 1)})
+    CallbackLayout(extents=(1024, 4096), strides=(4096, 1), k=1, limits=None, inputs=(('w', (0, 1)),))
+    >>> callback_layout((3, 1, 5), (5, 5, 1), 1, limits=(3, 1, 4)).limits  # k's axis has extent 1
+    (3, 4)
+    """
+    if len(shape) != len(strides) or any(int(st) < 0 for st in strides):
+        raise ValueError(f"a callback buffer has one stride >= 0 per axis; got shape {tuple(shape)}, "
+                         f"strides {tuple(strides)}")
+    order = peel_order(shape, strides)
+    if order is None:
+        raise ValueError(f"offsets of a buffer of shape {tuple(shape)} and strides {tuple(strides)} do not map back "
+                         "to indices")
+
+    def per_axis(values: Sequence[int]) -> tuple[int, ...]:
+        return tuple(int(values[a]) for a in order)
+
+    kept = None
+    if limits is not None and any(int(limits[a]) < int(shape[a]) for a in order):
+        kept = per_axis(limits)
+    return CallbackLayout(per_axis(shape), per_axis(strides), order.index(k_axis) if k_axis in order else None, kept,
+                          tuple(sorted((str(name), per_axis(st)) for name, st in (inputs or {}).items())))
+
+
+def _literal(value: int, ctype: str) -> str:
+    return f"{value}{'u' if ctype == 'unsigned int' else 'ull'}"
+
+
+def _div(x: str, c: int, ctype: str) -> str:
+    """``x / c`` for unsigned ``x`` and a constant ``c`` (a shift for a power of two)."""
+    if c == 1:
+        return x
+    if c & (c - 1) == 0:
+        return f"({x} >> {c.bit_length() - 1})"
+    return f"({x} / {_literal(c, ctype)})"
+
+
+def _mod(x: str, c: int, ctype: str) -> str:
+    """``x % c`` for unsigned ``x`` and a constant ``c`` (a mask for a power of two)."""
+    if c == 1:
+        return _literal(0, ctype)
+    if c & (c - 1) == 0:
+        return f"({x} & {_literal(c - 1, ctype)})"
+    return f"({x} % {_literal(c, ctype)})"
+
+
+def _peel(extents: Sequence[int], strides: Sequence[int], needed: Sequence[int], offset: str, ctype: str,
+          name: str = "i") -> list[str]:
+    """Declarations of the indices ``needed`` (positions, peel order) of the element at ``offset``
+    (a nested layout, largest stride first): ``const <ctype> i<d> = ...;`` with constant divisors.
+
+    The rest of the offset after the axes before ``d`` is ``offset % strides[d - 1]`` when every
+    larger stride is a multiple of ``strides[d - 1]`` (dense and row-padded buffers), else it is
+    peeled one axis at a time; index ``d`` is that rest divided by ``strides[d]`` (for the first
+    axis the offset itself divided).
+    """
+
+    def rest(j: int) -> str:  # the offset less the parts of axes 0..j
+        if j < 0:
+            return offset
+        if all(strides[lower] % strides[j] == 0 for lower in range(j)):
+            return _mod(offset, strides[j], ctype)
+        return _mod(rest(j - 1), strides[j], ctype)
+
+    return [f"const {ctype} {name}{d} = {_div(rest(d - 1), strides[d], ctype)};" for d in sorted(set(needed))]
+
+
+def _weighted(weights: Sequence[int], ctype: str, name: str = "i") -> str:
+    """``sum(i<d> * weights[d])`` over the nonzero weights (``0`` when there are none)."""
+    terms = [f"{name}{d}" if w == 1 else f"{name}{d} * {_literal(w, ctype)}" for d, w in enumerate(weights) if w]
+    return " + ".join(terms) or _literal(0, ctype)
+
+
+def _info_fields(role: str, dtype: str, inputs: Sequence[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """The ``callerInfo`` struct: ``(name, C declaration, ctypes type)`` in order (8-byte fields
     first, so C's and ctypes' natural alignments agree)."""
     real = CALLBACK_DTYPES[dtype][2]
     complex_ = dtype.startswith("complex")
-    fields: list[tuple[str, str, Any]] = []
-    if rank:
-        fields.append(("stride", f"long long stride[{rank}];", ctypes.c_int64 * rank))
-        if uses_k:
-            fields.append(("kw", f"long long kw[{rank}];", ctypes.c_int64 * rank))
-        if guard:
-            fields.append(("limit", f"long long limit[{rank}];", ctypes.c_int64 * rank))
-    if role == "epilog":
-        fields.append(("scale", "double scale;", ctypes.c_double))
+    fields: list[tuple[str, str, Any]] = [
+        (f"in{i}", f"const void* in{i};", ctypes.c_void_p) for i, (_, kind) in enumerate(inputs) if kind == "matrix"]
     if complex_:
         fields.append(("conj", "long long conj;", ctypes.c_int64))
-    for i, (_, kind) in enumerate(inputs):
-        if kind == "matrix":
-            fields.append((f"in{i}", f"const void* in{i};", ctypes.c_void_p))
-            if rank:
-                fields.append((f"in{i}_stride", f"long long in{i}_stride[{rank}];", ctypes.c_int64 * rank))
+    if role == "epilog":
+        fields.append(("scale", f"{real} scale;", _REAL_CTYPES[real]))
     for i, (_, kind) in enumerate(inputs):
         if kind == "scalar":
             count = 2 if complex_ else 1
@@ -271,8 +460,13 @@ def _info_fields(role: str, dtype: str, rank: int, guard: bool, uses_k: bool,
 
 
 @functools.lru_cache(maxsize=256)
-def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = False) -> CallbackKernel:
-    """Generate the cuFFT LTO callback applying ``expr`` as the ``role``.
+def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -> CallbackKernel:
+    """Generate the cuFFT LTO callback applying ``expr`` as the ``role`` on a buffer of ``layout``.
+
+    The layout is baked into the source: the element offset cuFFT passes is peeled into only the
+    indices the callback needs (``k``, the array inputs' positions, the zero-padding check) with
+    constant divisors, in 32-bit arithmetic where :attr:`CallbackLayout.index_type` allows. So one
+    source (and one compilation, through the kernel cache) serves every plan of one layout.
 
     Parameters
     ----------
@@ -283,22 +477,28 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
         ``"prolog"`` (load callback) or ``"epilog"`` (store callback).
     dtype
         The value dtype (see :data:`CALLBACK_DTYPES`).
-    rank
-        How many buffer axes the element offset is peeled into (the axes of extent > 1).
-    guard
-        Prolog only: return 0 without running the prolog on zero padding.
+    layout
+        The buffer the callback reads (prolog) or writes (epilog) and its array inputs' strides
+        (:func:`callback_layout`); with ``limits`` (prolog only) the callback returns 0 without
+        running the prolog on zero padding.
 
     Examples
     --------
     >>> from nvmathpy.kernels.trace import trace
-    >>> kern = callback_kernel(trace(lambda v, col: v * col, {}), "epilog", "complex64", 2)
+    >>> kern = callback_kernel(trace(lambda v, col: v * col, {}), "epilog", "complex64",
+    ...                        callback_layout((8, 6), (6, 1), 1))
     >>> hex(kern.callback_type), [name for name, _ in kern.info_type._fields_]
-    ('0x4', ['stride', 'kw', 'scale', 'conj'])
+    ('0x4', ['conj', 'scale'])
+    >>> "const unsigned int i1 = (o % 6u);" in kern.source
+    True
     """
     if role not in _ROLES:
         raise ValueError(f"role must be 'prolog' or 'epilog', got {role!r}")
     if dtype not in CALLBACK_DTYPES:
         raise ValueError(f"cuFFT callbacks take {sorted(CALLBACK_DTYPES)} values, got {dtype!r}")
+    if not isinstance(layout, CallbackLayout):
+        raise TypeError(f"layout must be a CallbackLayout (see callback_layout), got {layout!r}")
+    guard = layout.limits is not None
     if guard and role != "prolog":
         raise ValueError("only a prolog guards zero padding")
     indices = {node.name for node in walk(expr) if node.op == "index"}
@@ -307,24 +507,34 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
     inputs = tuple((name, kind) for name, kind in inputs_of(expr).items() if kind != "value")
     if any(kind not in ("matrix", "scalar") for _, kind in inputs):
         raise ValueError(f"FFT callback inputs are arrays or scalars; got kinds {[k for _, k in inputs]}")
+    input_strides = dict(layout.inputs)
+    missing = [name for name, kind in inputs if kind == "matrix" and name not in input_strides]
+    if missing:
+        raise ValueError(f"the layout has no strides for the array inputs {missing}")
     uses_k = "col" in indices
     element, compute, _, suffix = CALLBACK_DTYPES[dtype]
-    fields = _info_fields(role, dtype, rank, guard, uses_k, inputs)
-    peel = rank > 0 and (uses_k or guard or any(kind == "matrix" for _, kind in inputs))
+    complex_ = dtype.startswith("complex")
+    fields = _info_fields(role, dtype, inputs)
+    ctype = layout.index_type
     leaves: dict[tuple[str, str | None], str] = {("value", None): "v", ("index", "col"): "k"}
     leaves.update({("input", name): f"in{i}" for i, (name, _) in enumerate(inputs)})
     body = emit_expression(expr, compute, leaves)
-    complex_ = dtype.startswith("complex")
 
+    # the indices the callback needs: k's, those an array input varies along, the padded ones
+    padded = [d for d in range(layout.rank) if guard and layout.limits[d] < layout.extents[d]]
+    needed = set(padded)
+    if uses_k and layout.k is not None:
+        needed.add(layout.k)
+    for name, kind in inputs:
+        if kind == "matrix":
+            needed.update(d for d, st in enumerate(input_strides[name]) if st)
     lines = ["  const NvmCallbackInfo* info = static_cast<const NvmCallbackInfo*>(callerInfo);"]
-    if peel:
-        lines.append("  long long rest = static_cast<long long>(offset);")
-        for d in range(rank):
-            lines.append(f"  const long long i{d} = rest / info->stride[{d}]; rest -= i{d} * info->stride[{d}];")
-    index_sum = (lambda weights: " + ".join(f"i{d} * info->{weights}[{d}]" for d in range(rank))) if peel else (
-        lambda weights: "0")
-    if guard:
-        outside = " || ".join(f"i{d} >= info->limit[{d}]" for d in range(rank)) if peel else "false"
+    if needed:
+        wide = ctype == "unsigned long long"
+        lines.append(f"  const {ctype} o = {'offset' if wide else f'static_cast<{ctype}>(offset)'};")
+        lines.extend(f"  {line}" for line in _peel(layout.extents, layout.strides, sorted(needed), "o", ctype))
+    if padded:
+        outside = " || ".join(f"i{d} >= {_literal(layout.limits[d], ctype)}" for d in padded)
         lines.append(f"  if ({outside}) return nvm_cb_element({compute}(0), static_cast<{element}*>(nullptr));")
     if role == "prolog":
         lines.append(f"  const {compute} v = nvm_cb_value(static_cast<const {element}*>(dataIn)[offset]);")
@@ -332,13 +542,13 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
         lines.append(f"  {compute} v = nvm_cb_value(element);")
         if complex_:
             lines.append("  if (info->conj) v = conj(v);")
-        lines.append(f"  v = v * {compute}(info->scale);")
+        lines.append("  v = nvm_cb_scale(v, info->scale);")
     if uses_k:
-        lines.append(f"  const long long k = {index_sum('kw')};")
-    for i, (_, kind) in enumerate(inputs):
+        lines.append(f"  const {ctype} k = {f'i{layout.k}' if layout.k is not None else _literal(0, ctype)};")
+    for i, (name, kind) in enumerate(inputs):
         if kind == "matrix":
             lines.append(f"  const {compute} in{i} = nvm_cb_value(static_cast<const {element}*>(info->in{i})"
-                         f"[{index_sum(f'in{i}_stride')}]);")
+                         f"[{_weighted(input_strides[name], ctype)}]);")
         else:
             value = f"{compute}(info->s{i}[0], info->s{i}[1])" if complex_ else f"info->s{i}[0]"
             lines.append(f"  const {compute} in{i} = {value};")
@@ -374,8 +584,8 @@ def callback_kernel(expr: Expr, role: str, dtype: str, rank: int, guard: bool = 
         "#endif\n",
     ])
     info_type = type("NvmCallbackInfo", (ctypes.Structure,), {"_fields_": [(n, t) for n, _, t in fields]})
-    return CallbackKernel(source, symbol, role, dtype, callback_type(role, dtype), rank, guard, inputs, uses_k,
-                          expr, info_type, tag)
+    return CallbackKernel(source, symbol, role, dtype, callback_type(role, dtype), layout.rank, guard, inputs,
+                          uses_k, expr, info_type, layout, tag)
 
 
 def peel_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
@@ -396,54 +606,31 @@ def peel_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] 
     return tuple(axes)
 
 
-def caller_info(kernel: CallbackKernel, order: Sequence[int], strides: Sequence[int], k_axis: int, *,
-                limits: Sequence[int] | None = None, scale: float = 1.0, conj: bool = False,
-                arrays: Mapping[str, tuple[int, Sequence[int]]] | None = None,
-                scalars: Mapping[str, Any] | None = None) -> ctypes.Structure:
-    """Fill ``kernel``'s ``callerInfo`` struct for one buffer.
+def caller_info(kernel: CallbackKernel, *, scale: float = 1.0, conj: bool = False,
+                arrays: Mapping[str, int] | None = None, scalars: Mapping[str, Any] | None = None
+                ) -> ctypes.Structure:
+    """Fill ``kernel``'s ``callerInfo`` struct: what is not baked into its source.
 
     Parameters
     ----------
-    order
-        :func:`peel_order` of the buffer (``kernel.rank`` axes).
-    strides
-        The buffer's element strides, by axis.
-    k_axis
-        The last transformed axis (where ``k`` counts).
-    limits
-        Per axis, the extent of the data before zero padding (guarded prologs).
     scale, conj
-        Epilog normalisation; conjugation (see the module docstring).
+        Epilog normalisation; conjugation of a complex prolog's result / epilog's argument (hfft,
+        ihfft). Both depend on the direction, which shares the kernel.
     arrays
-        Per array input: ``(device pointer, element strides by axis)`` (0 on broadcast axes).
+        Per array input: its device pointer (laid out as the kernel's layout says).
     scalars
         Per scalar input: its value.
     """
-    if len(order) != kernel.rank:
-        raise ValueError(f"the kernel peels {kernel.rank} axes, the buffer has {len(order)} of extent > 1")
     arrays, scalars = arrays or {}, scalars or {}
     info = kernel.info_type()
     names = {name for name, _ in kernel.info_type._fields_}
-
-    def per_axis(values: Sequence[int]) -> Any:
-        return (ctypes.c_int64 * kernel.rank)(*(int(values[a]) for a in order))
-
-    if "stride" in names:
-        info.stride = per_axis(strides)
-    if "kw" in names:
-        info.kw = per_axis([int(a == k_axis) for a in range(len(strides))])
-    if "limit" in names:
-        info.limit = per_axis(limits)
     if "scale" in names:
         info.scale = float(scale)
     if "conj" in names:
         info.conj = int(bool(conj))
     for i, (name, kind) in enumerate(kernel.inputs):
         if kind == "matrix":
-            pointer, input_strides = arrays[name]
-            setattr(info, f"in{i}", pointer)
-            if kernel.rank:
-                setattr(info, f"in{i}_stride", per_axis(input_strides))
+            setattr(info, f"in{i}", arrays[name])
         else:
             value = complex(scalars[name])
             parts = (value.real, value.imag) if kernel.dtype.startswith("complex") else (value.real,)
@@ -455,55 +642,49 @@ def caller_info(kernel: CallbackKernel, order: Sequence[int], strides: Sequence[
 APPLY_NAME = "nvm_fft_apply_callback"
 
 
-def apply_source(kernel: CallbackKernel, extents: Sequence[int], strides: Sequence[int]) -> str:
-    """CUDA C of one elementwise kernel applying ``kernel``'s callback to every element of a buffer
-    (the fallback when cuFFT refuses a plan with LTO callbacks: the plain FFT runs, and this kernel
-    runs before it for a prolog, after it for an epilog, on the same stream).
+def apply_source(kernel: CallbackKernel) -> str:
+    """CUDA C of one elementwise kernel applying ``kernel``'s callback to every element of its
+    buffer (the fallback when cuFFT refuses a plan with LTO callbacks: the plain FFT runs, and this
+    kernel runs before it for a prolog, after it for an epilog, on the same stream).
 
-    The buffer's elements are the index tuples of ``extents`` at element ``strides`` (the axes cuFFT
-    would have called the callback for, any order); the kernel is
-    ``APPLY_NAME(const void* src, void* dst, void* info, long long n)`` with ``n`` the element count,
-    a grid-stride loop, and calls the callback exactly as cuFFT does, with the same ``callerInfo``:
-    a prolog writes ``dst[offset] = load(src, offset, info)`` (``dst`` may be ``src``), an epilog
-    calls ``store(dst, offset, src[offset], info)`` (in place: ``src`` is ``dst``).
+    The buffer is the kernel's layout (:attr:`CallbackKernel.layout`), baked in as constants like
+    the callback's; the kernel is ``APPLY_NAME(const void* src, void* dst, void* info)``, a
+    grid-stride loop over the layout's elements that calls the callback exactly as cuFFT does,
+    with the same ``callerInfo``: a prolog writes ``dst[offset] = load(src, offset, info)`` (``dst``
+    may be ``src``), an epilog calls ``store(dst, offset, src[offset], info)`` (in place: ``src``
+    is ``dst``). On a dense buffer the element's number is its offset; otherwise it is split into
+    indices by constant divisors.
 
     Examples
     --------
     >>> from nvmathpy.kernels.trace import trace
-    >>> kern = callback_kernel(trace(lambda v: v * 2, {}), "epilog", "float32", 1)
-    >>> APPLY_NAME in apply_source(kern, (5, 3), (3, 1))
-    True
+    >>> kern = callback_kernel(trace(lambda v: v * 2, {}), "epilog", "float32", callback_layout((5, 3), (3, 1), 1))
+    >>> source = apply_source(kern)
+    >>> APPLY_NAME in source, "i < 15u" in source, "offset = i;" in source
+    (True, True, True)
     """
-    axes = [(int(n), int(st)) for n, st in zip(extents, strides) if n > 1] or [(1, 0)]
+    layout = kernel.layout
     element = CALLBACK_DTYPES[kernel.dtype][0]
-    rank = len(axes)
+    ctype = layout.index_type
     if kernel.role == "prolog":
         call = (f"static_cast<{element}*>(dst)[offset] = {kernel.symbol}(const_cast<void*>(src), offset, info, "
                 "nullptr);")
     else:
         call = f"{kernel.symbol}(dst, offset, static_cast<const {element}*>(src)[offset], info, nullptr);"
-    axes.sort(key=lambda axis: -abs(axis[1]))
-    # a dense buffer (no gaps, largest stride first): the element count is the offset
-    dense = all(st == math.prod(n for n, _ in axes[d + 1:]) for d, (_, st) in enumerate(axes))
+    # the element numbers of a dense layout: strides as if packed, largest first
+    packed = [math.prod(layout.extents[d + 1:]) for d in range(layout.rank)]
     lines = [
         kernel.source,
-        f'extern "C" __global__ void {APPLY_NAME}(const void* src, void* dst, void* info, long long n) {{',
-        f"  const long long extent[{rank}] = {{{', '.join(str(n) for n, _ in axes)}}};",
-        f"  const long long stride[{rank}] = {{{', '.join(str(st) for _, st in axes)}}};",
-        "  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;",
-        "  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {",
+        f'extern "C" __global__ void {APPLY_NAME}(const void* src, void* dst, void* info) {{',
+        f"  const {ctype} step = static_cast<{ctype}>(gridDim.x) * blockDim.x;",
+        f"  for ({ctype} i = static_cast<{ctype}>(blockIdx.x) * blockDim.x + threadIdx.x; "
+        f"i < {_literal(layout.count, ctype)}; i += step) {{",
     ]
-    if dense:
-        lines.append("    const unsigned long long offset = static_cast<unsigned long long>(i);")
+    if list(layout.strides) == packed:
+        lines.append("    const unsigned long long offset = i;")
     else:
-        lines += [
-            "    long long rest = i, at = 0;",
-            f"    for (int d = {rank - 1}; d >= 0; --d) {{",
-            "      at += (rest % extent[d]) * stride[d];",
-            "      rest /= extent[d];",
-            "    }",
-            "    const unsigned long long offset = static_cast<unsigned long long>(at);",
-        ]
+        lines.extend(f"    {line}" for line in _peel(layout.extents, packed, range(layout.rank), "i", ctype, "j"))
+        lines.append(f"    const unsigned long long offset = {_weighted(layout.strides, ctype, 'j')};")
     lines += [f"    {call}", "  }", "}"]
     return "\n".join(lines) + "\n"
 
