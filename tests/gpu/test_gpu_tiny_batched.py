@@ -34,7 +34,18 @@ from nvmathpy.linalg import Matmul  # noqa: E402
 from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve  # noqa: E402
 
 TOL = {"float32": 1e-4, "float64": 1e-11}
+#: Bounds on a normwise backward error (partial pivoting keeps it near the unit roundoff).
+BACKWARD_TOL = {"float32": 1e-5, "float64": 1e-13}
 COUNT = 300 if EMULATED else 4096
+
+
+def backward_error(a, x, b):
+    """The largest normwise backward error ``|a x - b| / (|a| |x| + |b|)`` over a stack of
+    systems, in float64."""
+    a, x, b = up(a), up(x), up(b)
+    residual = np.linalg.norm(a @ x - b, axis=(-2, -1))
+    scale = np.linalg.norm(a, axis=(-2, -1)) * np.linalg.norm(x, axis=(-2, -1)) + np.linalg.norm(b, axis=(-2, -1))
+    return float(np.max(residual / scale))
 
 
 def up(x):
@@ -84,7 +95,10 @@ def test_register_kernel_on_a_large_odd_stack(dtype, layout):
     a, b = general(rng, (count, 8, 8), dtype), rng.standard_normal((count, 8, 1)).astype(dtype)
     a[:, 0, 0] = 0.0  # the first pivot comes from another row
     da, db = on_device(a, layout), on_device(b)
-    assert rel(nl.solve(da, db), np.linalg.solve(up(a), up(b))) < TOL[dtype] * 8
+    # Among 10^5 random systems some are ill-conditioned, and in float32 their forward error
+    # (which cupy.linalg.solve shares) dominates a norm over the stack: check each system's
+    # backward error, which partial pivoting bounds whatever the conditioning.
+    assert backward_error(a, nl.solve(da, db), b) < BACKWARD_TOL[dtype]
     with CudaSolve(da, db) as plan:
         plan.plan()
         plan._run()
@@ -95,7 +109,7 @@ def test_register_kernel_on_a_large_odd_stack(dtype, layout):
     bad[17, :, 5] = 0.0
     with pytest.raises(LinAlgError, match=r"Singular matrix \(batch element 17\)"):
         nl.solve(on_device(bad, layout), db)
-    assert rel(nl.solve(da, db), np.linalg.solve(up(a), up(b))) < TOL[dtype] * 8
+    assert backward_error(a, nl.solve(da, db), b) < BACKWARD_TOL[dtype]
 
 
 def test_tiny_and_batched_routes_agree_and_name_singular_members_alike():
