@@ -430,7 +430,7 @@ def solve_section() -> None:
         try:
             x = la.solve(a, b)
             err = float(cupy.linalg.norm(a @ x - b) / cupy.linalg.norm(b))
-            from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+            from nvmathpy.linalg.solvers.cuda._plans import CudaSolve
 
             with CudaSolve(a, b) as probe:  # the route the one-call function's plan takes (tiny: generated kernel)
                 route = probe.plan().candidate.label
@@ -447,7 +447,7 @@ def _solve_routes(a: Any, b: Any) -> None:
     ``getrfBatched``, each planned (``execute`` plus the info check) beside cupy.linalg.solve."""
     import cupy
 
-    from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+    from nvmathpy.linalg.solvers.cuda._plans import CudaSolve
 
     for label in ("tiny", "getrfBatched"):
         try:

@@ -150,7 +150,7 @@ def emulated_cuda(monkeypatch):
     from nvmathpy.cuda.bindings import cublaslt as lt
     from nvmathpy.errors import MissingDependencyError
     from nvmathpy.execution import ExecutionCUDA
-    from nvmathpy.linalg import matmul_plan
+    from nvmathpy.linalg.gemm import matmul_plan
 
     try:
         lt.LIB.loaded
@@ -273,7 +273,7 @@ def test_gpu_solvers_demo_and_bench_on_the_emulation(emulated_cuda, monkeypatch,
 
     from nvmathpy.bench import harness, suite_linalg_cuda
     from nvmathpy.demos import solvers_cuda
-    from nvmathpy.linalg.solvers import _cusolver_functions
+    from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions
 
     _cusolver_functions.plan_cache().clear()  # no plan made under another emulation, none left for others
     request.addfinalizer(_cusolver_functions.plan_cache().clear)

@@ -33,8 +33,8 @@ except MissingDependencyError as exc:  # pragma: no cover - depends on the insta
     pytest.skip(f"cuSOLVER not installed: {exc}", allow_module_level=True)
 
 import nvmathpy.linalg as nl  # noqa: E402
-from nvmathpy.linalg.solvers import _cusolver_functions  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_engine import candidates  # noqa: E402
+from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._engine import candidates  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from cuda_emulation_solvers import HostArray, install  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The look-ahead Cholesky on NumPy's OpenBLAS (nvmathpy/linalg/solvers/_lookahead_cholesky.py).
+"""The look-ahead Cholesky on NumPy's OpenBLAS (nvmathpy/linalg/solvers/cpu/_lookahead_cholesky.py).
 
 It must return what LAPACK's ``?potrf`` returns for the lower triangle (the factor to
 rounding, the strictly upper triangle untouched or zeroed as ``clean`` says, ``info`` the order
@@ -17,10 +17,15 @@ from hypothesis import strategies as st
 from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 
 from nvmathpy.linalg import Cholesky
-from nvmathpy.linalg.solvers import _lookahead as lookahead
-from nvmathpy.linalg.solvers import _lookahead_cholesky as lookahead_cholesky
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers._lookahead_cholesky import lookahead_available, lookahead_potrf, potrf_of, potrf_order
+from nvmathpy.linalg.solvers.cpu import _lookahead as lookahead
+from nvmathpy.linalg.solvers.cpu import _lookahead_cholesky as lookahead_cholesky
+from nvmathpy.linalg.solvers.cpu import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import (
+    lookahead_available,
+    lookahead_potrf,
+    potrf_of,
+    potrf_order,
+)
 
 DTYPES = ["float32", "float64"]
 

@@ -1,4 +1,4 @@
-"""The recursive LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/_recursive_lu.py).
+"""The recursive LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/cpu/_recursive_lu.py).
 
 It must return what LAPACK's ``?getrf`` returns (factors up to rounding, the same pivots,
 ``info`` naming the first zero pivot) for every dtype and shape. Small panel widths
@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers import _recursive_lu as recursive_lu
-from nvmathpy.linalg.solvers._lookahead_lu import getrf_order
-from nvmathpy.linalg.solvers._recursive_lu import recursive_available, recursive_first, recursive_getrf
+from nvmathpy.linalg.solvers.cpu import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu import _recursive_lu as recursive_lu
+from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_order
+from nvmathpy.linalg.solvers.cpu._recursive_lu import (
+    recursive_available,
+    recursive_first,
+    recursive_getrf,
+)
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-13, "complex128": 1e-13}

@@ -31,7 +31,7 @@ Measured here (2 cores, AMD EPYC Zen 4, float32 4096 x 1024 @ 1024 x 1024, each 
 after a pause): the fused ``relu_bias`` takes 0.84-0.97x the time of the bare ``numpy.matmul``
 on OpenBLAS, ``gelu_bias`` 1.00x. Within about 0.1 s after an OpenBLAS call it takes 1.26-1.37x as long: OpenBLAS's
 worker thread still spins on the other core, which the second thread then shares
-(:func:`others_running` tells; :mod:`nvmathpy.linalg._matmul_cpu` falls back to OpenBLAS then).
+(:func:`others_running` tells; :mod:`nvmathpy.linalg.gemm.cpu._engine` falls back to OpenBLAS then).
 """
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ def test_explicit_stream_orders_the_call_after_earlier_work():
 
 
 def test_engine_follows_the_current_cupy_stream():
-    from nvmathpy.linalg.matmul_cuda import CudaMatmulEngine
+    from nvmathpy.linalg.gemm.cuda._engine import CudaMatmulEngine
 
     rng = np.random.default_rng(7)
     hb = rand(rng, (64, 48), "float64")
@@ -281,7 +281,7 @@ def test_autotune_then_wisdom_hit_in_a_fresh_plan():
 
 
 def test_candidates_restore_from_json_and_pass_algo_check():
-    from nvmathpy.linalg.matmul_cuda import CudaMatmulEngine
+    from nvmathpy.linalg.gemm.cuda._engine import CudaMatmulEngine
 
     rng = np.random.default_rng(10)
     (ha, da), (hb, db) = pair(rng, (300, 200), "float64", "C"), pair(rng, (200, 100), "float64", "C")

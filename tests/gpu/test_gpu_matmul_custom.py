@@ -16,7 +16,7 @@ cupy = pytest.importorskip("cupy")
 pytest.importorskip("ml_dtypes")
 
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg import _custom_cuda as custom_cuda  # noqa: E402
+from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda  # noqa: E402
 from nvmathpy.linalg.epilogues import gelu  # noqa: E402
 
 from numerics import TOL, np_dtype, rand, up  # noqa: E402

@@ -31,7 +31,7 @@ if EMULATED:
 import nvmathpy.linalg as nl  # noqa: E402
 from nvmathpy.errors import LinAlgError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._plans import CudaSolve  # noqa: E402
 
 TOL = {"float32": 1e-4, "float64": 1e-11}
 COUNT = 300 if EMULATED else 4096

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
-from ._lapack import lapack_dtype
+from .cpu._lapack import lapack_dtype
 
 __all__ = [
     "solve_operands",
@@ -144,7 +144,7 @@ def stack_of(a: np.ndarray) -> np.ndarray:
 def stand_in(a: np.ndarray) -> np.ndarray:
     """An identity matrix of the shape and dtype of ``a``'s matrices (Fortran-ordered): what a
     plan over an empty batch computes once, so that its empty results get their shapes and
-    dtypes (see :func:`._factored.stack_factors`)."""
+    dtypes (see :func:`.cpu._factored.stack_factors`)."""
     return np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype, order="F")
 
 

@@ -16,19 +16,19 @@ import numpy as np
 from ...errors import InvalidOperandError
 from ...execution import as_execution
 from ...plan import PlanCache
-from ._base import limit_threads
-from ._factored import check_trans
-from ._lapack import lapack_dtype
-from ._numpy_lapack import FROM_ORDER
+from .plans._base import limit_threads
+from .cpu._factored import check_trans
+from .cpu._lapack import lapack_dtype
+from .cpu._numpy_lapack import FROM_ORDER
 from ._operands import as_stack, host_arrays, solve_operands
-from .cholesky_plan import Cholesky
-from .eigh_plan import Eigh
-from .lstsq_plan import Lstsq
-from .lu_plan import LU
-from .qr_plan import QR
-from .solve_plan import Solve
-from .svd_plan import SVD
-from .triangular_plan import TriangularSolve
+from .plans.cholesky import Cholesky
+from .plans.eigh import Eigh
+from .plans.lstsq import Lstsq
+from .plans.lu import LU
+from .plans.qr import QR
+from .plans.solve import Solve
+from .plans.svd import SVD
+from .plans.triangular import TriangularSolve
 
 __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "lstsq",
@@ -57,7 +57,7 @@ class SlogdetResult(NamedTuple):
 
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Route a call whose operand lives on a GPU (or ``execution="cuda"``) to the function of
-    the same name in :mod:`._cusolver_functions`; NumPy calls pay one type check."""
+    the same name in :mod:`.cuda._functions`; NumPy calls pay one type check."""
     name = fn.__name__
     factors = name in ("lu_solve", "cho_solve")
 
@@ -68,10 +68,10 @@ def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
         if factors and isinstance(operand, tuple) and operand:
             operand = operand[0]
         if execution is not None or (type(operand) is not _ndarray and operand is not None):
-            from ._cusolver_plans import wants_cuda
+            from .cuda._plans import wants_cuda
 
             if wants_cuda(operand, execution):
-                from ._cusolver_functions import ROUTED
+                from .cuda._functions import ROUTED
 
                 return ROUTED[name](*args, **kwargs)
         return fn(*args, **kwargs)
@@ -178,10 +178,10 @@ def _solve_cached(key: tuple, a: np.ndarray, b: np.ndarray | None) -> np.ndarray
 
 def _solve_general(a: Any, b: Any, execution: Any) -> Any:
     if execution is not None or type(a) is not _ndarray:
-        from ._cusolver_plans import wants_cuda
+        from .cuda._plans import wants_cuda
 
         if wants_cuda(a, execution):
-            from ._cusolver_functions import ROUTED
+            from .cuda._functions import ROUTED
 
             return ROUTED["solve"](a, b, execution=execution)
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
@@ -232,9 +232,9 @@ def _plain_square(a: Any) -> bool:
 def _numpy_determinant(a: Any, execution: Any) -> bool:
     """Whether :func:`det`/:func:`slogdet` of ``a`` are NumPy's own: its gufuncs factor every
     matrix with LAPACK's ``getrf`` in one C loop, which a plan (one LAPACK call per matrix from
-    Python) cannot beat below :data:`~._numpy_lapack.FROM_ORDER` (measured: 4x4 2.5 us vs 58 us,
+    Python) cannot beat below :data:`~.cpu._numpy_lapack.FROM_ORDER` (measured: 4x4 2.5 us vs 58 us,
     1000 x 4x4 0.31 ms vs 4.4 ms); from there on the plan's LU (recursive or with look-ahead
-    for real orders up to 2048, see :func:`._lookahead_lu.getrf_order`) is the faster one."""
+    for real orders up to 2048, see :func:`.cpu._lookahead_lu.getrf_order`) is the faster one."""
     return execution is None and _plain_square(a) and a.shape[-1] < FROM_ORDER
 
 

@@ -1,0 +1,218 @@
+"""The base class of the solver plans: operand intake, engine choice and operand swaps.
+
+Every solver plan wraps its operands (NumPy, torch CPU, ...), picks the engine of its
+execution space, casts to the LAPACK dtype and remembers how to convert results back into
+the caller's package. ``reset_operands`` accepts only operands of the planned shape and
+dtype (anything else raises :class:`~nvmathpy.errors.OperandMismatchError`).
+
+``ExecutionCPU(num_threads=n)`` limits BLAS/LAPACK to ``n`` threads around every run, solve
+and autotune of the plan (:func:`limit_threads`; main thread only, as for matmul).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Callable, ClassVar, TypeVar
+
+import numpy as np
+
+from ....errors import OperandMismatchError
+from ....plan import Plan, Prepared
+from ..cpu._engine import CPULapackEngine, engine_for
+from .._operands import host_arrays
+
+__all__ = ["SolverPlan", "limit_threads", "matching", "with_threads"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def limit_threads(threads: int | None, fn: F) -> F:
+    """``fn`` wrapped to run with BLAS/LAPACK limited to ``threads`` (``fn`` itself when
+    ``threads`` is None). Calls from threads other than the main one run unlimited."""
+    if threads is None:
+        return fn
+    from ...gemm.cpu._engine import BLAS_THREADS
+
+    BLAS_THREADS.prepare()
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        before = BLAS_THREADS.limit(threads)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            BLAS_THREADS.restore(before)
+
+    return limited  # type: ignore[return-value]
+
+
+def with_threads(method: F) -> F:
+    """Decorate a plan method so it runs under the plan's thread limit."""
+
+    @functools.wraps(method)
+    def wrapper(self: "SolverPlan", *args: Any, **kwargs: Any) -> Any:
+        if self.num_threads is None:  # the common case, kept to one extra call
+            return method(self, *args, **kwargs)
+        return limit_threads(self.num_threads, method)(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class SolverPlan(Plan):
+    """Shared constructor logic and operand swapping for the solver plans."""
+
+    #: The CPU engine of the concrete plan class.
+    cpu_engine: ClassVar[CPULapackEngine]
+    #: Whether :meth:`_closure_for` binds on a weak stand-in (see there).
+    _bind_weakly: ClassVar[bool] = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "SolverPlan":
+        # CUDA operands (or execution="cuda") get the class's cuSOLVER variant (a subclass,
+        # nvmathpy.linalg.solvers.cuda._plans), imported only then.
+        first = args[0] if args else kwargs.get("a")
+        if type(first) is not np.ndarray or kwargs.get("execution") is not None:
+            from ..cuda._plans import VARIANTS, wants_cuda
+
+            if cls in VARIANTS and wants_cuda(first, kwargs.get("execution")):
+                cls = VARIANTS[cls]
+        return super().__new__(cls)
+
+    def __init__(self, execution: Any, **arrays: Any):
+        super().__init__()
+        self._arrays, self._to_caller, space = host_arrays(execution, **arrays)
+        self._engine = engine_for(space, self.cpu_engine)
+        #: BLAS/LAPACK threads of every run (``ExecutionCPU(num_threads=...)``); None: library default.
+        self.num_threads: int | None = getattr(space, "num_threads", None)
+        #: How many factorizations (or decompositions) this plan has computed.
+        self.factorizations = 0
+        self._clear_derived()
+
+    def _threads_field(self) -> dict[str, int]:
+        """The problem-key field recording a thread limit (none when unlimited)."""
+        return {} if self.num_threads is None else {"num_threads": self.num_threads}
+
+    def _closure_for(self, prepared: Prepared) -> Callable[..., Any]:
+        """``_bind``'s closure made on a weak stand-in of the plan. The solver closures use the plan
+        (to store factors), and a plan -> ``_run`` -> plan cycle would keep every dropped plan
+        and its factors alive until the cyclic garbage collector runs: ``LU(a).solve(b)`` in a
+        loop then held several 8 MB factors at n = 1024 and took fresh memory each time
+        (300-500 page faults per call, measured). A closure returning the plan returns the
+        plan itself, not the stand-in. Plans whose closures read operands on every call
+        (``_bind_weakly = False``) bind directly: they live in the plan cache, whose eviction
+        frees them (which breaks the cycle)."""
+        if not self._bind_weakly:
+            return self._bind(prepared)
+        plan = weakref.ref(self)
+        run = _weak_stand_in(self)._bind(prepared)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = run(*args, **kwargs)
+            return plan() if isinstance(result, _StandIn) else result
+
+        return call
+
+    def _install(self, prepared: Prepared, how: str) -> None:
+        super()._install(prepared, how)
+        self._run = limit_threads(self.num_threads, self._run)
+
+    def _rebind(self) -> None:
+        super()._rebind()
+        if self._prepared is not None:
+            self._run = limit_threads(self.num_threads, self._run)
+
+    autotune = with_threads(Plan.autotune)  # candidates are timed under the thread limit
+
+    def _swap_in(self, name: str, new: Any, current: np.ndarray) -> np.ndarray:
+        """Validate a replacement operand against the planned one and return it cast."""
+        arrays, _, _ = host_arrays(None, **{name: new})
+        return matching(name, arrays[name], current)
+
+    def _bind(self, prepared: Prepared) -> Callable[..., Any]:
+        compute = self._computation(prepared)
+        to_caller = self._to_caller
+        return lambda: to_caller(compute())
+
+    def _computation(self, prepared: Prepared) -> Callable[[], Any]:
+        """The native computation for ``prepared`` on the current operands."""
+        raise NotImplementedError
+
+    def free(self) -> None:
+        """Release the plan and any factors it holds. Idempotent."""
+        super().free()
+        self._clear_derived()
+
+    def _clear_derived(self) -> None:
+        """Forget factors and results computed from the previous operands."""
+        self._state = self._solve = self._result = None
+
+    def reset_operands(self, a: Any = None) -> None:
+        """Swap in a new matrix (same shape and dtype); the plan recomputes on next use."""
+        if a is not None:
+            self._a = self._swap_in("a", a, self._a)
+            self._clear_derived()
+            self._rebind()
+
+    def _release(self) -> None:
+        """Drop the references to the caller's arrays and to results, keeping only their
+        shapes and dtypes (for a plan waiting in the plan cache: it must not keep large
+        arrays alive). The next ``reset_operands`` brings real operands back."""
+        for name in ("_a", "_b"):
+            array = getattr(self, name, None)
+            if isinstance(array, np.ndarray):
+                setattr(self, name, np.broadcast_to(np.zeros((), array.dtype), array.shape))
+        self._clear_derived()
+        self._rebind()
+
+    def _computed(self) -> Any:
+        """The state of the last run on the current operands (planning and running if needed)."""
+        if self._state is None:
+            if not self.is_planned:
+                self.plan()
+            self._run()
+        return self._state
+
+    def execute(self) -> Any:
+        """Run the planned computation on the current operands."""
+        return self._run()
+
+
+class _StandIn:
+    """Marks the weak stand-ins of :func:`_weak_stand_in`."""
+
+
+@functools.lru_cache(maxsize=None)
+def _stand_in_class(cls: type) -> type:
+    def __getattr__(self: Any, name: str) -> Any:  # what the class lacks: the plan's own attributes
+        return getattr(object.__getattribute__(self, "_stand_in_for")(), name)
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_stand_in_for")(), name, value)
+
+    return type(f"WeakStandIn{cls.__name__}", (cls, _StandIn),
+                {"__getattr__": __getattr__, "__setattr__": __setattr__, "__module__": cls.__module__})
+
+
+def _weak_stand_in(plan: "SolverPlan") -> Any:
+    """The plan as the closures it binds see it, without keeping it alive: an instance of a
+    subclass of the plan's class (methods and ``super()`` work as on the plan) with nothing of
+    its own, whose attribute reads and writes go to the plan through a weak reference."""
+    stand_in = object.__new__(_stand_in_class(type(plan)))
+    object.__setattr__(stand_in, "_stand_in_for", weakref.ref(plan))
+    return stand_in
+
+
+def matching(name: str, array: Any, current: Any) -> Any:
+    """``array`` (a replacement for operand ``name``) checked against the planned ``current``:
+    same shape, a dtype that casts safely to the plan's (cast if it differs)."""
+    if array.shape != current.shape:
+        raise OperandMismatchError(
+            f"reset_operands: {name} has shape {array.shape}, the plan was made for {current.shape}; "
+            "create a new plan for a new shape"
+        )
+    if array.dtype != current.dtype:
+        if np.result_type(array.dtype, current.dtype) != current.dtype:
+            raise OperandMismatchError(
+                f"reset_operands: {name} has dtype {array.dtype}, the plan computes in {current.dtype}"
+            )
+        array = array.astype(current.dtype)
+    return array
