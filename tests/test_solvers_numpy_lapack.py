@@ -14,7 +14,7 @@ import scipy.linalg as sla
 
 from nvmathpy.errors import LinAlgError
 from nvmathpy.linalg import LU, Cholesky
-from nvmathpy.linalg.solvers.cpu import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
@@ -172,7 +172,7 @@ def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch,
     from nvmathpy.scipy.linalg import _decomp, _structured
 
     used = []
-    real = numpy_lapack.for_order
+    real = numpy_algorithms.for_order
 
     def counted(n, dtype_, *names):
         found = real(n, dtype_, *names)

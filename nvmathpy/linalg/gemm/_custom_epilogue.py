@@ -22,7 +22,8 @@ from ...operands import Operand, to_package
 from ...kernels.cpu_eval import BlockedEvaluator, NumexprEvaluator
 from ...kernels.ir import Expr, walk
 from ...kernels.trace import trace
-from .cpu._epilogue_eval import Program, compile_program
+from .cpu._epilogue_eval import compile_program
+from .cpu._program import Program
 
 __all__ = ["is_custom", "scalar_inputs", "input_kind", "trace_epilogue", "needs_whole_result", "custom_program"]
 

@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import InvalidOperandError
 from ...execution import as_execution
 from ...plan import PlanCache
+from ._dispatch import cuda_function, wants_cuda
 from .plans._base import limit_threads
 from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
@@ -68,12 +69,8 @@ def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
         if factors and isinstance(operand, tuple) and operand:
             operand = operand[0]
         if execution is not None or (type(operand) is not _ndarray and operand is not None):
-            from .cuda._plans import wants_cuda
-
             if wants_cuda(operand, execution):
-                from .cuda._functions import ROUTED
-
-                return ROUTED[name](*args, **kwargs)
+                return cuda_function(name)(*args, **kwargs)
         return fn(*args, **kwargs)
 
     return routed
@@ -177,13 +174,8 @@ def _solve_cached(key: tuple, a: np.ndarray, b: np.ndarray | None) -> np.ndarray
 
 
 def _solve_general(a: Any, b: Any, execution: Any) -> Any:
-    if execution is not None or type(a) is not _ndarray:
-        from .cuda._plans import wants_cuda
-
-        if wants_cuda(a, execution):
-            from .cuda._functions import ROUTED
-
-            return ROUTED["solve"](a, b, execution=execution)
+    if (execution is not None or type(a) is not _ndarray) and wants_cuda(a, execution):
+        return cuda_function("solve")(a, b, execution=execution)
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1, b1 = arrays["a"], arrays["b"]
     a1, b2, dtype, vector = solve_operands(as_stack(a1, "a"), b1, np.broadcast_to)

@@ -31,7 +31,7 @@ def _on_cuda(x: Any) -> bool:
         x = x[0]
     if type(x) is ndarray:
         return False
-    from ...linalg.solvers.cuda._plans import wants_cuda
+    from ...linalg.solvers._dispatch import wants_cuda
 
     return wants_cuda(x, None)
 

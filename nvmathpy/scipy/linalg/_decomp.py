@@ -16,7 +16,7 @@ import numpy as np
 from ...linalg.solvers import SVD, Eigh
 from ...linalg.solvers.functions import cache_key, run_cached
 from ...linalg.solvers.cpu._fast_lapack import fast_module
-from ...linalg.solvers.cpu._numpy_lapack import for_order
+from ...linalg.solvers.cpu._numpy_algorithms import for_order
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )

@@ -44,7 +44,8 @@ from ._cblas import numpy_gemm
 from .._custom_epilogue import custom_program, needs_whole_result
 from .._custom_match import match_native
 from ._epilogue_c import c_available, c_supports, input_pattern
-from ._epilogue_eval import Program, compile_program, fold_addend, numexpr_available, prologue_steps
+from ._epilogue_eval import compile_program, fold_addend, numexpr_available, prologue_steps
+from ._program import Program
 from .._layout import analyse_shapes
 from ...epilogues import definition
 

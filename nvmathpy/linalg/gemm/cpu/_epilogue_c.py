@@ -19,6 +19,7 @@ import numpy as np
 from ....kernels import cpu_jit
 from ....kernels.emit_c import C_TYPES, elementwise_source
 from ....kernels.ir import COMPARE, LOGICAL, Expr, walk
+from ._program import Program
 
 __all__ = ["c_available", "c_supports", "compile_c_program", "input_pattern"]
 
@@ -58,7 +59,7 @@ def compile_c_program(
     workers: int = 1,
     pool: ThreadPoolExecutor | None = None,
 ) -> Any:
-    """A :class:`~nvmathpy.linalg.gemm.cpu._epilogue_eval.Program` running ``steps`` (normalised: the
+    """A :class:`~._program.Program` running ``steps`` (normalised: the
     last step writes ``d``, the working buffer) as one compiled loop, over ``workers`` row
     bands in ``pool`` when ``workers > 1``.
 
@@ -67,8 +68,6 @@ def compile_c_program(
     MissingDependencyError
         If the kernel cannot be compiled here.
     """
-    from ._epilogue_eval import Program
-
     compute = np.dtype(compute_dtype).name
     output_types = {target: ("bool" if _boolean(expr) else compute) for target, expr in steps
                     if target == "d" or target in outputs}

@@ -27,8 +27,9 @@ import numpy as np
 from ....errors import MissingDependencyError
 from ....kernels.cpu_eval import constant_names, to_numexpr
 from ....kernels.ir import Expr, const, input_, inputs_of, substitute, walk
+from ._program import Program
 
-__all__ = ["Program", "compile_program", "fold_addend", "numexpr_available", "prologue_steps"]
+__all__ = ["compile_program", "fold_addend", "numexpr_available", "prologue_steps"]
 
 _UFUNCS: dict[str, Callable[..., Any]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "neg": np.negative,
@@ -133,22 +134,6 @@ def fold_addend(steps: Sequence[tuple[str, Expr]]) -> tuple[str | None, tuple[tu
         if addend is not None:
             return addend.name, ((target, rest),)
     return None, steps
-
-
-class Program:
-    """Compiled steps: ``run(env, scratch)`` applies them; ``scratch_kinds`` says which
-    scratch buffers (``"f"`` compute dtype, ``"b"`` boolean) a caller allocates once."""
-
-    def __init__(self, runner: Callable[[dict, Sequence[np.ndarray]], None], scratch_kinds: tuple[str, ...]):
-        self._runner = runner
-        self.scratch_kinds = scratch_kinds
-
-    def scratch(self, shape: tuple[int, ...], dtype: np.dtype) -> list[np.ndarray]:
-        """Allocate the scratch buffers for blocks of ``shape``."""
-        return [np.empty(shape, dtype if kind == "f" else np.bool_) for kind in self.scratch_kinds]
-
-    def run(self, env: dict[str, np.ndarray], scratch: Sequence[np.ndarray]) -> None:
-        self._runner(env, scratch)
 
 
 def _normalise(steps: Sequence[tuple[str, Expr]], result_is_work: bool) -> list[tuple[str, Expr]]:

@@ -1,20 +1,19 @@
-"""The CPU engine of the solver plans, and where engines are chosen by execution space.
+"""The CPU engine of the solver plans.
 
 One :class:`CPULapackEngine` instance per operation: it lists the operation's candidates
 (LAPACK drivers and batched fast paths, best guess first) and prepares one by fetching its
-LAPACK routines and sizing its workspace once. :func:`engine_for` picks by execution space:
-this engine on the CPU, the cuSOLVER engine (``_cusolver_engine``) for CUDA.
+LAPACK routines and sizing its workspace once. Which engine a plan gets is decided in
+:mod:`.._dispatch`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ....execution import ExecutionCPU, ExecutionCUDA, cpu_description
-from ....errors import ExecutionSpaceUnavailableError
+from ....execution import cpu_description
 from ....plan import Candidate, Engine, Prepared, Problem
 
-__all__ = ["CPULapackEngine", "engine_for"]
+__all__ = ["CPULapackEngine"]
 
 CandidatesFn = Callable[[Problem], list[Candidate]]
 PrepareFn = Callable[[Problem, Candidate], dict[str, Any]]
@@ -49,21 +48,3 @@ class CPULapackEngine(Engine):
 
     def device(self) -> dict[str, Any]:
         return {**cpu_description(), "engine": self.name}
-
-
-def engine_for(space: Any, cpu_engine: CPULapackEngine, *, package: str = "cupy", stream: Any = None) -> Engine:
-    """The engine for an execution space: the plan's CPU engine, or for
-    :class:`~nvmathpy.ExecutionCUDA` the cuSOLVER engine of the same operation
-    (:class:`..cuda._engine.CusolverEngine`, imported only then) on the operands' package and
-    ``stream`` (``None``: the package's current stream)."""
-    if isinstance(space, ExecutionCPU) or space is None:
-        return cpu_engine
-    if isinstance(space, ExecutionCUDA):
-        from ..cuda._engine import OPERATIONS, CusolverEngine
-
-        if cpu_engine.operation in OPERATIONS:
-            return CusolverEngine(cpu_engine.operation, device_id=space.device_id, package=package, stream=stream)
-    raise ExecutionSpaceUnavailableError(
-        f"execution space {getattr(space, 'name', space)!r}: the solver operation {cpu_engine.operation!r} has "
-        "no engine there; use CPU operands or execution='cpu'"
-    )

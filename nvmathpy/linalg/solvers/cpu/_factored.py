@@ -17,16 +17,11 @@ from ....plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
 from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
-from ._lookahead_cholesky import potrf_of, potrf_order
-from ._lookahead_lu import getrf_of, getrf_order
+from ._numpy_algorithms import ALGORITHMS
 from .._operands import as_rhs, batch_index, host_arrays, stack_of
 
-__all__ = ["ALGORITHMS", "TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
+__all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
            "view_setup"]
-
-#: The factorizations with algorithms of nvmathpy's own on NumPy's OpenBLAS: their orders
-#: (first choice first) and the routine of each.
-ALGORITHMS = {"getrf": (getrf_order, getrf_of), "potrf": (potrf_order, potrf_of)}
 
 #: Accepted spellings of ``trans``.
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "for_order", "routines", "suits"]
+__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "routines", "suits"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few
@@ -204,15 +204,3 @@ def suits(n: int, dtype: Any, *names: str) -> bool:
     """Whether matrices of order ``n`` run on NumPy's OpenBLAS: the order is large
     (:data:`FROM_ORDER`) and the routines ``names`` exist for ``dtype`` (none named: any)."""
     return n >= FROM_ORDER and available(dtype, *names)
-
-
-def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
-    """NumPy's routines ``names`` for matrices of order ``n`` when :func:`suits`, else ``None``
-    (the caller keeps SciPy's). ``getrf`` and ``potrf`` are the first choices of
-    :func:`._lookahead_lu.getrf_order` and :func:`._lookahead_cholesky.potrf_order`."""
-    if not suits(n, dtype, *names):
-        return None
-    from ._factored import ALGORITHMS  # it builds on this module
-
-    return tuple(ALGORITHMS[name][1](ALGORITHMS[name][0](n, dtype)[0], dtype) if name in ALGORITHMS
-                 else routines(dtype, name)[0] for name in names)

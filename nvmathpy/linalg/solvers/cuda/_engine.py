@@ -35,20 +35,20 @@ only where results are read on the host or checking was asked for (see ``_cusolv
 from __future__ import annotations
 
 import ctypes
-import functools
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ....cuda import runtime
 from ....cuda.bindings import cublas, cusolver
-from ....cuda.bindings.library_types import DataType
 from ....cuda.ffi import new_handle
 from ....errors import InvalidOptionError
-from ....plan import Candidate, Engine, Prepared, Problem
+from ....plan import Candidate, Engine, Problem
+from .._dispatch import CUDA_ENGINES
 from . import _layout as layout
+from ._routes import PREFIX, REAL, Context, LURoute, Route, pointer, query_sizes
 
-__all__ = ["BATCHED_MAX", "OPERATIONS", "CusolverEngine", "Route", "candidates", "solver_handle", "blas_handle"]
+__all__ = ["BATCHED_MAX", "OPERATIONS", "CusolverEngine", "candidates"]
 
 #: The solver operations this engine computes.
 OPERATIONS = ("lu", "solve", "cholesky", "eigh", "svd", "lstsq", "qr")
@@ -59,32 +59,7 @@ BATCHED_MAX = 32
 #: ``cusolverDnXsyevBatched`` takes matrices up to this order.
 SYEV_BATCHED_MAX = 32
 
-DATA_TYPE = {"float32": DataType.R_32F, "float64": DataType.R_64F, "complex64": DataType.C_32F,
-             "complex128": DataType.C_64F}
-REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
-PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 
-
-@functools.cache
-def solver_handle(device_id: int) -> int:
-    """The process's cuSOLVER dense handle for ``device_id`` (created once, on that device)."""
-    cupy = runtime.import_cupy()
-    with cupy.cuda.Device(device_id):
-        return cusolver.create()
-
-
-@functools.cache
-def blas_handle(device_id: int) -> int:
-    """The process's cuBLAS handle for ``device_id`` (for the batched LU)."""
-    cupy = runtime.import_cupy()
-    with cupy.cuda.Device(device_id):
-        return cublas.create()
-
-
-@functools.cache
-def solver_params() -> int:
-    """The ``cusolverDnParams_t`` every ``cusolverDnX*`` call takes (default algorithms)."""
-    return cusolver.create_params()
 
 
 def candidates(problem: Problem) -> list[Candidate]:
@@ -133,120 +108,7 @@ def candidates(problem: Problem) -> list[Candidate]:
     return [Candidate.of(label) for label in labels]
 
 
-class Context:
-    """What every route of one engine shares: device, package, stream, handles."""
-
-    def __init__(self, device_id: int, package: str, stream: Callable[[], int]):
-        self.device_id, self.package, self.stream = device_id, package, stream
-        self.cupy = runtime.import_cupy()
-        self.handle = solver_handle(device_id)
-        self.params = solver_params()
-        self._blas: int | None = None
-
-    @property
-    def blas(self) -> int:
-        if self._blas is None:
-            self._blas = blas_handle(self.device_id)
-        return self._blas
-
-    def on_stream(self) -> int:
-        """Point the cuSOLVER handle at this call's stream; returns the stream."""
-        stream = self.stream()
-        cusolver.LIB.cusolverDnSetStream(self.handle, stream)
-        return stream
-
-    def blas_on_stream(self) -> None:
-        cublas.LIB.cublasSetStream_v2(self.blas, self.stream())
-
-
-class Workspaces:
-    """The device and host workspaces of a route, grown to the largest query seen."""
-
-    def __init__(self, ctx: Context):
-        self._ctx = ctx
-        self.device_bytes = self.host_bytes = 0
-        self.device = self.host = 0
-        self._owners: list[Any] = []
-
-    def need(self, device_bytes: int, host_bytes: int = 0) -> None:
-        """Make sure at least this much is allocated (device from the package's pool)."""
-        if device_bytes > self.device_bytes:
-            owner, self.device = runtime.allocate(int(device_bytes), self._ctx.package, self._ctx.device_id,
-                                                  self._ctx.stream())
-            self._owners.append(owner)
-            self.device_bytes = int(device_bytes)
-        if host_bytes > self.host_bytes:
-            buffer = np.empty(int(host_bytes), np.uint8)
-            self._owners.append(buffer)
-            self.host, self.host_bytes = buffer.ctypes.data, int(host_bytes)
-
-    def free(self) -> None:
-        self._owners = []
-        self.device = self.host = self.device_bytes = self.host_bytes = 0
-
-
-def _query(fn: Callable[..., Any], *args: Any, tail: tuple = ()) -> tuple[int, int]:
-    device, host = ctypes.c_size_t(), ctypes.c_size_t()
-    fn(*args, ctypes.byref(device), ctypes.byref(host), *tail)
-    return device.value, host.value
-
-
-def _ptr(array: Any) -> int:
-    return int(array.data.ptr)
-
-
-class Route(Prepared):
-    """A prepared candidate: private buffers, workspaces and the routine calls.
-
-    Subclasses allocate in ``__init__`` and enqueue in their methods; nothing synchronises
-    except :meth:`failures`.
-    """
-
-    def __init__(self, candidate: Candidate, ctx: Context, problem: Problem):
-        super().__init__(candidate)
-        self.ctx, self.cupy = ctx, ctx.cupy
-        self.dtype_name = problem.get("dtype")
-        self.dtype = np.dtype(self.dtype_name)
-        self.data_type = int(DATA_TYPE[self.dtype_name])
-        self.real_type = int(DATA_TYPE[REAL[self.dtype_name]])
-        self.count = int(problem.get("count", 1))
-        self.work = Workspaces(ctx)
-        self.info = self.cupy.zeros(max(1, self.count), np.int32)
-
-    def failures(self) -> list[int]:
-        """Flat indices of the batch elements whose last call reported ``info > 0`` (one sync)."""
-        codes = self.cupy.asnumpy(self.info)[: self.count]
-        return [int(i) for i in np.flatnonzero(codes > 0)]
-
-    def codes(self) -> np.ndarray:
-        """The ``info`` codes of the last call (one sync)."""
-        return np.asarray(self.cupy.asnumpy(self.info)[: self.count])
-
-    def free(self) -> None:
-        self.work.free()
-        super().free()
-
-
 # -- LU ------------------------------------------------------------------------------------------
-
-
-class LURoute(Route):
-    """``getrf`` of a stack of ``n x n`` column-major matrices held in ``self.a`` (C storage
-    ``(count, n, n)``: element ``[i, c, r]`` is row ``r``, column ``c`` of matrix ``i``), and
-    ``getrs`` with its factors."""
-
-    batched = False
-
-    def __init__(self, candidate: Candidate, ctx: Context, problem: Problem):
-        super().__init__(candidate, ctx, problem)
-        self.n = n = int(problem.get("n"))
-        self.a = self.cupy.empty((self.count, n, n), self.dtype)
-        self.step = n * n * self.dtype.itemsize
-        self.solve_info = self.cupy.zeros(max(1, self.count), np.int32)
-
-    def load(self, target_view: Callable[[Any], Any], a3: Any) -> None:
-        """Copy the caller's stack into the private buffer through ``target_view(self.a)``."""
-        target_view(self.a)[...] = a3
 
 
 class GetrfLoop(LURoute):
@@ -256,13 +118,13 @@ class GetrfLoop(LURoute):
         super().__init__(candidate, ctx, problem)
         n = self.n
         self.piv = self.cupy.empty((self.count, n), np.int64)
-        self.work.need(*_query(cusolver.LIB.cusolverDnXgetrf_bufferSize, ctx.handle, ctx.params, n, n,
-                               self.data_type, _ptr(self.a), max(1, n), self.data_type))
+        self.work.need(*query_sizes(cusolver.LIB.cusolverDnXgetrf_bufferSize, ctx.handle, ctx.params, n, n,
+                                    self.data_type, pointer(self.a), max(1, n), self.data_type))
 
     def factor(self) -> None:
         lib, ctx, n, dt, w = cusolver.LIB, self.ctx, self.n, self.data_type, self.work
         ctx.on_stream()
-        a, piv, info = _ptr(self.a), _ptr(self.piv), _ptr(self.info)
+        a, piv, info = pointer(self.a), pointer(self.piv), pointer(self.info)
         for i in range(self.count):
             lib.cusolverDnXgetrf(ctx.handle, ctx.params, n, n, dt, a + i * self.step, max(1, n), piv + i * n * 8,
                                  dt, w.device, w.device_bytes, w.host, w.host_bytes, info + 4 * i)
@@ -271,7 +133,7 @@ class GetrfLoop(LURoute):
         """Solve in place: ``b`` is C storage ``(count, k, n)`` of column-major ``n x k`` blocks."""
         lib, ctx, n, dt = cusolver.LIB, self.ctx, self.n, self.data_type
         ctx.on_stream()
-        a, piv, pb, info = _ptr(self.a), _ptr(self.piv), _ptr(b), _ptr(self.solve_info)
+        a, piv, pb, info = pointer(self.a), pointer(self.piv), pointer(b), pointer(self.solve_info)
         bstep = n * k * self.dtype.itemsize
         for i in range(self.count):
             lib.cusolverDnXgetrs(ctx.handle, ctx.params, operation, n, k, dt, a + i * self.step, max(1, n),
@@ -292,7 +154,7 @@ class GetrfBatched(LURoute):
         cupy = self.cupy
         self.piv = cupy.empty((self.count, self.n), np.int32)
         self.pointers = cupy.asarray(layout.pointer_offsets(self.count, self.n * self.n, self.dtype.itemsize))
-        self.pointers += np.uint64(_ptr(self.a))
+        self.pointers += np.uint64(pointer(self.a))
         self._offsets: dict[int, Any] = {}
         prefix = PREFIX[self.dtype_name]
         self._getrf = getattr(cublas.LIB, f"cublas{prefix}getrfBatched")
@@ -301,7 +163,7 @@ class GetrfBatched(LURoute):
 
     def factor(self) -> None:
         self.ctx.blas_on_stream()
-        self._getrf(self.ctx.blas, self.n, _ptr(self.pointers), max(1, self.n), _ptr(self.piv), _ptr(self.info),
+        self._getrf(self.ctx.blas, self.n, pointer(self.pointers), max(1, self.n), pointer(self.piv), pointer(self.info),
                     self.count)
 
     def solve(self, b: Any, k: int, operation: int) -> None:
@@ -309,10 +171,10 @@ class GetrfBatched(LURoute):
         if offsets is None:
             offsets = self._offsets[k] = self.cupy.asarray(
                 layout.pointer_offsets(self.count, self.n * k, self.dtype.itemsize))
-        pointers = offsets + np.uint64(_ptr(b))
+        pointers = offsets + np.uint64(pointer(b))
         self.ctx.blas_on_stream()
-        self._getrs(self.ctx.blas, operation, self.n, k, _ptr(self.pointers), max(1, self.n), _ptr(self.piv),
-                    _ptr(pointers), max(1, self.n), ctypes.byref(self._host_info), self.count)
+        self._getrs(self.ctx.blas, operation, self.n, k, pointer(self.pointers), max(1, self.n), pointer(self.piv),
+                    pointer(pointers), max(1, self.n), ctypes.byref(self._host_info), self.count)
 
     def pivots(self) -> Any:
         return self.piv
@@ -328,13 +190,13 @@ class PotrfLoop(LURoute):
     def __init__(self, candidate: Candidate, ctx: Context, problem: Problem, fill: int):
         super().__init__(candidate, ctx, problem)
         self.fill, n = fill, self.n
-        self.work.need(*_query(cusolver.LIB.cusolverDnXpotrf_bufferSize, ctx.handle, ctx.params, fill, n,
-                               self.data_type, _ptr(self.a), max(1, n), self.data_type))
+        self.work.need(*query_sizes(cusolver.LIB.cusolverDnXpotrf_bufferSize, ctx.handle, ctx.params, fill, n,
+                                    self.data_type, pointer(self.a), max(1, n), self.data_type))
 
     def factor(self) -> None:
         lib, ctx, n, dt, w = cusolver.LIB, self.ctx, self.n, self.data_type, self.work
         ctx.on_stream()
-        a, info = _ptr(self.a), _ptr(self.info)
+        a, info = pointer(self.a), pointer(self.info)
         for i in range(self.count):
             lib.cusolverDnXpotrf(ctx.handle, ctx.params, self.fill, n, dt, a + i * self.step, max(1, n), dt,
                                  w.device, w.device_bytes, w.host, w.host_bytes, info + 4 * i)
@@ -342,7 +204,7 @@ class PotrfLoop(LURoute):
     def solve(self, b: Any, k: int) -> None:
         lib, ctx, n, dt = cusolver.LIB, self.ctx, self.n, self.data_type
         ctx.on_stream()
-        a, pb, info = _ptr(self.a), _ptr(b), _ptr(self.solve_info)
+        a, pb, info = pointer(self.a), pointer(b), pointer(self.solve_info)
         bstep = n * k * self.dtype.itemsize
         for i in range(self.count):
             lib.cusolverDnXpotrs(ctx.handle, ctx.params, self.fill, n, k, dt, a + i * self.step, max(1, n), dt,
@@ -359,7 +221,7 @@ class PotrfBatched(LURoute):
         super().__init__(candidate, ctx, problem)
         self.fill = fill
         self.pointers = self.cupy.asarray(layout.pointer_offsets(self.count, self.n * self.n, self.dtype.itemsize))
-        self.pointers += np.uint64(_ptr(self.a))
+        self.pointers += np.uint64(pointer(self.a))
         self._offsets: dict[int, Any] = {}
         prefix = PREFIX[self.dtype_name]
         self._potrf = getattr(cusolver.LIB, f"cusolverDn{prefix}potrfBatched")
@@ -367,7 +229,7 @@ class PotrfBatched(LURoute):
 
     def factor(self) -> None:
         self.ctx.on_stream()
-        self._potrf(self.ctx.handle, self.fill, self.n, _ptr(self.pointers), max(1, self.n), _ptr(self.info),
+        self._potrf(self.ctx.handle, self.fill, self.n, pointer(self.pointers), max(1, self.n), pointer(self.info),
                     self.count)
 
     def solve(self, b: Any, k: int) -> None:
@@ -378,9 +240,9 @@ class PotrfBatched(LURoute):
         self.ctx.on_stream()
         column = self.n * self.dtype.itemsize
         for j in range(k):
-            pointers = offsets + np.uint64(_ptr(b) + j * column)
-            self._potrs(self.ctx.handle, self.fill, self.n, 1, _ptr(self.pointers), max(1, self.n), _ptr(pointers),
-                        max(1, self.n), _ptr(self.solve_info), self.count)
+            pointers = offsets + np.uint64(pointer(b) + j * column)
+            self._potrs(self.ctx.handle, self.fill, self.n, 1, pointer(self.pointers), max(1, self.n), pointer(pointers),
+                        max(1, self.n), pointer(self.solve_info), self.count)
 
 
 # -- Hermitian eigenproblems -----------------------------------------------------------------------
@@ -399,14 +261,14 @@ class SyevdLoop(LURoute):
 
     def _size(self) -> None:
         ctx, n = self.ctx, self.n
-        self.work.need(*_query(cusolver.LIB.cusolverDnXsyevd_bufferSize, ctx.handle, ctx.params, self.jobz, self.fill,
-                               n, self.data_type, _ptr(self.a), max(1, n), self.real_type, _ptr(self.w),
-                               self.data_type))
+        self.work.need(*query_sizes(cusolver.LIB.cusolverDnXsyevd_bufferSize, ctx.handle, ctx.params, self.jobz, self.fill,
+                                    n, self.data_type, pointer(self.a), max(1, n), self.real_type, pointer(self.w),
+                                    self.data_type))
 
     def run(self) -> None:
         lib, ctx, n, dt, w = cusolver.LIB, self.ctx, self.n, self.data_type, self.work
         ctx.on_stream()
-        a, pw, info = _ptr(self.a), _ptr(self.w), _ptr(self.info)
+        a, pw, info = pointer(self.a), pointer(self.w), pointer(self.info)
         wstep = n * np.dtype(REAL[self.dtype_name]).itemsize
         for i in range(self.count):
             lib.cusolverDnXsyevd(ctx.handle, ctx.params, self.jobz, self.fill, n, dt, a + i * self.step, max(1, n),
@@ -421,17 +283,17 @@ class SyevBatched(SyevdLoop):
 
     def _size(self) -> None:
         ctx, n = self.ctx, self.n
-        self.work.need(*_query(cusolver.LIB.cusolverDnXsyevBatched_bufferSize, ctx.handle, ctx.params, self.jobz,
-                               self.fill, n, self.data_type, _ptr(self.a), max(1, n), self.real_type, _ptr(self.w),
-                               self.data_type, tail=(self.count,)))
+        self.work.need(*query_sizes(cusolver.LIB.cusolverDnXsyevBatched_bufferSize, ctx.handle, ctx.params, self.jobz,
+                                    self.fill, n, self.data_type, pointer(self.a), max(1, n), self.real_type, pointer(self.w),
+                                    self.data_type, tail=(self.count,)))
 
     def run(self) -> None:
         ctx, w = self.ctx, self.work
         ctx.on_stream()
         cusolver.LIB.cusolverDnXsyevBatched(ctx.handle, ctx.params, self.jobz, self.fill, self.n, self.data_type,
-                                            _ptr(self.a), max(1, self.n), self.real_type, _ptr(self.w),
+                                            pointer(self.a), max(1, self.n), self.real_type, pointer(self.w),
                                             self.data_type, w.device, w.device_bytes, w.host, w.host_bytes,
-                                            _ptr(self.info), self.count)
+                                            pointer(self.info), self.count)
 
 
 class SyevjBatched(SyevdLoop):
@@ -447,15 +309,15 @@ class SyevjBatched(SyevdLoop):
         self._run_fn = getattr(cusolver.LIB, f"cusolverDn{name}Batched")
         lwork = ctypes.c_int()
         getattr(cusolver.LIB, f"cusolverDn{name}Batched_bufferSize")(
-            self.ctx.handle, self.jobz, self.fill, self.n, _ptr(self.a), max(1, self.n), _ptr(self.w),
+            self.ctx.handle, self.jobz, self.fill, self.n, pointer(self.a), max(1, self.n), pointer(self.w),
             ctypes.byref(lwork), self.jacobi, self.count)
         self.lwork = lwork.value
         self.work.need(self.lwork * self.dtype.itemsize)
 
     def run(self) -> None:
         self.ctx.on_stream()
-        self._run_fn(self.ctx.handle, self.jobz, self.fill, self.n, _ptr(self.a), max(1, self.n), _ptr(self.w),
-                     self.work.device, self.lwork, _ptr(self.info), self.jacobi, self.count)
+        self._run_fn(self.ctx.handle, self.jobz, self.fill, self.n, pointer(self.a), max(1, self.n), pointer(self.w),
+                     self.work.device, self.lwork, pointer(self.info), self.jacobi, self.count)
 
     def free(self) -> None:
         if getattr(self, "jacobi", None):
@@ -526,21 +388,21 @@ class SvdRoute(Route):
         v_step = self.v.shape[1] * self.v.shape[2] * self.dtype.itemsize
         a_step = self.rows * self.cols * self.dtype.itemsize
         dt = self.data_type
-        return (self.rows, self.cols, dt, _ptr(self.a) + i * a_step, max(1, self.rows), self.real_type,
-                _ptr(self.s) + i * s_step, dt, _ptr(self.u) + i * u_step, self.ldu, dt, _ptr(self.v) + i * v_step,
+        return (self.rows, self.cols, dt, pointer(self.a) + i * a_step, max(1, self.rows), self.real_type,
+                pointer(self.s) + i * s_step, dt, pointer(self.u) + i * u_step, self.ldu, dt, pointer(self.v) + i * v_step,
                 self.ldv, dt)
 
     def _query(self) -> tuple[int, int]:
         ctx = self.ctx
         if self.label == "gesvdp":
-            return _query(cusolver.LIB.cusolverDnXgesvdp_bufferSize, ctx.handle, ctx.params, self._jobz(),
-                          int(not self.full), *self._args(0))
-        return _query(cusolver.LIB.cusolverDnXgesvd_bufferSize, ctx.handle, ctx.params, *self._jobs(), *self._args(0))
+            return query_sizes(cusolver.LIB.cusolverDnXgesvdp_bufferSize, ctx.handle, ctx.params, self._jobz(),
+                               int(not self.full), *self._args(0))
+        return query_sizes(cusolver.LIB.cusolverDnXgesvd_bufferSize, ctx.handle, ctx.params, *self._jobs(), *self._args(0))
 
     def run(self) -> None:
         lib, ctx, w = cusolver.LIB, self.ctx, self.work
         ctx.on_stream()
-        info = _ptr(self.info)
+        info = pointer(self.info)
         if self.label == "gesvdj":
             for i in range(self.count):
                 self._gesvdj(ctx.handle, self._jobz(), int(not self.full), *self._typed_args(i), w.device, self.lwork,
@@ -591,9 +453,9 @@ class GeqrfRoute(Route):
         self.q_cols = m if problem.get("mode") == "complete" else self.k
         self.a = cupy.empty((self.count, n, m), self.dtype)
         self.tau = cupy.empty((self.count, max(1, self.k)), self.dtype)
-        self.work.need(*_query(cusolver.LIB.cusolverDnXgeqrf_bufferSize, ctx.handle, ctx.params, m, n,
-                               self.data_type, _ptr(self.a), max(1, m), self.data_type, _ptr(self.tau),
-                               self.data_type))
+        self.work.need(*query_sizes(cusolver.LIB.cusolverDnXgeqrf_bufferSize, ctx.handle, ctx.params, m, n,
+                                    self.data_type, pointer(self.a), max(1, m), self.data_type, pointer(self.tau),
+                                    self.data_type))
         self.q = None
         if problem.get("mode") != "r":
             self.q = cupy.empty((self.count, self.q_cols, m), self.dtype)
@@ -601,7 +463,7 @@ class GeqrfRoute(Route):
             self._orgqr = getattr(cusolver.LIB, f"cusolverDn{PREFIX[self.dtype_name]}{name}")
             lwork = ctypes.c_int()
             getattr(cusolver.LIB, f"cusolverDn{PREFIX[self.dtype_name]}{name}_bufferSize")(
-                ctx.handle, m, self.q_cols, self.k, _ptr(self.q), max(1, m), _ptr(self.tau), ctypes.byref(lwork))
+                ctx.handle, m, self.q_cols, self.k, pointer(self.q), max(1, m), pointer(self.tau), ctypes.byref(lwork))
             self.work.need(lwork.value * self.dtype.itemsize)
             self.lwork = lwork.value
 
@@ -609,7 +471,7 @@ class GeqrfRoute(Route):
         lib, ctx, w = cusolver.LIB, self.ctx, self.work
         ctx.on_stream()
         m, n, dt = self.m, self.n, self.data_type
-        a, tau, info = _ptr(self.a), _ptr(self.tau), _ptr(self.info)
+        a, tau, info = pointer(self.a), pointer(self.tau), pointer(self.info)
         a_step, t_step = m * n * self.dtype.itemsize, max(1, self.k) * self.dtype.itemsize
         for i in range(self.count):
             lib.cusolverDnXgeqrf(ctx.handle, ctx.params, m, n, dt, a + i * a_step, max(1, m), dt, tau + i * t_step, dt,
@@ -618,7 +480,7 @@ class GeqrfRoute(Route):
             return
         reflectors = min(n, self.q_cols)
         self.q[:, :reflectors, :] = self.a[:, :reflectors, :]
-        q, q_step = _ptr(self.q), self.q_cols * m * self.dtype.itemsize
+        q, q_step = pointer(self.q), self.q_cols * m * self.dtype.itemsize
         for i in range(self.count):
             self._orgqr(ctx.handle, m, self.q_cols, self.k, q + i * q_step, max(1, m), tau + i * t_step, w.device,
                         self.lwork, info + 4 * i)
@@ -685,3 +547,6 @@ class CusolverEngine(Engine):
     def device(self) -> dict[str, Any]:
         """GPU name, compute capability and the cuSOLVER version (they key wisdom)."""
         return {**runtime.device_description(self.device_id), "cusolver": ".".join(map(str, cusolver.version()))}
+
+
+CUDA_ENGINES.update(dict.fromkeys(OPERATIONS, CusolverEngine))

@@ -19,6 +19,7 @@ import numpy as np
 from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError
 from ....plan import PlanCache
+from .._dispatch import CUDA_FUNCTIONS
 from ._plans import (
     CudaCholesky,
     CudaEigh,
@@ -34,7 +35,7 @@ from ._plans import (
 from ..cpu._factored import check_trans
 from .._operands import solve_operands
 
-__all__ = ["ROUTED", "plan_cache"]
+__all__ = ["plan_cache"]
 
 _CACHE = PlanCache(maxsize=32)
 
@@ -252,6 +253,8 @@ def _on_its_device(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: The functions that :mod:`..functions` routes here for CUDA operands, by name.
-ROUTED = {fn.__name__: _on_its_device(fn) for fn in (solve, inv, det, slogdet, cholesky, qr, eigh, eigvalsh, svd,
-                                                      svdvals, lstsq, lu_factor, lu_solve, cho_factor, cho_solve,
-                                                      solve_triangular)}
+CUDA_FUNCTIONS.update({
+    fn.__name__: _on_its_device(fn)
+    for fn in (solve, inv, det, slogdet, cholesky, qr, eigh, eigvalsh, svd, svdvals, lstsq, lu_factor, lu_solve,
+               cho_factor, cho_solve, solve_triangular)
+})

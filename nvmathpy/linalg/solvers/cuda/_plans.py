@@ -2,7 +2,7 @@
 
 ``LU(cupy_array)`` (or a torch CUDA tensor, or ``execution="cuda"``) constructs a
 :class:`CudaLU` (a subclass of :class:`~nvmathpy.linalg.LU`, chosen by
-``SolverPlan.__new__`` through :data:`VARIANTS`); likewise Cholesky, Eigh, SVD, QR, Lstsq
+``SolverPlan.__new__`` through the registry of :mod:`.._dispatch`); likewise Cholesky, Eigh, SVD, QR, Lstsq
 and the internal Solve. They take the same arguments (plus ``stream=``, CUDA only), run on
 :class:`._engine.CusolverEngine` and return results as the caller's package on the
 caller's device.
@@ -35,9 +35,10 @@ from ....execution import ExecutionCUDA, as_execution, resolve_execution
 from ....operands import common_package, wrap_all
 from ....plan import Plan, Problem
 from . import _layout as layout
-from ._engine import LURoute, SvdRoute
+from ._engine import SvdRoute
+from ._routes import LURoute
+from .._dispatch import CUDA_PLANS, engine_for
 from ..plans._base import matching
-from ..cpu._engine import engine_for
 from ..cpu._factored import check_trans
 from ..cpu._lapack import lapack_dtype
 from .._operands import batch_index
@@ -51,26 +52,7 @@ from ..plans.svd import SVD, SVDResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["CudaCholesky", "CudaEigh", "CudaLU", "CudaLstsq", "CudaQR", "CudaSVD", "CudaSolve", "VARIANTS",
-           "wants_cuda"]
-
-
-def wants_cuda(operand: Any, execution: Any) -> bool:
-    """Whether a plan over ``operand`` runs on CUDA: a CUDA array, or ``execution`` says so.
-
-    Cheap for the common NumPy case (no wrapping)."""
-    if execution is None:
-        if type(operand) is np.ndarray:
-            return False
-        cupy = sys.modules.get("cupy")
-        if cupy is not None and isinstance(operand, cupy.ndarray):
-            return True
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(operand, torch.Tensor):
-            return operand.device.type == "cuda"
-        device = getattr(operand, "__dlpack_device__", None)
-        return device is not None and int(device()[0]) in (2, 13)
-    return isinstance(as_execution(execution), ExecutionCUDA)
+__all__ = ["CudaCholesky", "CudaEigh", "CudaLU", "CudaLstsq", "CudaQR", "CudaSVD", "CudaSolve"]
 
 
 def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callable[[Any], Any], ExecutionCUDA, str]:
@@ -855,5 +837,5 @@ class CudaLstsq(CudaPlanMixin, Lstsq):
         return self._to_caller((self._shaped(x3, vector), res, rank, s_out))
 
 
-VARIANTS = {LU: CudaLU, Cholesky: CudaCholesky, Solve: CudaSolve, Eigh: CudaEigh, SVD: CudaSVD, QR: CudaQR,
-             Lstsq: CudaLstsq}
+CUDA_PLANS.update({LU: CudaLU, Cholesky: CudaCholesky, Solve: CudaSolve, Eigh: CudaEigh, SVD: CudaSVD, QR: CudaQR,
+             Lstsq: CudaLstsq})

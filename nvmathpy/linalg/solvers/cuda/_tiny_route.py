@@ -39,7 +39,7 @@ from ....kernels.tiny_batched import (
     tiny_solve_kernel,
 )
 from ....plan import Candidate, Problem
-from ._engine import Context, LURoute, Route
+from ._routes import Context, LURoute, Route
 
 __all__ = ["TINY", "TINY_LEAD_COUNT", "TINY_LEAD_N", "TinyCholesky", "TinyLU", "TinySolve", "tiny_leads",
            "tiny_offered", "tiny_route"]

@@ -19,7 +19,8 @@ import numpy as np
 
 from ....errors import OperandMismatchError
 from ....plan import Plan, Prepared
-from ..cpu._engine import CPULapackEngine, engine_for
+from .._dispatch import engine_for, plan_class
+from ..cpu._engine import CPULapackEngine
 from .._operands import host_arrays
 
 __all__ = ["SolverPlan", "limit_threads", "matching", "with_threads"]
@@ -71,10 +72,7 @@ class SolverPlan(Plan):
         # nvmathpy.linalg.solvers.cuda._plans), imported only then.
         first = args[0] if args else kwargs.get("a")
         if type(first) is not np.ndarray or kwargs.get("execution") is not None:
-            from ..cuda._plans import VARIANTS, wants_cuda
-
-            if cls in VARIANTS and wants_cuda(first, kwargs.get("execution")):
-                cls = VARIANTS[cls]
+            cls = plan_class(cls, first, kwargs.get("execution"))
         return super().__new__(cls)
 
     def __init__(self, execution: Any, **arrays: Any):
