@@ -9,15 +9,13 @@ and plans a new one). ``plan_cache()`` returns the cache (``resize``, ``clear``,
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Hashable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
 from ...errors import InvalidOperandError
-from ...execution import as_execution
-from ...plan import PlanCache
+from ._cached import CACHE, EighResult, SlogdetResult, cache_key, plan_cache, run_cached
 from ._dispatch import cuda_function, wants_cuda
-from .plans._base import limit_threads
 from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
 from .cpu._numpy_lapack import FROM_ORDER
@@ -37,23 +35,8 @@ __all__ = [
     "EighResult", "SlogdetResult",
 ]
 
-_CACHE = PlanCache(maxsize=64)
 _LAPACK_CHARS = "fdFD"
 _ndarray = np.ndarray
-
-
-class EighResult(NamedTuple):
-    """``eigenvalues``, ``eigenvectors`` as :func:`numpy.linalg.eigh` names them."""
-
-    eigenvalues: Any
-    eigenvectors: Any
-
-
-class SlogdetResult(NamedTuple):
-    """``sign``, ``logabsdet`` as :func:`numpy.linalg.slogdet` names them."""
-
-    sign: Any
-    logabsdet: Any
 
 
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -74,53 +57,6 @@ def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     return routed
-
-
-def plan_cache() -> PlanCache:
-    """The plan cache of the one-call solver functions (``resize(n)``, ``clear()``)."""
-    return _CACHE
-
-
-def cache_key(name: str, x: Any, *extra: Hashable) -> tuple:
-    """A cheap cache key: function, array type, shape, dtype, layout, options."""
-    flags = getattr(x, "flags", None)
-    layout = (flags.c_contiguous, flags.f_contiguous) if flags is not None else None
-    return (name, type(x), tuple(x.shape), str(x.dtype), layout, *extra)
-
-
-def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any],
-               execution: Any = None) -> Any:
-    """Check out the cached plan of ``key`` (or ``build()`` and plan one), ``swap`` the new
-    operands into it, return ``use(plan)``, and give the plan back to the cache. A plan
-    whose planning or swap fails may be half-updated: it is freed, not given back.
-    ``ExecutionCPU(num_threads=n)`` runs all of it with BLAS/LAPACK limited to ``n``
-    threads (and keys the cache by ``n``)."""
-    threads = None if execution is None else getattr(as_execution(execution), "num_threads", None)
-    if threads is None:
-        return checkout(_CACHE, key, build, swap, use)
-    return limit_threads(threads, checkout)(_CACHE, (*key, threads), build, swap, use)
-
-
-def checkout(cache: PlanCache, key: tuple, build: Callable[[], Any], swap: Callable[[Any], None],
-             use: Callable[[Any], Any]) -> Any:
-    """``use(plan)`` on ``cache``'s plan for ``key`` (built and planned, or with the new operands
-    swapped in), given back afterwards; a plan whose planning or swap failed is freed instead."""
-    plan = cache.take(key)
-    try:
-        if plan is None:
-            plan = build()
-            plan.plan()
-        else:
-            swap(plan)
-    except BaseException:
-        if plan is not None:
-            plan.free()
-        raise
-    try:
-        return use(plan)
-    finally:
-        plan._release()
-        cache.give(key, plan)
 
 
 # -- solve / inv ------------------------------------------------------------------------------
@@ -164,13 +100,13 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
 def _solve_cached(key: tuple, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     """Run the cached :class:`Solve` plan of ``key`` on ``a`` and ``b`` (NumPy arrays the key
     describes: the plan reads them at run time, no wrapping or validation), building it on a miss."""
-    plan = _CACHE.take(key) or Solve(a, b).plan()
+    plan = CACHE.take(key) or Solve(a, b).plan()
     plan._a, plan._b = a, b
     try:
         return plan._run()
     finally:
         plan._a = plan._b = None  # do not keep the caller's arrays alive in the cache
-        _CACHE.give(key, plan)
+        CACHE.give(key, plan)
 
 
 def _solve_general(a: Any, b: Any, execution: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.solvers import SVD, Eigh
-from ...linalg.solvers.functions import cache_key, run_cached
+from ...linalg.solvers._cached import cache_key, run_cached
 from ...linalg.solvers.cpu._fast_lapack import fast_module
 from ...linalg.solvers.cpu._numpy_algorithms import for_order
 from ._validate import (

@@ -19,6 +19,7 @@ import numpy as np
 from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError
 from ....plan import PlanCache
+from .._cached import EighResult, SlogdetResult, checkout
 from .._dispatch import CUDA_FUNCTIONS
 from ._plans import (
     CudaCholesky,
@@ -50,9 +51,7 @@ def _key(name: str, a: Any, *extra: Hashable) -> tuple:
 
 
 def _run(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any]) -> Any:
-    """:func:`~..functions.checkout` on the CUDA functions' cache."""
-    from ..functions import checkout
-
+    """:func:`~.._cached.checkout` on the CUDA functions' cache."""
     return checkout(_CACHE, key, build, swap, use)
 
 
@@ -112,8 +111,6 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
 
 
 def slogdet(a: Any, /, *, execution: Any = None) -> Any:
-    from ..functions import SlogdetResult
-
     a1, to_caller, package = _stack(a, execution)
     if a1.shape[-1] == 0:
         cupy = import_cupy()
@@ -136,8 +133,6 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
 
 
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
-    from ..functions import EighResult
-
     if uplo not in ("L", "U"):
         raise InvalidOptionError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
     a1, to_caller, package = _stack(a, execution)
