@@ -316,7 +316,7 @@ def test_run_cached_frees_a_plan_whose_swap_fails():
 def _blas_threads() -> list[int]:
     """Threads of the BLAS libraries the solvers call (NumPy's and SciPy's); other BLAS a test
     session may have loaded (MKL through mkl_fft, torch's) are not used by them."""
-    from nvmathpy.linalg.gemm.cpu._engine import BLAS_THREADS
+    from nvmathpy.linalg.gemm.cpu._threads import BLAS_THREADS
 
     return [lib.get_num_threads() for lib in BLAS_THREADS.prepare()]
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Hashable, NamedTuple
 
 from ...execution import as_execution
 from ...plan import PlanCache
-from .plans._base import limit_threads
+from ..gemm.cpu._threads import limit_threads
 
 __all__ = ["CACHE", "EighResult", "SlogdetResult", "cache_key", "checkout", "plan_cache", "run_cached"]
 

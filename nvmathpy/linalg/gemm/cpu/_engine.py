@@ -26,9 +26,7 @@ among them by time.
 
 from __future__ import annotations
 
-import functools
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
@@ -46,6 +44,7 @@ from .._custom_match import match_native
 from ._epilogue_c import c_available, c_supports, input_pattern
 from ._epilogue_eval import compile_program, fold_addend, numexpr_available, prologue_steps
 from ._program import Program
+from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import analyse_shapes
 from ...epilogues import definition
 
@@ -84,79 +83,6 @@ _X = input_("x", "value")
 def compute_dtype_of(dtype_name: str) -> np.dtype:
     """float16/bfloat16 compute (and accumulate) in float32; other dtypes in themselves."""
     return np.dtype(np.float32) if dtype_name in _HALF else np.dtype(dtype_name)
-
-
-# -- BLAS thread control -----------------------------------------------------------------------
-
-
-class _BlasThreads:
-    """Sets the thread count of every loaded BLAS (NumPy's and SciPy's) around a call.
-
-    Only the main thread changes the setting: OpenBLAS (0.3.31 here) does not reliably honour
-    counts set from other threads, and a count changed there can stick. Calls from other
-    threads therefore run with the library's own setting (same results, no limit).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._controllers: list[Any] | None = None
-
-    def prepare(self) -> list[Any]:
-        """Find the libraries (at planning time, not in the first timed call)."""
-        with self._lock:
-            if self._controllers is None:
-                import scipy.linalg.blas  # noqa: F401  (load SciPy's BLAS so it is controlled too)
-                from threadpoolctl import ThreadpoolController
-
-                self._controllers = list(ThreadpoolController().select(user_api="blas").lib_controllers)
-            return self._controllers
-
-    def limit(self, threads: int) -> list[int] | None:
-        """Set ``threads``; returns what to pass to :meth:`restore` (``None``: nothing changed)."""
-        if threading.current_thread() is not threading.main_thread():
-            return None
-        libraries = self.prepare()
-        before = [lib.get_num_threads() for lib in libraries]
-        for lib in libraries:
-            lib.set_num_threads(threads)
-        return before
-
-    def restore(self, before: list[int] | None) -> None:
-        if before is not None:
-            for lib, n in zip(self._controllers or [], before):
-                lib.set_num_threads(n)
-
-
-BLAS_THREADS = _BlasThreads()
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def shared_pool() -> ThreadPoolExecutor:
-    """The one worker pool (``os.cpu_count()`` threads, made on first use) every kernel shares;
-    a kernel asking for more workers than that queues its extra bands."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="nvmathpy-matmul")
-    return _POOL
-
-
-def _with_blas_threads(fn: Callable[..., Any], threads: int) -> Callable[..., Any]:
-    """Wrap ``fn`` so BLAS uses ``threads`` threads during the call."""
-    BLAS_THREADS.prepare()
-
-    @functools.wraps(fn)
-    def limited(*args: Any) -> Any:
-        before = BLAS_THREADS.limit(threads)
-        try:
-            return fn(*args)
-        finally:
-            BLAS_THREADS.restore(before)
-
-    return limited
 
 
 # -- prepared candidates -------------------------------------------------------------------------
@@ -333,7 +259,7 @@ class CpuMatmulEngine(Engine):
             kernel = _Kernel(spec, method, params["evaluator"], params.get("chunk"), workers, pool)
         run: Callable[..., Any] = kernel
         if params["threads"] is not None and method != "split":
-            run = _with_blas_threads(kernel, params["threads"])
+            run = limit_threads(params["threads"], kernel)
         return MatmulPrepared(candidate, run)
 
 
@@ -578,7 +504,7 @@ class _FusedKernel:
         self.threads = threads
         self.workspace = self.gemm.workspace(spec.shape.n, spec.shape.k)  # the plan's: kept over calls
         fallback = _Kernel(spec, "gemm", "c")
-        self.fallback = fallback if spec.threads is None else _with_blas_threads(fallback, spec.threads)
+        self.fallback = fallback if spec.threads is None else limit_threads(spec.threads, fallback)
         self.last_end = -1.0
         #: The clock the fall-back rule reads (seconds); the plan's own, so tests can drive it.
         self.clock = time.perf_counter

@@ -29,10 +29,8 @@ from ._plans import (
     CudaQR,
     CudaSolve,
     CudaSVD,
-    as_device_stack,
-    device_arrays,
-    on_device,
 )
+from ._operands import as_device_stack, device_arrays, on_device
 from ..cpu._factored import check_trans
 from .._operands import solve_operands
 

@@ -2,8 +2,8 @@
 
 ``LU(cupy_array)`` (or a torch CUDA tensor, or ``execution="cuda"``) constructs a
 :class:`CudaLU` (a subclass of :class:`~nvmathpy.linalg.LU`, chosen by
-``SolverPlan.__new__`` through the registry of :mod:`.._dispatch`); likewise Cholesky, Eigh, SVD, QR, Lstsq
-and the internal Solve. They take the same arguments (plus ``stream=``, CUDA only), run on
+``SolverPlan.__new__`` through the registry of :mod:`.._dispatch`); likewise Cholesky, Eigh,
+SVD, QR, Lstsq and the internal Solve. They take the same arguments (plus ``stream=``, CUDA only), run on
 :class:`._engine.CusolverEngine` and return results as the caller's package on the
 caller's device.
 
@@ -23,22 +23,18 @@ overwrites a private copy, which keeps the caller's order: a plain device memcpy
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import sys
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable
 
 import numpy as np
 
-from ....errors import InvalidOperandError, InvalidOptionError, LinAlgError
-from ....execution import ExecutionCUDA, as_execution, resolve_execution
-from ....operands import common_package, wrap_all
-from ....plan import Plan, Problem
+from ....errors import InvalidOperandError, InvalidOptionError
+from ....plan import Problem
 from . import _layout as layout
 from ._engine import SvdRoute
+from ._operands import as_device_stack, storage_view, transposed_layout
+from ._plan_base import CudaPlanMixin, on_stream
 from ._routes import LURoute
-from .._dispatch import CUDA_PLANS, engine_for
-from ..plans._base import matching
+from .._dispatch import CUDA_PLANS
 from ..cpu._factored import check_trans
 from ..cpu._lapack import lapack_dtype
 from .._operands import batch_index
@@ -50,287 +46,7 @@ from ..plans.qr import QR, QRResult
 from ..plans.solve import Solve
 from ..plans.svd import SVD, SVDResult
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 __all__ = ["CudaCholesky", "CudaEigh", "CudaLU", "CudaLstsq", "CudaQR", "CudaSVD", "CudaSolve"]
-
-
-def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callable[[Any], Any], ExecutionCUDA, str]:
-    """Wrap CUDA operands: ``(native CuPy arrays, to_caller, space, package)``.
-
-    NumPy operands with ``execution="cuda"`` (or an :class:`~nvmathpy.ExecutionCUDA`) are
-    cast to their LAPACK dtype on the host (integers to float64, half precision to float32, as
-    on the CPU; pivots ``piv`` keep theirs) and copied to that device (CuPy's pool, its current
-    stream, which is then synchronised so that any stream may read them); ``package`` is then
-    ``"numpy"`` and ``to_caller`` copies results back to NumPy arrays (:func:`host_converter`).
-
-    Raises the :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of
-    :func:`~nvmathpy.execution.resolve_execution` where CUDA cannot be used, and
-    :class:`InvalidOperandError` for host operands without ``execution="cuda"``."""
-    asked = as_execution(execution)
-    if isinstance(asked, ExecutionCUDA):
-        from ....cuda.driver import require_cuda
-
-        require_cuda(asked.device_id)  # the one clear error without a driver, before any wrapping
-    wrapped = wrap_all(**arrays)
-    package, device, device_id = common_package(wrapped)
-    host = package == "numpy" and isinstance(asked, ExecutionCUDA)
-    space = resolve_execution(execution, "cuda" if host else device, device_id)
-    if not isinstance(space, ExecutionCUDA):
-        raise InvalidOperandError("the CUDA solver plans need CUDA operands (CuPy arrays or torch CUDA tensors), "
-                                  "or NumPy arrays with execution='cuda'")
-    if host:
-        from ....cuda.runtime import import_cupy
-        from ...gemm.cuda._host_operands import upload
-
-        cupy = import_cupy()
-        host_arrays = {k: op.array if k == "piv" else _host_cast(k, op.array) for k, op in wrapped.items()}
-        with cupy.cuda.Device(space.device_id):
-            native = {k: upload(array, cupy) for k, array in host_arrays.items()}
-            cupy.cuda.get_current_stream().synchronize()
-        return native, host_converter(cupy, space.device_id), space, package
-    return {k: op.array for k, op in wrapped.items()}, converter(package), space, package
-
-
-def _host_cast(name: str, array: np.ndarray) -> np.ndarray:
-    """A host operand in the dtype LAPACK computes it in (no copy when it already is)."""
-    try:
-        return array.astype(lapack_dtype(array.dtype), copy=False)
-    except TypeError as exc:
-        raise InvalidOperandError(f"{name}: {exc}") from None
-
-
-def on_device(execution: Any) -> Any:
-    """A context making the CUDA device ``execution`` names current (a null context when
-    ``execution`` names none: CUDA operands then run on the current device, as CuPy's own
-    functions do). Checks the driver first, so that no-driver machines get the one clear error."""
-    space = as_execution(execution)
-    if not isinstance(space, ExecutionCUDA):
-        return contextlib.nullcontext()
-    from ....cuda.driver import require_cuda
-    from ....cuda.runtime import import_cupy
-
-    require_cuda(space.device_id)
-    return import_cupy().cuda.Device(space.device_id)
-
-
-@contextlib.contextmanager
-def _within(*contexts: Any) -> Iterator[None]:
-    with contextlib.ExitStack() as stack:
-        for context in contexts:
-            stack.enter_context(context)
-        yield
-
-
-def host_converter(cupy: Any, device_id: int) -> Callable[[Any], Any]:
-    """Results (device arrays, tuples, named tuples, scalars) back into NumPy: the device is
-    synchronised first (the plan may run on a stream of its own), then each array is copied;
-    0-d results become NumPy scalars, as NumPy's functions return them."""
-
-    def one(value: Any) -> Any:
-        if not isinstance(value, cupy.ndarray):
-            return value
-        out = cupy.asnumpy(value)
-        return out[()] if out.ndim == 0 else out
-
-    copy = _recursive(one)
-
-    def to_host(value: Any) -> Any:
-        with cupy.cuda.Device(device_id) as device:
-            device.synchronize()
-            return copy(value)
-
-    return to_host
-
-
-def _recursive(convert_one: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert_one`` applied through tuples and named tuples."""
-
-    def convert(value: Any) -> Any:
-        if isinstance(value, tuple):
-            items = [convert(v) for v in value]
-            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-        return convert_one(value)
-
-    return convert
-
-
-def converter(package: str) -> Callable[[Any], Any]:
-    """Results (arrays, tuples, named tuples, scalars) into ``package`` (torch via DLPack)."""
-    if package != "torch":
-        return lambda value: value
-    from_dlpack = sys.modules["torch"].from_dlpack
-    return _recursive(lambda value: from_dlpack(value) if hasattr(value, "__dlpack__") else value)
-
-
-def as_device_stack(a: Any, name: str, *, square: bool = True, dtype: Any = None) -> Any:
-    """Validate a device stack ``(..., m, n)`` and cast it to its LAPACK dtype."""
-    if a.ndim < 2:
-        raise InvalidOperandError(f"{name}: expected a matrix or a batch of matrices (ndim >= 2), got shape {a.shape}")
-    if square and a.shape[-1] != a.shape[-2]:
-        raise InvalidOperandError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
-    try:
-        target = lapack_dtype(a.dtype) if dtype is None else np.dtype(dtype)
-    except TypeError as exc:
-        raise InvalidOperandError(f"{name}: {exc}") from None
-    return a if a.dtype == target else a.astype(target)
-
-
-def transposed_layout(a: Any) -> tuple[bool, str]:
-    """``(transposed, layout)``: whether the column-major reading of ``a``'s matrices is ``A^T``
-    (row-major input) and the problem's layout field (``"C"``, ``"F"`` or ``"strided"``)."""
-    strides = [s // a.itemsize for s in a.strides]
-    view = layout.column_major(a.shape, strides) if a.size else layout.ColumnMajor(0, 0, 1, False)
-    if view is None:
-        return False, "strided"
-    return view.transposed, "C" if view.transposed else "F"
-
-
-def storage_view(transposed: bool) -> Callable[[Any], Any]:
-    """How to write ``A``'s stack into a private column-major buffer (C storage ``(count, cols,
-    rows)`` of the library matrix): the buffer itself when the library matrix is ``A^T``, its
-    swapped axes otherwise."""
-    if transposed:
-        return lambda buffer: buffer
-    return lambda buffer: buffer.swapaxes(-1, -2)
-
-
-def on_stream(method: F) -> F:
-    """Run a plan method with CuPy's work (copies, result allocation) on the plan's stream."""
-
-    @functools.wraps(method)
-    def wrapper(self: "CudaPlanMixin", *args: Any, **kwargs: Any) -> Any:
-        with self._on_stream():
-            return method(self, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-class CudaPlanMixin:
-    """Intake, engine, streams and ``info`` checking shared by the CUDA plans.
-
-    cuSOLVER runs on the engine's stream; the plan's own CuPy work (the private copy of ``A``,
-    results) is put on the same stream: nothing to do for CuPy operands on CuPy's current
-    stream, an ``ExternalStream`` context otherwise (torch's current stream, or ``stream=``).
-    """
-
-    _route: Any = None
-    _batch: tuple[int, ...]
-
-    def _device_init(self, execution: Any, stream: Any = None, **arrays: Any) -> dict[str, Any]:
-        Plan.__init__(self)  # type: ignore[arg-type]
-        native, self._to_caller, space, package = device_arrays(execution, **arrays)
-        self._package, self._device_id, self._stream_arg = package, space.device_id, stream
-        # NumPy operands on CUDA: later operands (solve(b), reset_operands) take the same way
-        self._later_execution = space if package == "numpy" else None
-        self._engine = engine_for(space, self.cpu_engine, package="cupy" if package == "numpy" else package,  # type: ignore[attr-defined]
-                                  stream=stream)
-        self._cupy = cupy = self._engine.context.cupy
-        if stream is not None:
-            fixed = cupy.cuda.ExternalStream(self._engine.stream())
-            self._on_stream: Callable[[], Any] = lambda: fixed
-        elif package == "torch":
-            current = self._engine.stream
-            self._on_stream = lambda: cupy.cuda.ExternalStream(current())
-        else:
-            self._on_stream = contextlib.nullcontext
-        if package == "numpy":  # the caller's current device may be another one: enter the plan's
-            stream_context, device_id = self._on_stream, space.device_id
-            self._on_stream = lambda: _within(cupy.cuda.Device(device_id), stream_context())
-        self.num_threads = None
-        self.factorizations = 0
-        self._clear_derived()  # type: ignore[attr-defined]
-        return native
-
-    def _install(self, prepared: Any, how: str) -> None:
-        super()._install(prepared, how)  # type: ignore[misc]
-        self._run = self._streamed(self._run)
-
-    def _rebind(self) -> None:
-        super()._rebind()  # type: ignore[misc]
-        if self._prepared is not None:  # type: ignore[attr-defined]
-            self._run = self._streamed(self._run)
-
-    def _streamed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        if self._on_stream is contextlib.nullcontext:
-            return fn
-        enter = self._on_stream
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            with enter():
-                return fn(*args, **kwargs)
-
-        return run
-
-    def _intake(self, **arrays: Any) -> dict[str, Any]:
-        """Later operands as device arrays, the way the plan's own came in (NumPy ones are
-        copied to the device when the plan was made from NumPy operands)."""
-        return device_arrays(self._later_execution, **arrays)[0]
-
-    def _swap_in(self, name: str, new: Any, current: Any) -> Any:
-        native = self._intake(**{name: new})
-        with self._on_stream():  # a cast to the plan's dtype is ordered with the plan's work
-            return matching(name, native[name], current)
-
-    def _release(self) -> None:
-        """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
-        stand-ins of their shapes and dtypes (the next reset brings real ones back)."""
-        for name in ("_a", "_b"):
-            array = getattr(self, name, None)
-            if array is not None:
-                setattr(self, name, self._cupy.broadcast_to(self._cupy.zeros((), array.dtype), array.shape))
-        self._clear_derived()  # type: ignore[attr-defined]
-        self._rebind()  # type: ignore[attr-defined]
-
-    def _failed(self, message: str) -> None:
-        """Raise ``LinAlgError(message)`` naming the first failed batch element, if any (one sync)."""
-        route = self._route
-        bad = route.failures() if route is not None else []
-        if bad:
-            where = f" (batch element {batch_index(bad[0], self._batch)})" if self._batch else ""
-            raise LinAlgError(f"{message}{where}")
-
-    def _stack(self, a: Any) -> Any:
-        count = int(np.prod(a.shape[:-2], dtype=np.int64))
-        return a.reshape((count,) + a.shape[-2:])
-
-    def _device_rhs(self, b: Any, rows: int) -> tuple[Any, bool]:
-        """``b`` as a device stack ``(count, rows, k)`` in the plan's dtype (NumPy 2 rules)."""
-        native = self._intake(b=b)
-        b = native["b"]
-        if b.ndim == 0:
-            raise InvalidOperandError("b: expected a vector (n,) or matrices (..., n, k), got a scalar")
-        vector = b.ndim == 1
-        core = b[:, None] if vector else b
-        if core.shape[-2] != rows:
-            raise InvalidOperandError(
-                f"b: has {core.shape[-2]} rows but the matrix has {rows} (shape {b.shape}; expected ({rows},) or "
-                f"(..., {rows}, k))"
-            )
-        dtype = self._dtype
-        if core.dtype != dtype:
-            if lapack_dtype(core.dtype).kind == "c" and dtype.kind != "c":
-                raise InvalidOperandError(f"b: complex right-hand side {core.dtype} for a real matrix of dtype {dtype}")
-            core = core.astype(dtype)
-        if core.shape[:-2] != self._batch:
-            try:
-                full = np.broadcast_shapes(core.shape[:-2], self._batch)
-            except ValueError:
-                raise InvalidOperandError(
-                    f"b: batch shape {core.shape[:-2]} does not broadcast with the matrix batch {self._batch}"
-                ) from None
-            if full != self._batch:
-                raise InvalidOperandError(f"b: batch shape {core.shape[:-2]} is larger than the matrix batch "
-                                          f"{self._batch}")
-            core = self._cupy.broadcast_to(core, self._batch + core.shape[-2:])
-        return self._stack(core), vector
-
-    def _shaped(self, x3: Any, vector: bool) -> Any:
-        x = x3.reshape(self._batch + x3.shape[-2:])
-        return x[..., 0] if vector else x
-
-
-# -- LU ---------------------------------------------------------------------------------------------
 
 
 class CudaLU(CudaPlanMixin, LU):

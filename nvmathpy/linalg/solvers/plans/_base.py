@@ -6,7 +6,8 @@ the caller's package. ``reset_operands`` accepts only operands of the planned sh
 dtype (anything else raises :class:`~nvmathpy.errors.OperandMismatchError`).
 
 ``ExecutionCPU(num_threads=n)`` limits BLAS/LAPACK to ``n`` threads around every run, solve
-and autotune of the plan (:func:`limit_threads`; main thread only, as for matmul).
+and autotune of the plan (:func:`~nvmathpy.linalg.gemm.cpu._threads.limit_threads`; main
+thread only, as for matmul).
 """
 
 from __future__ import annotations
@@ -19,32 +20,14 @@ import numpy as np
 
 from ....errors import OperandMismatchError
 from ....plan import Plan, Prepared
+from ...gemm.cpu._threads import limit_threads
 from .._dispatch import engine_for, plan_class
 from ..cpu._engine import CPULapackEngine
 from .._operands import host_arrays
 
-__all__ = ["SolverPlan", "limit_threads", "matching", "with_threads"]
+__all__ = ["SolverPlan", "matching", "with_threads"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def limit_threads(threads: int | None, fn: F) -> F:
-    """``fn`` wrapped to run with BLAS/LAPACK limited to ``threads`` (``fn`` itself when
-    ``threads`` is None). Calls from threads other than the main one run unlimited."""
-    if threads is None:
-        return fn
-    from ...gemm.cpu._engine import BLAS_THREADS
-
-    BLAS_THREADS.prepare()
-
-    def limited(*args: Any, **kwargs: Any) -> Any:
-        before = BLAS_THREADS.limit(threads)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            BLAS_THREADS.restore(before)
-
-    return limited  # type: ignore[return-value]
 
 
 def with_threads(method: F) -> F:
