@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
+pytestmark = pytest.mark.gpu
+
 cupy = pytest.importorskip("cupy")
 
 #: Under the host emulation every kernel block runs on the CPU: stacks just large enough for the
