@@ -10,6 +10,7 @@ the baseline).
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
@@ -149,7 +150,7 @@ def format_table(results: Sequence[Result]) -> str:
 
 def write_json(results: Sequence[Result], path: str, environment: dict) -> None:
     payload = {
-        "environment": environment,
+        "environment": {**environment, "date": datetime.date.today().isoformat()},
         "results": [
             {"suite": r.suite, "case": r.name, "baseline": r.baseline, "threads": r.threads, "note": r.note,
              "seconds": r.seconds,
