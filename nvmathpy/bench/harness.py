@@ -100,7 +100,7 @@ def run_cases(cases: Sequence[Case], *, repeats: int = 7, min_seconds: float = 0
     Before each sample of a ``settle`` case the process idles :data:`SETTLE_SECONDS`: NumPy's
     and SciPy's OpenBLAS keep their worker threads spinning for a while after a call, and
     without the pause an implementation on one of them pays for the previous implementation's
-    threads (measured: 2-6x at n=512-1024 on 2 cores), which measures the interleaving, not
+    threads, several times over on a machine with few cores, which measures the interleaving, not
     the implementation.
     """
     results = []

@@ -40,7 +40,7 @@ __all__ = ["FFT", "FFTOptions"]
 #: Whether execute() may reuse a previous result that no one references any more (checked
 #: with sys.getrefcount, as NumPy's own temporary elision does) - on CPython with the GIL
 #: before 3.14, where reference counts are exact. It saves the page faults of a fresh
-#: output allocation, which cost 10-30% of a large FFT (outputs under 1 MiB are allocated:
+#: output allocation, a sizeable share of a large FFT's time (outputs under 1 MiB are allocated:
 #: the allocator recycles those without page faults).
 _SPARE_RESULTS = (
     sys.implementation.name == "cpython" and sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()

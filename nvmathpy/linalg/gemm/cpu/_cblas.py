@@ -3,7 +3,7 @@
 ``numpy.matmul`` always asks BLAS for ``beta = 0``; accumulating onto a prefilled result
 (``c``, a bias) needs ``?gemm``'s ``beta``. SciPy's ``?gemm`` wrappers run on SciPy's own copy
 of OpenBLAS, whose worker threads then spin beside NumPy's after every call (two thread
-pools on the same cores: measured slower when a program interleaves the two). This module
+pools on the same cores, slower when a program interleaves the two). This module
 finds NumPy's BLAS among the loaded libraries (threadpoolctl lists them), binds its
 ``cblas_?gemm`` (the scipy-openblas builds of NumPy's wheels export it as
 ``scipy_cblas_?gemm64_``, 64-bit integers), and returns ``None`` when it cannot, so callers

@@ -60,16 +60,15 @@ SPLIT_PANELS = (256, 512, 128)
 CHUNK_BYTES = 128 * 1024
 #: Epilogues the fused GEMM applies to each tile before storing it (``None``: the bare product).
 FUSED_EPILOGUES = (None, "bias", "relu", "relu_bias", "gelu", "gelu_bias")
-#: Products with more multiply-adds than this are offered the fused GEMM. Repeated, relu_bias
-#: 4096 x 1024 x 1024 float32 takes 0.84-0.97x the time of the bare ``numpy.matmul``, so
-#: it is the first choice for float32 epilogues with every dimension >= 1024 (where its bare
-#: product measured 0.94-1.0x OpenBLAS's); elsewhere (float64: 0.95-1.46x, float32 600^3
-#: 1.46x) it is the second, for autotuning to time.
+#: Products with more multiply-adds than this are offered the fused GEMM. For float32
+#: epilogues with every dimension >= 1024 it is the first choice: there a fused epilogue costs
+#: less than the pass over the result it saves, and its bare product keeps up with OpenBLAS's;
+#: elsewhere (float64, smaller float32 products) it is the second, for autotuning to time.
 #:
-#: Within ~0.1 s after an OpenBLAS call OpenBLAS's worker still spins on a core, and the fused
-#: GEMM's second thread, sharing it, makes the call 1.3x as long. So a call that starts more
+#: For a moment after an OpenBLAS call OpenBLAS's worker still spins on a core, and the fused
+#: GEMM's second thread, sharing it, makes the call much longer. So a call that starts more
 #: than :data:`FUSED_GAP` after the plan's previous one first reads whether another thread of
-#: the process is running (about 30 us: 2% of a 512^3 float32 product), and if one is runs
+#: the process is running (a small cost next to a product of this size), and if one is runs
 #: ``?gemm`` and the compiled pass instead, which put that worker to use. Calls that follow
 #: each other directly skip the check: a spinning worker then is most likely the one the
 #: plan's own fallback woke, and falling back again would keep it spinning.

@@ -187,7 +187,7 @@ def _compile_numexpr(
     steps: list[tuple[str, Expr]], outputs: Sequence[str], compute_dtype: np.dtype, input_dtypes: dict[str, np.dtype]
 ) -> Program:
     """One precompiled ``numexpr.NumExpr`` per output, called directly (skipping ``evaluate``'s
-    parsing and cache lookup, about 10 us a call)."""
+    parsing and cache lookup, which cost more than a small block's evaluation)."""
     try:
         import numexpr
         from numexpr.necompiler import getType

@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _BlasThreads:
     """Sets the thread count of every loaded BLAS (NumPy's and SciPy's) around a call.
 
-    Only the main thread changes the setting: OpenBLAS (0.3.31 here) does not reliably honour
+    Only the main thread changes the setting: OpenBLAS does not reliably honour
     counts set from other threads, and a count changed there can stick. Calls from other
     threads therefore run with the library's own setting (same results, no limit).
     """

@@ -4,9 +4,9 @@
 tridiagonal problem by divide and conquer (``?stedc``) and turn its eigenvectors into the
 matrix's by applying the reduction's reflectors (``?ormtr``). That last step applies the
 reflectors 32 at a time, so its products have an inner dimension of 32 and run far below the
-machine's product speed: at n = 1024 (float64, 2 cores here) it took 62-74 ms of
-``?syevd``'s 150-165 ms. Here :mod:`._householder` applies the same reflectors 128 at a
-time, 38-42 ms in all. The reduction and the
+machine's product speed, and that step is a large share of ``?syevd``'s time. Here
+:mod:`._householder` applies the same reflectors 128 at a time, in less time. The reduction
+and the
 tridiagonal solver are LAPACK's own (the reduction with its full blocked workspace), so the
 eigenvalues are ``?syevd``'s and the eigenvectors equal them to rounding.
 

@@ -3,10 +3,10 @@
 ``?sytrd`` (tridiagonal), ``?gebrd`` (bidiagonal) and their kin store each reflector
 ``H = I - tau v v^H`` as the vector ``v`` below (or above) the reduced band and ``tau``
 beside it; LAPACK's ``?ormtr`` / ``?ormbr`` apply them 32 at a time, so their products
-have an inner dimension of 32 and run far below the machine's product speed (n = 1024,
-float64, 2 cores here: 62-74 ms for ``?ormtr``). Here they are applied :data:`BLOCK` at a
-time, each block as ``Z -= V (T (V^H Z))`` with ``T`` from ``?larft``: two products with an
-inner dimension of :data:`BLOCK` and one small triangular one (38-42 ms for the same work).
+have an inner dimension of 32 and run far below the machine's product speed. Here they are
+applied :data:`BLOCK` at a time, each block as ``Z -= V (T (V^H Z))`` with ``T`` from
+``?larft``: two products with an inner dimension of :data:`BLOCK` and one small triangular
+one, which do the same work in less time.
 
 The routines are the Fortran entry points of the OpenBLAS NumPy loaded
 (:mod:`._numpy_lapack`), called through :mod:`ctypes`.
@@ -24,7 +24,7 @@ from ._numpy_lapack import _PREFIX, _symbol
 
 __all__ = ["BLOCK", "Reflectors", "reflectors", "reflectors_available"]
 
-#: Reflectors applied per block (64 and 128 measured alike at n = 1024, 256 5-10% slower: its
+#: Reflectors applied per block (a smaller block times alike; a larger one is slower: its
 #: triangular factor costs more than the wider products gain).
 BLOCK = 128
 

@@ -11,8 +11,8 @@ OpenBLAS's thread count is one process-wide number: :func:`run_alone` sets it to
 driver's duration and restores it (a BLAS call from another Python thread meanwhile runs on
 one thread). It declines - the caller then takes its other algorithm - while another thread of
 the process runs: another driver holding the count, or OpenBLAS's worker, which keeps spinning
-for about 0.1 s after a multi-threaded call; a helper sharing its core made an LU at n = 1024
-up to 1.5x slower here, while OpenBLAS's own multi-threaded calls put that worker to use.
+for a moment after a multi-threaded call; a helper sharing its core slows the whole
+factorization down, while OpenBLAS's own multi-threaded calls put that worker to use.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from ._numpy_lapack import _PREFIX, _fortran, _symbol
 
 __all__ = ["C_STEPS", "MAX_THREADS", "compile_driver", "drivers_available", "few_threads", "run_alone", "run_driver"]
 
-#: Beyond this many threads the serial panel factorizations would weigh more than measured
-#: here (2 threads); there the drivers are offered after the others, for autotuning to time.
+#: Beyond this many threads the serial panel factorizations weigh more, as the update is
+#: shared among more threads; there the drivers are offered after the others, for autotuning
+#: to time.
 MAX_THREADS = 4
 
 _TYPES = {"float32": "float", "float64": "double"}
@@ -137,7 +138,7 @@ def drivers_available(dtype: Any, *names: str) -> bool:
 
 
 def few_threads() -> bool:
-    """Whether OpenBLAS runs on at most :data:`MAX_THREADS` threads (the measured regime)."""
+    """Whether OpenBLAS runs on at most :data:`MAX_THREADS` threads (the regime the drivers are built for)."""
     get_threads, _ = _thread_count_functions()
     return get_threads() <= MAX_THREADS
 

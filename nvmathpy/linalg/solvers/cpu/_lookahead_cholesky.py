@@ -3,12 +3,12 @@
 Built like :mod:`._lookahead_lu` on :mod:`._lookahead`'s steps: for each 128-column panel,
 the threads first compute the panel's part below the diagonal block, ``L21 = A21 inv(L11)^T``,
 in row chunks (a product with the diagonal block's inverted triangle: OpenBLAS's ``?trsm``
-with a 128-column triangle ran at 9-18 GFLOP/s here, a product at 45); then, while the caller
+with a 128-column triangle runs well below the speed of a product); then, while the caller
 brings the next panel's columns up to date and factors its diagonal block (``?potrf``,
 ``?trtri``), the others update the columns right of it in chunks (``?syrk`` on the diagonal
-block of a chunk, ``?gemm`` below it). A first version that computed ``L21`` on the caller
-alone was only 1.08x faster than ``dpotrf`` at n = 1024 (12.3 against 13.3 ms): the caller's
-panel work was most of the critical path; sharing it, 1.25x (9.6 against 12.0 ms, 15 rounds).
+block of a chunk, ``?gemm`` below it). ``L21`` is shared among the threads because computed on
+the caller alone it is most of the critical path, and the look-ahead gains little over
+``?potrf``.
 
 The strictly upper triangle is never written (as LAPACK's ``?potrf``); ``info`` is the order
 of the first leading minor that is not positive definite, after which the factorization stops.
@@ -31,12 +31,8 @@ __all__ = ["FIRST_FROM", "UP_TO", "lookahead_potrf", "potrf_of", "potrf_order"]
 NB = 128
 W = 128
 #: The look-ahead Cholesky is the first choice for real matrices of these orders, on few
-#: threads. Measured here (``benchmarks/bench_linalg.py --only engines``: 2 cores, 9
-#: interleaved rounds, 0.3 s idle before each sample), time of ``scipy.linalg.cho_factor`` /
-#: time of each: float64 n = 512 / 768 / 1024 / 1536 / 2048: look-ahead 1.30x / 1.47x / 1.64x /
-#: 1.80x / 1.70x, OpenBLAS's ``dpotrf`` 1.52x / 1.21x / 1.33x / 1.62x / 1.48x; float32 n = 768
-#: / 1024 / 1536 / 2048: 1.29x / 1.87x / 1.57x / 1.84x against 1.25x / 1.42x / 1.38x / 1.87x.
-#: At n = 256 it is the slowest (0.74x against 0.91x).
+#: threads: there it beats OpenBLAS's ``?potrf``; below them a step's work is too little to
+#: share (``benchmarks/bench_linalg.py --only engines`` times both against ``cho_factor``).
 FIRST_FROM = 768
 UP_TO = 2048
 
@@ -102,7 +98,7 @@ static void chol_run(void *job, int64_t s, int64_t i, real *tmp) {
     update(j, k, c0, min_of(j->w, j->n - c0));
     return;
   }
-  /* rows r0..r0+rows of L21 = A21 inv(L11)^T, 2 w at a time (measured: 1.05x faster than w) */
+  /* rows r0..r0+rows of L21 = A21 inv(L11)^T, 2 w at a time (fewer, larger products than w) */
   const blasint r0 = t0 + i * 2 * j->w, rows = min_of(2 * j->w, j->n - r0);
   const real one = 1, zero = 0;
   j->gemm("N", "T", &rows, &b, &b, &one, at(j, r0, j0), &j->ld, j->inv + (k % 2) * j->nb * j->nb, &b, &zero, tmp,

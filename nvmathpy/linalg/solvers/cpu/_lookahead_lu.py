@@ -3,8 +3,8 @@ threads update the rest of the matrix.
 
 LU's panels are narrow and tall: their factorization is mostly latency (pivot searches, row
 interchanges, small products), and OpenBLAS's ``?getrf`` runs every panel on all threads and
-makes the others wait for it (two threads on a 1024 x 128 panel here: 1.13-1.2 ms against
-0.72 ms on one). This driver, generated C compiled once by :mod:`nvmathpy.kernels.cpu_jit`,
+makes the others wait for it (a tall panel factors faster on one thread than on two). This
+driver, generated C compiled once by :mod:`nvmathpy.kernels.cpu_jit`,
 runs threads of its own and has OpenBLAS run every call on the calling thread:
 
 - step ``k`` of :data:`NB` columns: the caller brings panel ``k + 1``'s columns up to date and
@@ -12,9 +12,9 @@ runs threads of its own and has OpenBLAS run every call on the calling thread:
   (``?trtri``), while the other threads bring the columns right of it up to date in
   :data:`W`-wide chunks; whoever is done first takes more chunks (they are claimed from a
   shared counter, so a thread on a busy core takes fewer);
-- a chunk's update is the step's row interchanges (a compiled loop, half the time of
-  ``?laswp`` here), ``U12 = inv(L11) A12`` as a product (``?trsm`` with a 128-column triangle
-  ran at 9-18 GFLOP/s here, a product at 45) and ``A22 -= L21 U12``;
+- a chunk's update is the step's row interchanges (a compiled loop, faster than
+  ``?laswp``), ``U12 = inv(L11) A12`` as a product (``?trsm`` with a 128-column triangle runs
+  well below the speed of a product of the same size) and ``A22 -= L21 U12``;
 - the columns left of a panel take the later steps' interchanges at the end, a column at a
   time (each column's swaps in L1 at once, not a pass over the factored part per step); the
   copy of the input is spread over the threads while the caller factors the first panel; the
@@ -27,8 +27,8 @@ the triangular solve in practice; the tests compare both with LAPACK's.
 
 The threads and OpenBLAS's thread count are :mod:`._lookahead`'s: a call made while another
 thread of the process runs (OpenBLAS's worker still spinning after a call, another driver)
-factors recursively instead (:mod:`._recursive_lu`), whose OpenBLAS calls use that worker
-(n = 1024 right after a NumPy product: 19-21 ms with look-ahead, 17-19 ms recursive).
+factors recursively instead (:mod:`._recursive_lu`), whose OpenBLAS calls use that worker,
+which makes the recursion the faster of the two right after a NumPy product.
 """
 
 from __future__ import annotations
@@ -46,21 +46,16 @@ from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
 __all__ = ["FIRST_FROM", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available", "lookahead_first",
            "lookahead_getrf"]
 
-#: Columns per step (panel width): 64-192 measured within this machine's noise of each other
-#: at n = 1024; 128 is the recursive LU's panel width too.
+#: Columns per step (panel width): widths around this one time alike; 128 is the recursive
+#: LU's panel width too.
 NB = 128
-#: Columns per chunk of a step's update (128 and 256 measured alike).
+#: Columns per chunk of a step's update (wider chunks time alike).
 W = 128
 #: The look-ahead LU is the first choice from these orders (float32: where the recursive LU
-#: stops being first) up to :data:`UP_TO`, on at most :data:`._lookahead.MAX_THREADS` threads. Measured
-#: here (2 cores, ``benchmarks/bench_linalg.py --only engines``: 9 interleaved rounds, 0.3 s
-#: idle before each sample), time of ``scipy.linalg.lu_factor`` / time of each: float64
-#: n = 512 / 768 / 1024 / 1536 / 2048: look-ahead 1.19x / 1.53x / 1.54x / 1.46x / 1.30x,
-#: recursive 1.26x / 1.20x / 1.28x / 1.27x / 1.25x, OpenBLAS's ``dgetrf`` 0.99x / 1.01x /
-#: 1.14x / 1.19x / 1.32x; float32 n = 768 / 1024 / 1536 / 2048: look-ahead 1.42x / 1.74x /
-#: 1.50x / 1.51x, recursive 1.19x / 1.49x / 1.27x / 1.27x (float32 at 1024 went the other
-#: way in an earlier run, 1.41x against 1.56x, so the recursion stays first there). At n = 256
-#: it is the slowest: a step's work is too little to share.
+#: stops being first) up to :data:`UP_TO`, on at most :data:`._lookahead.MAX_THREADS` threads:
+#: from there on it beats both the recursion and OpenBLAS's ``?getrf``, below it a step's work
+#: is too little to share (``benchmarks/bench_linalg.py --only engines`` times every LU; for
+#: float32 the two orders come close at the boundary, so the recursion stays first there).
 FIRST_FROM = {"float64": 768, "float32": 1025}
 UP_TO = 2048
 _ROUTINES = ("getrf", "trtri", "gemm")
@@ -225,7 +220,7 @@ def lookahead_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
     first zero pivot, 1-based, as SciPy's wrapper returns them) on ``threads`` threads (default:
     as many as OpenBLAS's thread count, which threadpoolctl limits); other shapes, and a call
     made while another thread of the process runs (another look-ahead factorization, or
-    OpenBLAS's worker still spinning after a call: sharing its core costs up to 1.5x here),
+    OpenBLAS's worker still spinning after a call, whose core it would share),
     factor recursively, whose OpenBLAS calls put that worker to use. Check
     :func:`lookahead_available` first.
 

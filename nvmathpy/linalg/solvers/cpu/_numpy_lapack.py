@@ -3,9 +3,9 @@
 SciPy's LAPACK wrappers run on SciPy's own copy of OpenBLAS. Its worker threads and NumPy's
 each spin for a while after a call, so a program that mixes NumPy products (``a @ b``,
 nvmathpy's matmul, which runs on NumPy's BLAS) with SciPy's LAPACK has two thread pools
-fighting for the same cores. Measured here (2 cores, n = 1024): ``dgetrf`` took 21.7 ms alone
-and 40.6 ms right after a 300 x 300 NumPy product on SciPy's OpenBLAS, against 22.3 ms and
-25.7 ms on NumPy's. Large factorizations therefore get candidates that call NumPy's OpenBLAS
+fighting for the same cores: a factorization on SciPy's OpenBLAS right after a NumPy product
+is much slower than alone, on NumPy's hardly. Large factorizations therefore get candidates
+that call NumPy's OpenBLAS
 (the scipy-openblas builds of NumPy's wheels export LAPACK as ``scipy_?getrf_64_``, 64-bit
 integers), found among the loaded libraries as :mod:`nvmathpy.linalg.gemm.cpu._cblas` finds its
 ``?gemm``.
@@ -122,8 +122,8 @@ def _potrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
 
 def _zero_other_triangle(c: np.ndarray, lower: bool) -> None:
     """Zero the strictly upper (``lower``) or strictly lower triangle of the Fortran-ordered
-    ``c``, one contiguous column piece at a time (1 ms at n = 1024, against 5 ms for an
-    index-array assignment, measured)."""
+    ``c``, one contiguous column piece at a time (several times faster than an index-array
+    assignment)."""
     n = c.shape[0]
     if lower:
         for j in range(1, n):
@@ -135,8 +135,7 @@ def _zero_other_triangle(c: np.ndarray, lower: bool) -> None:
 
 #: Up to this many right-hand sides ``potrs`` solves column by column with two ``?trsv``:
 #: OpenBLAS's ``?potrs`` goes through ``?trsm``, which packs the whole factor even for one
-#: column (n = 1024, float64, measured here: one column 0.85 ms against 0.18 ms, four 1.2 ms
-#: against 0.78 ms, eight 1.36 ms against 1.65 ms).
+#: column; from a few columns on, that packing pays for itself and ``?potrs`` is faster.
 POTRS_BY_COLUMN = 4
 
 

@@ -1,20 +1,19 @@
 """Recursive LU with partial pivoting on NumPy's OpenBLAS: ``getrf`` built from BLAS-3 calls.
 
-OpenBLAS's own ``?getrf`` parallelises poorly on a few cores: at n = 1024 (float64, 2 cores
-here) two threads take 20 ms against 26.7 ms on one (1.3x), while a product of the same order
-scales 1.85x. Splitting the columns in halves (Toledo's recursion) puts almost all the work
-into two large calls per level, a triangular solve and a matrix product, which OpenBLAS runs on
-every core at full speed; only narrow panels (:data:`LEAF` columns) go to ``?getrf`` itself.
-Measured here (medians, several runs on a shared machine): n = 512 2.4-3.1 ms against
-3.5-5.9 ms, n = 1024 13.3-17.2 ms against 17.6-22.8 ms.
+OpenBLAS's own ``?getrf`` parallelises poorly on a few cores: a second thread helps it far
+less than it helps a product of the same order. Splitting the columns in halves (Toledo's
+recursion) puts almost all the work into two large calls per level, a triangular solve and a
+matrix product, which OpenBLAS runs on every core at full speed; only narrow panels
+(:data:`LEAF` columns) go to ``?getrf`` itself. ``benchmarks/bench_linalg.py --only engines``
+times it against ``?getrf``.
 
 The pivots are chosen as LAPACK chooses them (the largest magnitude in the column, first
 one on ties), so the factors and pivots are LAPACK's, up to rounding. The row interchanges
 reach the columns outside a panel a recursion level at a time (a half's interchanges applied
 to the other half in one ``?laswp`` call), not a panel at a time: with the matrix in column
 order each such call is a pass over the columns it touches, and this makes ``log2(n / LEAF)``
-passes per column instead of one per panel (n = 1024: 3 instead of 7; the interchanges took
-3-5 ms of the factorization's 13-17 ms when applied per panel).
+passes per column instead of one per panel (applied per panel, the interchanges are a large
+share of the factorization's time).
 """
 
 from __future__ import annotations
@@ -29,15 +28,14 @@ from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available
 
 __all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf"]
 
-#: Columns of the panels handed to ``?getrf`` itself (measured: 64-128 best at n = 512-2048).
+#: Columns of the panels handed to ``?getrf`` itself (narrower panels do not time better).
 LEAF = 128
 
 #: Up to this order the recursion is preferred to OpenBLAS's ``?getrf`` for real matrices (the
-#: look-ahead LU of :mod:`._lookahead_lu` comes before both from n = 768 in float64). Measured here against
-#: OpenBLAS's ``?getrf`` (2 threads): float64 1.14x / 1.26x / 1.27x / 1.56x / 1.27x faster at
-#: n = 256 / 384 / 512 / 768 / 1024, 0.99x / 0.91x at 1536 / 2048; float32 1.2x at 512 and
-#: 1024, 0.9x at 2048. Complex matrices stay on ``?getrf`` first (0.9-1.17x: their products
-#: are denser work, which OpenBLAS's own panels already keep busy).
+#: look-ahead LU of :mod:`._lookahead_lu` comes before both from n = 768 in float64): beyond
+#: it OpenBLAS's ``?getrf`` catches up, its panels being a smaller share of the work. Complex
+#: matrices stay on ``?getrf`` first (their products are denser work, which OpenBLAS's own
+#: panels already keep busy).
 UP_TO = 1024
 
 _ROUTINES = ("getrf", "laswp", "trsm", "gemm")

@@ -76,8 +76,8 @@ class SolverPlan(Plan):
         """``_bind``'s closure made on a weak stand-in of the plan. The solver closures use the plan
         (to store factors), and a plan -> ``_run`` -> plan cycle would keep every dropped plan
         and its factors alive until the cyclic garbage collector runs: ``LU(a).solve(b)`` in a
-        loop then held several 8 MB factors at n = 1024 and took fresh memory each time
-        (300-500 page faults per call, measured). A closure returning the plan returns the
+        loop then held several large factors and took fresh memory (page faults) on every
+        call. A closure returning the plan returns the
         plan itself, not the stand-in. Plans whose closures read operands on every call
         (``_bind_weakly = False``) bind directly: they live in the plan cache, whose eviction
         frees them (which breaks the cycle)."""

@@ -1,7 +1,7 @@
 """The one-shot solve / inverse plan behind :func:`solve` and :func:`inv`: ``A^{-1} B`` or
 ``A^{-1}`` for one matrix or a batch, with no factors kept.
 
-Candidates (autotune picks, the heuristic order is the measured usual winner):
+Candidates (autotune picks; the heuristic order puts the usual winner first):
 
 * ``gesv`` / ``getri`` — one LAPACK call per matrix (``gesv``; ``getrf`` + ``getri``);
 * ``getrf-T`` — factor the free transposed view of a C-ordered ``A`` and solve with the
