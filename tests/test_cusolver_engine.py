@@ -375,6 +375,15 @@ def test_qr(em, dtype, shape, mode):
         TOL[dtype] * 10
 
 
+def test_qr_plan_in_mode_r_refuses_q_as_the_cpu_plan_does(em):
+    a = rand(np.random.default_rng(13), (7, 5), "float64")
+    on_device, on_host = nl.QR(dev(a), mode="r"), nl.QR(a, mode="r")
+    assert rel(np.abs(up(on_device.r)), np.abs(on_host.r)) < 1e-12
+    for plan in (on_device, on_host):
+        with pytest.raises(InvalidOptionError, match="q is not computed in mode 'r'"):
+            plan.q
+
+
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("shape", [(9, 4), (4, 9), (6, 6)])
 def test_lstsq(em, dtype, shape):

@@ -454,33 +454,16 @@ class CudaQR(CudaPlanMixin, QR):
             self.factorizations += 1
             r = cupy.triu(prepared.a.swapaxes(-1, -2)[:, :rows, :]).reshape(self._batch + (rows, n))
             if self._mode == "r":
-                self._state = (None, r)
+                self._state, self._result = (None, r), r
                 return self._to_caller(r)
             q = prepared.q.swapaxes(-1, -2).copy().reshape(self._batch + (m, prepared.q_cols))
-            self._state = (q, r)
-            return self._to_caller(QRResult(q, r))
+            self._state, self._result = (q, r), QRResult(q, r)
+            return self._to_caller(self._result)
 
         return compute
 
     def execute(self) -> Any:
         return self._run()
-
-    def _computed(self) -> Any:
-        if self._state is None:
-            if not self.is_planned:
-                self.plan()
-            self._run()
-        return self._state
-
-    @property
-    def q(self) -> Any:
-        if self._mode == "r":
-            raise InvalidOptionError("QR: q is not computed in mode='r'")
-        return self._to_caller(self._computed()[0])
-
-    @property
-    def r(self) -> Any:
-        return self._to_caller(self._computed()[1])
 
     @property
     def p(self) -> Any:

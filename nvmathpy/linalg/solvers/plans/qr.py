@@ -9,7 +9,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ....errors import InvalidOperandError, LinAlgError
+from ....errors import InvalidOperandError, InvalidOptionError, LinAlgError
 from ....plan import Candidate, Prepared, Problem
 from ....plan.options import check_choice
 from ._base import SolverPlan, with_threads
@@ -155,7 +155,7 @@ class QR(SolverPlan):
     def q(self) -> Any:
         """``Q`` (not available in mode ``"r"``)."""
         if self._mode == "r":
-            raise InvalidOperandError("QR: q is not computed in mode 'r'")
+            raise InvalidOptionError("QR: q is not computed in mode 'r'")
         return self._to_caller(self._computed()[0])
 
     @property
