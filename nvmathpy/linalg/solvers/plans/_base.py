@@ -43,7 +43,13 @@ def with_threads(method: F) -> F:
 
 
 class SolverPlan(Plan):
-    """Shared constructor logic and operand swapping for the solver plans."""
+    """Shared constructor logic and operand swapping for the solver plans.
+
+    Every plan takes ``execution``: ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an
+    :class:`~nvmathpy.ExecutionCPU` / :class:`~nvmathpy.ExecutionCUDA`. CUDA operands (and NumPy
+    ones with ``execution="cuda"``, copied over and back) run on cuSOLVER: the plan is then its
+    CUDA variant (:mod:`nvmathpy.linalg.solvers.cuda._plans`, which also takes ``stream=``).
+    """
 
     #: The CPU engine of the concrete plan class.
     cpu_engine: ClassVar[CPULapackEngine]

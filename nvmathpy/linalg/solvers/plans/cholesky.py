@@ -46,9 +46,7 @@ class Cholesky(SolverPlan):
     overwrite_a
         Let the factorization reuse ``a``'s memory where possible.
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------

@@ -129,9 +129,7 @@ class Eigh(SolverPlan):
         Force one LAPACK driver (``"ev"``, ``"evd"``, ``"evr"``, ``"evx"``; generalized:
         ``"gv"``, ``"gvd"``, ``"gvx"``); ``None`` lets wisdom/autotune/heuristic choose.
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------

@@ -50,9 +50,7 @@ class Lstsq(SolverPlan):
         Singular values ``<= rcond * s_max`` count as zero. ``None`` (default):
         machine epsilon times ``max(m, n)`` (NumPy's default).
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------

@@ -53,9 +53,7 @@ class LU(SolverPlan):
         destroyed; a C-ordered ``a`` then holds the factors of ``a.T``, so :attr:`factors`
         raises, while :meth:`solve` and :meth:`det` work).
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------

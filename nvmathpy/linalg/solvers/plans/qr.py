@@ -61,9 +61,7 @@ class QR(SolverPlan):
     pivoting
         Column pivoting (``geqp3``): ``A[:, p] = Q R`` with ``|diag(R)|`` decreasing.
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------

@@ -61,9 +61,7 @@ class SVD(SolverPlan):
     driver
         Force ``"gesdd"`` or ``"gesvd"``; ``None`` lets wisdom/autotune/heuristic choose.
     execution
-        ``None`` (follow the operand), ``"cpu"``, ``"cuda"``, or an ``ExecutionCPU`` / ``ExecutionCUDA``;
-        CUDA operands (and NumPy ones with ``execution="cuda"``, copied over and back) run on
-        cuSOLVER (``_cusolver_plans``; ``stream=`` there).
+        Where the plan runs: see :class:`~nvmathpy.linalg.solvers.plans._base.SolverPlan`.
 
     Examples
     --------
