@@ -141,13 +141,7 @@ class CudaMatmulEngine(Engine):
                                      "(or 'numpy', copied to the device)")
         self.device_id, self.package, self.custom = device_id, package, custom
         self.workspace_limit, self.allow_tf32 = workspace_limit, allow_tf32
-        self.explicit_stream = None if stream is None else runtime.stream_pointer(stream)
-        if self.explicit_stream is None:
-            self.stream: Callable[[], int] = runtime.current_stream_pointer(package, device_id)
-        else:
-            pointer = self.explicit_stream
-            self.stream = lambda: pointer
-        self.timer = runtime.event_timer(self.stream, device_id)
+        self.explicit_stream, self.stream, self.timer = runtime.engine_stream(package, device_id, stream)
         self.handle = lt_handle(device_id)
 
     def device(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ only where results are read on the host or checking was asked for (see ``_cusolv
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -511,12 +511,7 @@ class CusolverEngine(Engine):
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
         self.operation, self.device_id, self.package = operation, device_id, package
-        if stream is None:
-            self.stream: Callable[[], int] = runtime.current_stream_pointer(package, device_id)
-        else:
-            pointer = runtime.stream_pointer(stream)
-            self.stream = lambda: pointer
-        self.timer = runtime.event_timer(self.stream, device_id)
+        _, self.stream, self.timer = runtime.engine_stream(package, device_id, stream)
         self.context = Context(device_id, package, self.stream)
 
     def candidates(self, problem: Problem) -> list[Candidate]:
