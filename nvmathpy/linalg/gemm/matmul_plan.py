@@ -229,7 +229,7 @@ class Matmul(Plan):
                 f"epilogue_inputs must be a dict of arrays or None, got {type(epilogue_inputs).__name__}"
             )
         inputs = dict(epilogue_inputs or {})
-        fp8 = is_fp8(a)  # FP8: per-tensor scales come as epilogue inputs (see _lt_fp8)
+        fp8 = is_fp8(a)  # FP8: per-tensor scales come as epilogue inputs (see ._fp8)
         if fp8:
             inputs = fp8_inputs(inputs, wrap(a, "a"))
         if custom:
@@ -238,7 +238,7 @@ class Matmul(Plan):
             self._check_input_names({k: v for k, v in inputs.items() if not (fp8 and k in SCALE_NAMES)})
         ops = _wrap_operands(a, b, c, inputs)
         package, device, device_id = common_package(ops)
-        # NumPy operands may run on CUDA: the engine copies them over (see matmul_cuda)
+        # NumPy operands may run on CUDA: the engine copies them over (see .cuda._engine)
         host_to_cuda = package == "numpy" and isinstance(as_execution(execution), ExecutionCUDA)
         space = resolve_execution(execution, "cuda" if host_to_cuda else device, device_id)
         if stream is not None and space.name == "cpu":

@@ -31,7 +31,7 @@ def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], C
 
     ``execution="cuda"`` without a usable GPU raises the
     :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
-    (CUDA operands are taken by the plans' cuSOLVER variants, ``_cusolver_plans``).
+    (CUDA operands are taken by the plans' cuSOLVER variants, :mod:`.cuda._plans`).
     """
     wrapped = wrap_all(**arrays)
     if not wrapped:

@@ -29,7 +29,7 @@ a routine overwrites keeps the caller's order, so it is a plain device memcpy.
 
 ``info`` codes stay on the device after a call; :meth:`Route.failures` reads them (one
 synchronisation) and returns the flat indices of the failed batch elements. The plans call it
-only where results are read on the host or checking was asked for (see ``_cusolver_plans``).
+only where results are read on the host or checking was asked for (see :mod:`._plans`).
 """
 
 from __future__ import annotations
