@@ -32,10 +32,10 @@ from threadpoolctl import threadpool_info  # noqa: E402
 
 import nvmathpy.linalg as nl  # noqa: E402
 import nvmathpy.scipy.linalg as nsl  # noqa: E402
-from nvmathpy.linalg.solvers._fast_lapack import fast_module  # noqa: E402
-from nvmathpy.linalg.solvers._lookahead_cholesky import potrf_of, potrf_order  # noqa: E402
-from nvmathpy.linalg.solvers._lookahead_lu import getrf_of, getrf_order  # noqa: E402
-from nvmathpy.linalg.solvers.solve_plan import Solve  # noqa: E402
+from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module  # noqa: E402
+from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import potrf_of, potrf_order  # noqa: E402
+from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_of, getrf_order  # noqa: E402
+from nvmathpy.linalg.solvers.plans.solve import Solve  # noqa: E402
 
 
 def timed(fn: Callable[[], object], budget: float) -> float:
@@ -197,8 +197,8 @@ def bench_factor_engines(rng, orders, rounds, budget):
     """The LU and Cholesky factorizations the plans choose among (on a C-ordered matrix's
     transposed view, as the plans call them; Cholesky reading SciPy's default triangle) beside
     ``scipy.linalg.lu_factor`` / ``cho_factor``, for each order: the data behind
-    :func:`~nvmathpy.linalg.solvers._lookahead_lu.getrf_order`'s and
-    :func:`~nvmathpy.linalg.solvers._lookahead_cholesky.potrf_order`'s first choices."""
+    :func:`~nvmathpy.linalg.solvers.cpu._lookahead_lu.getrf_order`'s and
+    :func:`~nvmathpy.linalg.solvers.cpu._lookahead_cholesky.potrf_order`'s first choices."""
     for dtype in ("float64", "float32"):
         for n in orders:
             a, s = rng_matrix(rng, n).astype(dtype), spd(rng, n).astype(dtype)

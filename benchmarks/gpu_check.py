@@ -651,7 +651,7 @@ def solve_section() -> None:
 
         route = "?"
         try:
-            from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+            from nvmathpy.linalg.solvers.cuda._plans import CudaSolve
 
             with CudaSolve(a, b) as probe:  # the route the one-call function's plan takes
                 route = probe.plan().candidate.label
@@ -667,7 +667,7 @@ def _solve_routes(a: Any, b: Any, residual: Callable[[Any], float], tol: float) 
     ``getrfBatched``, each planned (``execute`` plus the info check) beside cupy.linalg.solve."""
     import cupy
 
-    from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+    from nvmathpy.linalg.solvers.cuda._plans import CudaSolve
 
     for label in ("tiny", "getrfBatched"):
         case = f"{a.dtype} 10^5 x (8x8) route {label}"

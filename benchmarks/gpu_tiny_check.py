@@ -55,7 +55,7 @@ def solves() -> None:
     import cupy
 
     import nvmathpy.linalg as nl
-    from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve
+    from nvmathpy.linalg.solvers.cuda._plans import CudaSolve
 
     rng = cupy.random.default_rng(7)
     for count in (100000, 100003):

@@ -256,7 +256,7 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
     builtins for a whole session). The heuristic offers ``algorithms`` algorithms; the algorithm
     check accepts only those and records each one it sees in the returned list."""
     from nvmathpy.cuda import driver, lt_algo, runtime
-    from nvmathpy.linalg import _custom_cuda as custom_cuda, matmul_cuda
+    from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda, _engine as matmul_cuda
     from nvmathpy.plan.autotune import perf_counter_timer
 
     known = {bytes(r.algo) for r in offered(algorithms)}
@@ -287,7 +287,7 @@ LAUNCHES: list[tuple[str, tuple, tuple]] = []
 
 
 def emulated_load_function(source: str, name: str, device_id: int) -> Callable[..., None]:
-    """:func:`nvmathpy.linalg._custom_cuda.load_function` on the host: ``source`` compiled with
+    """:func:`nvmathpy.linalg.gemm.cuda._custom.load_function` on the host: ``source`` compiled with
     g++ under tests/kernels' emulation header; a launch runs its blocks on the host with the
     packed argument array the engine built (pointers are host addresses here)."""
     from pathlib import Path

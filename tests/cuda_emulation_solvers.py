@@ -397,7 +397,7 @@ def _allocate(nbytes: int, package: str, device_id: int, stream: int | None = No
 def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], None]) -> Emulation:
     """Put the emulation in place through ``setattr_``/``setitem`` (``monkeypatch``'s); returns it."""
     from nvmathpy.cuda import driver, runtime
-    from nvmathpy.linalg.solvers import _cusolver_engine as engine
+    from nvmathpy.linalg.solvers.cuda import _routes as routes
     from nvmathpy.plan.autotune import perf_counter_timer
 
     em = Emulation()
@@ -411,10 +411,10 @@ def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], No
     setattr_(runtime, "allocate", _allocate)
     setattr_(runtime, "event_timer", lambda stream, device_id: perf_counter_timer)
     setattr_(runtime, "device_description", lambda device_id: {"gpu": "host emulation"})
-    setattr_(engine, "solver_handle", lambda device_id: 0)
-    setattr_(engine, "blas_handle", lambda device_id: 0)
+    setattr_(routes, "solver_handle", lambda device_id: 0)
+    setattr_(routes, "blas_handle", lambda device_id: 0)
     from cuda_emulation import emulated_load_function  # generated kernels (the tiny route) run under g++
-    from nvmathpy.linalg import _custom_cuda
+    from nvmathpy.linalg.gemm.cuda import _custom as _custom_cuda
 
     setattr_(_custom_cuda, "load_function", emulated_load_function)
     lib = cusolver.LIB

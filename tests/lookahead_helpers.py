@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nvmathpy.linalg.solvers import _lookahead as lookahead
+from nvmathpy.linalg.solvers.cpu import _lookahead as lookahead
 
 #: Relative tolerances per dtype of the factors' reconstructions.
 TOL = {"float32": 2e-6, "float64": 1e-14}

@@ -242,7 +242,7 @@ def test_compiled_epilogue_failure_falls_back_to_numpy(monkeypatch):
     """The compiled epilogue's build failing at planning time leaves the product right: one
     warning, NumPy's evaluator."""
     import nvmathpy.linalg as la
-    from nvmathpy.linalg import _epilogue_c
+    from nvmathpy.linalg.gemm.cpu import _epilogue_c
 
     def broken(source: str):
         raise MissingDependencyError("the C compiler failed (test)")

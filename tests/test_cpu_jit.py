@@ -16,8 +16,8 @@ from test_matmul_numerics import check, epilogue_inputs
 import nvmathpy.linalg as la
 from nvmathpy.errors import MissingDependencyError
 from nvmathpy.kernels import cpu_jit
-from nvmathpy.linalg import _matmul_cpu
-from nvmathpy.linalg._epilogue_c import input_pattern
+from nvmathpy.linalg.gemm.cpu import _engine as _matmul_cpu
+from nvmathpy.linalg.gemm.cpu._epilogue_c import input_pattern
 from nvmathpy.linalg.epilogues import DEFINITIONS
 
 pytestmark = pytest.mark.skipif(not cpu_jit.available(), reason="no C compiler with libmvec here")

@@ -26,8 +26,8 @@ from nvmathpy.errors import InvalidOperandError, MissingDependencyError  # noqa:
 from nvmathpy.kernels.ir import input_, inputs_of  # noqa: E402
 from nvmathpy.kernels.trace import trace  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg import _custom_cuda as custom_cuda  # noqa: E402
-from nvmathpy.linalg._custom_match import canonical, match_native  # noqa: E402
+from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda  # noqa: E402
+from nvmathpy.linalg.gemm._custom_match import canonical, match_native  # noqa: E402
 from nvmathpy.linalg.epilogues import erf, gelu, gelu_tanh, sigmoid  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from numerics import TOL, np_dtype, rand, up  # noqa: E402
@@ -115,7 +115,7 @@ def test_canonical_orders_commutative_operands_and_constants():
 def emulated(monkeypatch):
     """The CUDA engine behind ``Matmul(..., execution="cuda")`` on the host (see cuda_emulation)."""
     from nvmathpy.execution import ExecutionCUDA
-    from nvmathpy.linalg import matmul_plan
+    from nvmathpy.linalg.gemm import matmul_plan
 
     cuda_emulation.install(monkeypatch.setattr, monkeypatch.setitem)
     monkeypatch.setattr(matmul_plan, "resolve_execution", lambda value, device, device_id: ExecutionCUDA(0))

@@ -37,12 +37,12 @@ from nvmathpy.cuda import lt_algo, runtime  # noqa: E402
 from nvmathpy.cuda.bindings import cublaslt as lt  # noqa: E402
 from nvmathpy.errors import MissingDependencyError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg.matmul_plan import _encode_scalar  # noqa: E402
-from nvmathpy.linalg._lt_descriptors import LtDescriptors, create_preference  # noqa: E402
-from nvmathpy.linalg._lt_execute import Launch, build_kernel  # noqa: E402
-from nvmathpy.linalg._lt_spec import TYPES, build_spec  # noqa: E402
+from nvmathpy.linalg.gemm.matmul_plan import _encode_scalar  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_descriptors import LtDescriptors, create_preference  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_execute import Launch, build_kernel  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_spec import TYPES, build_spec  # noqa: E402
 from nvmathpy.linalg.epilogues import DEFINITIONS  # noqa: E402
-from nvmathpy.linalg.matmul_cuda import candidate_for  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._engine import candidate_for  # noqa: E402
 from cuda_emulation import emulated_matmul, host, host_cupy, install  # noqa: E402
 
 try:
@@ -410,7 +410,7 @@ def host_engine(monkeypatch, host_kernel):
     """The CUDA engine behind ``Matmul(..., execution="cuda")`` on the host (see cuda_emulation);
     returns the list of algorithms ``cublasLtMatmulAlgoCheck`` was asked about."""
     from nvmathpy.execution import ExecutionCUDA
-    from nvmathpy.linalg import matmul_plan
+    from nvmathpy.linalg.gemm import matmul_plan
 
     checked = install(monkeypatch.setattr, monkeypatch.setitem)
     monkeypatch.setattr(matmul_plan, "resolve_execution", lambda value, device, device_id: ExecutionCUDA(0))
@@ -520,7 +520,7 @@ def test_cuda_execution_without_a_driver_raises_one_clear_error():
 
 
 def test_engine_modules_do_not_import_cupy():
-    code = ("import sys, nvmathpy.linalg.matmul_cuda, nvmathpy.cuda.runtime, nvmathpy.cuda.lt_algo; "
+    code = ("import sys, nvmathpy.linalg.gemm.cuda._engine, nvmathpy.cuda.runtime, nvmathpy.cuda.lt_algo; "
             "print(any(m in sys.modules for m in ('cupy', 'torch')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -22,8 +22,8 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 from nvmathpy.cuda.bindings import cublaslt as lt  # noqa: E402
 from nvmathpy.errors import InvalidOperandError, InvalidOptionError, MissingDependencyError  # noqa: E402
 from nvmathpy.linalg import Matmul, MatmulOptions  # noqa: E402
-from nvmathpy.linalg._lt_descriptors import LtDescriptors  # noqa: E402
-from nvmathpy.linalg._lt_spec import build_spec  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_descriptors import LtDescriptors  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_spec import build_spec  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from numerics import TOL, np_dtype, up  # noqa: E402
 
@@ -168,7 +168,7 @@ def test_plan_checks_before_any_work(emulated):
 
 
 def test_devices_below_sm89_are_refused(emulated):
-    from nvmathpy.linalg import _custom_cuda as custom_cuda
+    from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda
 
     emulated.setattr(custom_cuda, "device_arch", lambda device_id: 80)
     rng = np.random.default_rng(8)

@@ -18,7 +18,7 @@ pytest.importorskip("ml_dtypes")
 from nvmathpy.cuda.bindings import cublaslt as lt  # noqa: E402
 from nvmathpy.errors import InvalidOperandError, MissingDependencyError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg._host_operands import device_problem, device_strides, upload  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._host_operands import device_problem, device_strides, upload  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from numerics import TOL, np_dtype, rand, up  # noqa: E402
 

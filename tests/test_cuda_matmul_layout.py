@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from nvmathpy.linalg.cublaslt_layout import LtMatrix, collapse_batch, emulate_lt_matmul, lt_problem
+from nvmathpy.linalg.gemm.cuda.cublaslt_layout import (
+    LtMatrix,
+    collapse_batch,
+    emulate_lt_matmul,
+    lt_problem,
+)
 
 
 def _embedded(rng, shape, order, pad):

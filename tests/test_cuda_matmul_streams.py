@@ -20,10 +20,10 @@ from nvmathpy.cuda import runtime  # noqa: E402
 from nvmathpy.cuda.bindings import cublaslt as lt  # noqa: E402
 from nvmathpy.errors import MissingDependencyError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg._lt_descriptors import LtDescriptors  # noqa: E402
-from nvmathpy.linalg._lt_execute import Launch, build_kernel  # noqa: E402
-from nvmathpy.linalg._lt_spec import build_spec  # noqa: E402
-from nvmathpy.linalg.matmul_plan import _encode_scalar  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_descriptors import LtDescriptors  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_execute import Launch, build_kernel  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._lt_spec import build_spec  # noqa: E402
+from nvmathpy.linalg.gemm.matmul_plan import _encode_scalar  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from cuda_emulation import emulated_matmul, host, host_cupy  # noqa: E402
 from numerics import rand, up  # noqa: E402

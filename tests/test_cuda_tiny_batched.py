@@ -38,10 +38,10 @@ import cuda_emulation  # noqa: E402
 import nvmathpy.linalg as nl  # noqa: E402
 from cuda_emulation_solvers import HostArray, install  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg._tiny_cuda import TINY_GEMM  # noqa: E402
-from nvmathpy.linalg.solvers import _cusolver_functions  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_engine import candidates  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve  # noqa: E402
+from nvmathpy.linalg.gemm.cuda._tiny import TINY_GEMM  # noqa: E402
+from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._engine import candidates  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._plans import CudaSolve  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 
 TOL = {"float32": 5e-5, "float64": 1e-12}
@@ -64,7 +64,7 @@ def em(monkeypatch):
 def mm_em(monkeypatch):
     """The cuBLASLt emulation behind ``Matmul(..., execution="cuda")``; yields the kernel launches."""
     from nvmathpy.execution import ExecutionCUDA
-    from nvmathpy.linalg import matmul_plan
+    from nvmathpy.linalg.gemm import matmul_plan
 
     cuda_emulation.install(monkeypatch.setattr, monkeypatch.setitem)
     monkeypatch.setattr(matmul_plan, "resolve_execution", lambda value, device, device_id: ExecutionCUDA(0))

@@ -33,8 +33,8 @@ except MissingDependencyError as exc:  # pragma: no cover - depends on the insta
     pytest.skip(f"cuSOLVER not installed: {exc}", allow_module_level=True)
 
 import nvmathpy.linalg as nl  # noqa: E402
-from nvmathpy.linalg.solvers import _cusolver_functions  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_engine import candidates  # noqa: E402
+from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._engine import candidates  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
 from cuda_emulation_solvers import HostArray, install  # noqa: E402
 
@@ -373,6 +373,15 @@ def test_qr(em, dtype, shape, mode):
     eye = np.eye(up(q).shape[-1])
     assert rel(np.swapaxes(up(q).conj(), -1, -2) @ up(q), np.broadcast_to(eye, up(q).shape[:-2] + eye.shape)) < \
         TOL[dtype] * 10
+
+
+def test_qr_plan_in_mode_r_refuses_q_as_the_cpu_plan_does(em):
+    a = rand(np.random.default_rng(13), (7, 5), "float64")
+    on_device, on_host = nl.QR(dev(a), mode="r"), nl.QR(a, mode="r")
+    assert rel(np.abs(up(on_device.r)), np.abs(on_host.r)) < 1e-12
+    for plan in (on_device, on_host):
+        with pytest.raises(InvalidOptionError, match="q is not computed in mode 'r'"):
+            plan.q
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])

@@ -1,4 +1,4 @@
-"""The pure arithmetic of the cuSOLVER engine (nvmathpy/linalg/solvers/_cusolver_layout.py)
+"""The pure arithmetic of the cuSOLVER engine (nvmathpy/linalg/solvers/cuda/_layout.py)
 against hand-computed cases, and the operation mappings against NumPy/SciPy identities."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import scipy.linalg as sla
 
 from nvmathpy.cuda.bindings import cublas
-from nvmathpy.linalg.solvers._cusolver_layout import (
+from nvmathpy.linalg.solvers.cuda._layout import (
     ColumnMajor,
     SvdOutputs,
     cholesky_fill,

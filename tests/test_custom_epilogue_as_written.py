@@ -15,7 +15,7 @@ import nvmathpy.linalg as la
 from nvmathpy.errors import InvalidOperandError
 from nvmathpy.kernels import cpu_jit
 from nvmathpy.kernels.trace import UnsupportedOperationError, trace, trace_lifting
-from nvmathpy.linalg import matmul_plan
+from nvmathpy.linalg.gemm import matmul_plan
 
 RNG = np.random.default_rng(2024)
 X32 = RNG.standard_normal((256, 512), dtype=np.float32)

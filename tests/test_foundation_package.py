@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import nvmathpy
@@ -99,7 +100,11 @@ def test_bench_suites_build_and_time_one_case(capsys):
     results = harness.run_cases(cases, repeats=2, min_seconds=1e-3)
     table = harness.format_table(results)
     assert "tiny fp64 2x2 planned execute" in table and "nvmathpy vs numpy.matmul" in table
-    assert all(r.seconds["nvmathpy"] > 0 for r in results)
+    assert [r.name for r in results] == [c.name for c in cases] and all(set(r.seconds) == set(c.impls)
+                                                                        for r, c in zip(results, cases))
+    for case in cases:  # the timed implementations compute the same product
+        ours, theirs = (np.asarray(case.impls[label]()) for label in ("nvmathpy", case.baseline))
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
 
 
 @pytest.mark.slow

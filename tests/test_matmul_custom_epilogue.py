@@ -12,7 +12,8 @@ from numerics import TOL, np_dtype, rand, up
 import nvmathpy.linalg as la
 from nvmathpy.errors import InvalidOperandError
 from nvmathpy.kernels.trace import UnsupportedOperationError
-from nvmathpy.linalg import epilogues, matmul_plan
+from nvmathpy.linalg import epilogues
+from nvmathpy.linalg.gemm import matmul_plan
 
 
 def rel_err(got, ref) -> float:
@@ -221,7 +222,7 @@ def test_torch_operands_with_matrix_and_number_inputs():
 def test_fold_addend_rules():
     """An addend is split off for BLAS only where every use of x is x + (the same) v."""
     from nvmathpy.kernels.trace import trace
-    from nvmathpy.linalg._epilogue_cpu import fold_addend
+    from nvmathpy.linalg.gemm.cpu._epilogue_eval import fold_addend
 
     def folded(fn, kinds):
         name, rest = fold_addend((("d", trace(fn, kinds)),))

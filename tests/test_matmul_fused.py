@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import nvmathpy.linalg as la
 from nvmathpy.kernels import cpu_gemm, cpu_jit
 from nvmathpy.kernels.cpu_gemm import fused_gemm, fused_gemm_available
-from nvmathpy.linalg import _matmul_cpu
+from nvmathpy.linalg.gemm.cpu import _engine as _matmul_cpu
 
 pytestmark = pytest.mark.skipif(not fused_gemm_available(np.float32), reason="no C compiler for the fused GEMM")
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nvmathpy.linalg as la
-from nvmathpy.linalg import _matmul_cpu
+from nvmathpy.linalg.gemm.cpu import _engine as _matmul_cpu
 from nvmathpy.linalg.epilogues import DEFINITIONS
 
 ml_dtypes = pytest.importorskip("ml_dtypes")

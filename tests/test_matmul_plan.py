@@ -21,7 +21,7 @@ from nvmathpy.errors import (
     OperandMismatchError,
     PlanStateError,
 )
-from nvmathpy.linalg import matmul_plan
+from nvmathpy.linalg.gemm import matmul_plan
 
 
 def arrays(*shapes, dtype=np.float32, seed=0):

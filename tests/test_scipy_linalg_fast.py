@@ -1,4 +1,4 @@
-"""The compiled small-matrix paths of nvmathpy.scipy.linalg (``linalg/solvers/_fast_lapack.py``):
+"""The compiled small-matrix paths of nvmathpy.scipy.linalg (``linalg/solvers/cpu/_fast_lapack.py``):
 ``cho_solve``, ``lu_solve`` and general ``solve`` agree with SciPy and with the Python fallback, keep
 SciPy's errors and warnings, leave inputs alone, decline what they do not handle; and
 ``cpu_jit.compile_extension`` caches its builds."""
@@ -17,7 +17,7 @@ from test_solvers_helpers import DTYPES, rand, relerr, spd, tol, well, wide
 import nvmathpy.scipy.linalg as nla
 from nvmathpy.errors import MissingDependencyError
 from nvmathpy.kernels import cpu_jit
-from nvmathpy.linalg.solvers import _fast_lapack as _fast
+from nvmathpy.linalg.solvers.cpu import _fast_lapack as _fast
 from nvmathpy.scipy.linalg import _decomp, _solve
 
 FAST = _fast.fast_module(wait=True)
@@ -302,7 +302,7 @@ class _Counting:
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_the_plans_factored_solves_take_one_compiled_call(monkeypatch, dtype, order):
     from nvmathpy.linalg import LU, Cholesky
-    from nvmathpy.linalg.solvers import _factored
+    from nvmathpy.linalg.solvers.cpu import _factored
 
     rng = np.random.default_rng(31)
     a = np.asarray(well(rng, 7, dtype), order=order)

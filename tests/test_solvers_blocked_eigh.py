@@ -1,5 +1,5 @@
 """The Hermitian eigensolver with the blocked back-transformation
-(nvmathpy/linalg/solvers/_blocked_eigh.py) and the Eigh plan's ``blocked_evd`` candidate.
+(nvmathpy/linalg/solvers/cpu/_blocked_eigh.py) and the Eigh plan's ``blocked_evd`` candidate.
 
 Its eigenvalues must be LAPACK's and its eigenvectors an orthonormal basis with
 ``A V = V diag(w)``, for every dtype, both triangles (the other one holding garbage), and
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import nvmathpy.scipy.linalg as nsl
 from nvmathpy.linalg import Eigh
-from nvmathpy.linalg.solvers import _householder as householder
-from nvmathpy.linalg.solvers._blocked_eigh import blocked_eigh, blocked_eigh_available
-from nvmathpy.linalg.solvers.eigh_plan import BLOCKED_FROM
+from nvmathpy.linalg.solvers.cpu import _householder as householder
+from nvmathpy.linalg.solvers.cpu._blocked_eigh import blocked_eigh, blocked_eigh_available
+from nvmathpy.linalg.solvers.plans.eigh import BLOCKED_FROM
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 2e-6, "complex64": 2e-6, "float64": 1e-14, "complex128": 1e-14}

@@ -1,4 +1,4 @@
-"""The compiled batched small solver (nvmathpy.linalg.solvers._compiled) and the ``compiled``
+"""The compiled batched small solver (nvmathpy.linalg.solvers.cpu._compiled) and the ``compiled``
 candidate of the solve plan: against float64 NumPy references for every dtype and n = 1..16,
 inverses, several right-hand sides, non-contiguous stacks, singular and NaN matrices in a
 batch (reported by index through the LAPACK fallback), and inputs left unmodified."""
@@ -11,8 +11,8 @@ from numerics import rand, up
 
 import nvmathpy.linalg as la
 from nvmathpy.kernels import cpu_jit
-from nvmathpy.linalg.solvers._compiled import COMPILED_MAX, compiled_solver
-from nvmathpy.linalg.solvers.solve_plan import Solve
+from nvmathpy.linalg.solvers.cpu._compiled import COMPILED_MAX, compiled_solver
+from nvmathpy.linalg.solvers.plans.solve import Solve
 
 pytestmark = pytest.mark.skipif(not cpu_jit.available(), reason="no C compiler here")
 TOL = {"float32": 2e-4, "float64": 1e-11, "complex64": 2e-4, "complex128": 1e-11}

@@ -16,8 +16,8 @@ import nvmathpy.linalg as nl
 from nvmathpy.errors import InvalidOperandError, OperandMismatchError, PlanStateError
 from nvmathpy.execution import ExecutionCPU
 from nvmathpy.linalg.solvers import functions
-from nvmathpy.linalg.solvers._small import closed_form, eliminate
-from nvmathpy.linalg.solvers.solve_plan import Solve
+from nvmathpy.linalg.solvers.cpu._small import closed_form, eliminate
+from nvmathpy.linalg.solvers.plans.solve import Solve
 from nvmathpy.plan import Candidate
 
 
@@ -316,7 +316,7 @@ def test_run_cached_frees_a_plan_whose_swap_fails():
 def _blas_threads() -> list[int]:
     """Threads of the BLAS libraries the solvers call (NumPy's and SciPy's); other BLAS a test
     session may have loaded (MKL through mkl_fft, torch's) are not used by them."""
-    from nvmathpy.linalg._matmul_cpu import BLAS_THREADS
+    from nvmathpy.linalg.gemm.cpu._threads import BLAS_THREADS
 
     return [lib.get_num_threads() for lib in BLAS_THREADS.prepare()]
 
@@ -501,7 +501,7 @@ def test_property_lstsq_normal_equations(m, n, seed, dtype):
 
 
 def test_vectorised_paths_in_chunks(monkeypatch):
-    from nvmathpy.linalg.solvers import solve_plan
+    from nvmathpy.linalg.solvers.plans import solve as solve_plan
 
     monkeypatch.setattr(solve_plan, "CHUNK", 7)
     rng = np.random.default_rng(5)
@@ -546,7 +546,7 @@ def test_solve_numpy_fast_path_batched(layout):
 def test_one_call_inverse_and_solve_in_chunks(monkeypatch, n):
     """Batches larger than a chunk: the closed forms write each chunk into the result and a
     singular matrix past the first chunk is named by its batch index."""
-    from nvmathpy.linalg.solvers import solve_plan
+    from nvmathpy.linalg.solvers.plans import solve as solve_plan
 
     monkeypatch.setattr(solve_plan, "CHUNK", 8)
     rng = np.random.default_rng(n)

@@ -1,4 +1,4 @@
-"""Householder reflectors applied in blocks (nvmathpy/linalg/solvers/_householder.py), against
+"""Householder reflectors applied in blocks (nvmathpy/linalg/solvers/cpu/_householder.py), against
 LAPACK forming the same ``Q`` (``?orgqr`` / ``?ungqr``); the ``?sytrd`` storages are covered
 through the eigensolver (tests/test_solvers_blocked_eigh.py)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
-from nvmathpy.linalg.solvers import _householder as householder
-from nvmathpy.linalg.solvers._householder import reflectors, reflectors_available
+from nvmathpy.linalg.solvers.cpu import _householder as householder
+from nvmathpy.linalg.solvers.cpu._householder import reflectors, reflectors_available
 
 pytestmark = pytest.mark.skipif(not reflectors_available(np.float64), reason="NumPy's BLAS exports no LAPACK here")
 

@@ -1,4 +1,4 @@
-"""The look-ahead Cholesky on NumPy's OpenBLAS (nvmathpy/linalg/solvers/_lookahead_cholesky.py).
+"""The look-ahead Cholesky on NumPy's OpenBLAS (nvmathpy/linalg/solvers/cpu/_lookahead_cholesky.py).
 
 It must return what LAPACK's ``?potrf`` returns for the lower triangle (the factor to
 rounding, the strictly upper triangle untouched or zeroed as ``clean`` says, ``info`` the order
@@ -17,10 +17,15 @@ from hypothesis import strategies as st
 from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 
 from nvmathpy.linalg import Cholesky
-from nvmathpy.linalg.solvers import _lookahead as lookahead
-from nvmathpy.linalg.solvers import _lookahead_cholesky as lookahead_cholesky
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers._lookahead_cholesky import lookahead_available, lookahead_potrf, potrf_of, potrf_order
+from nvmathpy.linalg.solvers.cpu import _lookahead as lookahead
+from nvmathpy.linalg.solvers.cpu import _lookahead_cholesky as lookahead_cholesky
+from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import (
+    lookahead_available,
+    lookahead_potrf,
+    potrf_of,
+    potrf_order,
+)
 
 DTYPES = ["float32", "float64"]
 
@@ -120,7 +125,7 @@ def test_placement(monkeypatch):
     assert potrf_order(first, "float64") == ["lookahead", None] == potrf_order(first, "float32")
     assert potrf_order(first - 1, "float64") == [None, "lookahead"]
     assert potrf_order(1024, "complex128") == [None]
-    (potrf,) = numpy_lapack.for_order(1024, "float64", "potrf")
+    (potrf,) = numpy_algorithms.for_order(1024, "float64", "potrf")
     assert potrf is lookahead_potrf(np.float64) and potrf_of(None, "float64") is numpy_lapack.routines("float64",
                                                                                                         "potrf")[0]
     monkeypatch.setattr(lookahead, "_thread_count_functions", lambda: (lambda: lookahead.MAX_THREADS + 1, None))

@@ -1,4 +1,4 @@
-"""The look-ahead LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/_lookahead_lu.py).
+"""The look-ahead LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/cpu/_lookahead_lu.py).
 
 It must return what LAPACK's ``?getrf`` returns (factors up to rounding, the same pivots in
 float64, ``info`` naming the first zero pivot) for every order, panel width, chunk width and
@@ -20,12 +20,17 @@ from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
-from nvmathpy.linalg.solvers import _lookahead as lookahead
-from nvmathpy.linalg.solvers import _lookahead_lu as lookahead_lu
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers._lookahead_lu import (getrf_of, getrf_order, lookahead_available, lookahead_first,
-                                                   lookahead_getrf)
-from nvmathpy.linalg.solvers._recursive_lu import recursive_getrf
+from nvmathpy.linalg.solvers.cpu import _lookahead as lookahead
+from nvmathpy.linalg.solvers.cpu import _lookahead_lu as lookahead_lu
+from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu._lookahead_lu import (
+    getrf_of,
+    getrf_order,
+    lookahead_available,
+    lookahead_first,
+    lookahead_getrf,
+)
+from nvmathpy.linalg.solvers.cpu._recursive_lu import recursive_getrf
 
 DTYPES = ["float32", "float64"]
 
@@ -180,7 +185,7 @@ def test_which_orders_and_dtypes_take_it_first(monkeypatch):
     assert getrf_order(2048, "float32") == ["lookahead", None, "recursive"]
     assert getrf_order(4096, "float64") == [None, "recursive", "lookahead"]
     assert getrf_order(1024, "complex128")[0] is None and "lookahead" not in getrf_order(1024, "complex128")
-    getrf, getrs = numpy_lapack.for_order(1024, "float64", "getrf", "getrs")
+    getrf, getrs = numpy_algorithms.for_order(1024, "float64", "getrf", "getrs")
     assert getrf is lookahead_getrf(np.float64) and getrs is numpy_lapack.routines("float64", "getrs")[0]
     assert getrf_of(None, "float64") is numpy_lapack.routines("float64", "getrf")[0]
     many = (lambda: lookahead.MAX_THREADS + 1, lambda count: None)

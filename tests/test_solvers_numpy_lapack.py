@@ -1,6 +1,6 @@
 """LU and Cholesky on NumPy's own OpenBLAS (``lapack="numpy"`` candidates, n >= 256).
 
-The wrappers (nvmathpy/linalg/solvers/_numpy_lapack.py) call the Fortran entry points of the
+The wrappers (nvmathpy/linalg/solvers/cpu/_numpy_lapack.py) call the Fortran entry points of the
 OpenBLAS NumPy loaded, with SciPy's f2py calling conventions; here they are compared with
 SciPy's wrappers and float64 references, through the plans, on odd orders, every LAPACK dtype,
 C / F / strided layouts and batches, with singular and non-positive-definite members.
@@ -14,7 +14,7 @@ import scipy.linalg as sla
 
 from nvmathpy.errors import LinAlgError
 from nvmathpy.linalg import LU, Cholesky
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
@@ -172,7 +172,7 @@ def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch,
     from nvmathpy.scipy.linalg import _decomp, _structured
 
     used = []
-    real = numpy_lapack.for_order
+    real = numpy_algorithms.for_order
 
     def counted(n, dtype_, *names):
         found = real(n, dtype_, *names)

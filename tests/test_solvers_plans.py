@@ -10,7 +10,7 @@ from test_solvers_helpers import DTYPES, LAYOUTS, herm, in_layout, rand, relerr,
 
 from nvmathpy.errors import ExecutionSpaceUnavailableError, OperandMismatchError, PlanStateError
 from nvmathpy.linalg import LU, QR, SVD, Cholesky, Eigh, Lstsq
-from nvmathpy.linalg.solvers.lu_plan import LU as LUPlan
+from nvmathpy.linalg.solvers.plans.lu import LU as LUPlan
 from nvmathpy.plan import Candidate
 
 SIZES = [1, 2, 3, 5, 17, 64]

@@ -1,4 +1,4 @@
-"""The recursive LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/_recursive_lu.py).
+"""The recursive LU on NumPy's OpenBLAS (nvmathpy/linalg/solvers/cpu/_recursive_lu.py).
 
 It must return what LAPACK's ``?getrf`` returns (factors up to rounding, the same pivots,
 ``info`` naming the first zero pivot) for every dtype and shape. Small panel widths
@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
-from nvmathpy.linalg.solvers import _numpy_lapack as numpy_lapack
-from nvmathpy.linalg.solvers import _recursive_lu as recursive_lu
-from nvmathpy.linalg.solvers._lookahead_lu import getrf_order
-from nvmathpy.linalg.solvers._recursive_lu import recursive_available, recursive_first, recursive_getrf
+from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu import _recursive_lu as recursive_lu
+from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_order
+from nvmathpy.linalg.solvers.cpu._recursive_lu import (
+    recursive_available,
+    recursive_first,
+    recursive_getrf,
+)
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-13, "complex128": 1e-13}
@@ -115,12 +119,12 @@ def test_which_orders_and_dtypes_take_the_recursion():
     for dtype in ("float32", "float64"):
         assert recursive_first(low, dtype) and recursive_first(high, dtype)
         assert not recursive_first(low - 1, dtype) and not recursive_first(high + 1, dtype)
-        getrf, getrs = numpy_lapack.for_order(low, dtype, "getrf", "getrs")
+        getrf, getrs = numpy_algorithms.for_order(low, dtype, "getrf", "getrs")
         assert getrf is recursive_getrf(np.dtype(dtype)) and getrs is numpy_lapack.routines(dtype, "getrs")[0]
         assert getrf_order(high, dtype).index("recursive") == (0 if dtype == "float32" else 1)  # after the look-ahead LU
         assert getrf_order(high + 1, dtype).index("recursive") > getrf_order(high + 1, dtype).index(None)
     assert not recursive_first(512, "complex128")
-    assert numpy_lapack.for_order(512, "complex128", "getrf")[0] is numpy_lapack.routines("complex128", "getrf")[0]
+    assert numpy_algorithms.for_order(512, "complex128", "getrf")[0] is numpy_lapack.routines("complex128", "getrf")[0]
 
 
 @pytest.mark.parametrize("n, dtype, first", [(300, "float64", True), (300, "complex128", False),

@@ -191,7 +191,7 @@ def test_ir_grad_conventions_at_kinks():
 
 torch = pytest.importorskip("torch")
 import nvmathpy.torch as nt
-from nvmathpy.linalg._custom_epilogue import input_kind
+from nvmathpy.linalg.gemm._custom_epilogue import input_kind
 from nvmathpy.torch._custom import _epilogue_text  # noqa: E402
 
 

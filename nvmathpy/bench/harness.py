@@ -10,6 +10,7 @@ the baseline).
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
@@ -99,7 +100,7 @@ def run_cases(cases: Sequence[Case], *, repeats: int = 7, min_seconds: float = 0
     Before each sample of a ``settle`` case the process idles :data:`SETTLE_SECONDS`: NumPy's
     and SciPy's OpenBLAS keep their worker threads spinning for a while after a call, and
     without the pause an implementation on one of them pays for the previous implementation's
-    threads (measured: 2-6x at n=512-1024 on 2 cores), which measures the interleaving, not
+    threads, several times over on a machine with few cores, which measures the interleaving, not
     the implementation.
     """
     results = []
@@ -149,7 +150,7 @@ def format_table(results: Sequence[Result]) -> str:
 
 def write_json(results: Sequence[Result], path: str, environment: dict) -> None:
     payload = {
-        "environment": environment,
+        "environment": {**environment, "date": datetime.date.today().isoformat()},
         "results": [
             {"suite": r.suite, "case": r.name, "baseline": r.baseline, "threads": r.threads, "note": r.note,
              "seconds": r.seconds,

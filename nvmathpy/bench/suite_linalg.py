@@ -27,8 +27,8 @@ def cases(quick: bool) -> list[Case]:
 
     import nvmathpy.linalg as nl
     import nvmathpy.scipy.linalg as nsl
-    from nvmathpy.linalg.solvers._fast_lapack import fast_module
-    from nvmathpy.linalg.solvers.solve_plan import Solve
+    from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module
+    from nvmathpy.linalg.solvers.plans.solve import Solve
 
     fast_module(wait=True)  # the small-call extension's first build (background) is not timed
     rng = np.random.default_rng(0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..errors import ExecutionSpaceUnavailableError, LibraryError, MissingDependencyError
 from .loader import INSTALL_HINT
 
-__all__ = ["CudaStatus", "cuda_status", "require_cuda", "unavailable_error"]
+__all__ = ["CudaStatus", "cuda_status", "device_unavailable", "require_cuda", "unavailable_error"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,12 @@ def cuda_status() -> CudaStatus:
 def unavailable_error(status: CudaStatus) -> ExecutionSpaceUnavailableError:
     """Return the error that reports ``status.reason`` (raised for every unserved GPU request)."""
     return ExecutionSpaceUnavailableError(f"CUDA is not available: {status.reason}")
+
+
+def device_unavailable() -> ExecutionSpaceUnavailableError | None:
+    """The error that explains a failed device call when CUDA cannot be used at all, else ``None``."""
+    status = cuda_status()
+    return None if status.available else unavailable_error(status)
 
 
 def require_cuda(device_id: int | None = None) -> CudaStatus:

@@ -4,9 +4,10 @@ Each binding module lists its functions as :class:`Fn` rows (name, return type, 
 copied from the vendor header) and wraps them in one :class:`Library`. The library is loaded and
 each symbol resolved on first use. Functions that return the library's status code raise
 :class:`~nvmathpy.errors.LibraryError` carrying the status name when the code is nonzero. When
-one marked ``device=True`` (handle creation) fails, :func:`nvmathpy.cuda.driver.cuda_status` is
-asked whether CUDA is usable at all; if not, :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError`
-naming the cause is raised instead, since a missing driver surfaces there as an unhelpful status.
+one marked ``device=True`` (handle creation) fails, the library's ``unavailable`` check
+(:func:`nvmathpy.cuda.driver.device_unavailable` for the device libraries) is asked whether CUDA is
+usable at all; if not, :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` naming the cause is
+raised instead, since a missing driver surfaces there as an unhelpful status.
 """
 
 from __future__ import annotations
@@ -127,12 +128,22 @@ class Library:
         Maps a nonzero status code to its name from the header.
     functions : Sequence[Fn]
         The declaration table.
+    unavailable : Callable[[], Exception or None], optional
+        Asked when a ``device=True`` function fails: the error that explains why CUDA cannot be
+        used at all, or ``None`` when it can (then the library's own error is raised).
     """
 
-    def __init__(self, libname: str, status_name: Callable[[int], str], functions: Sequence[Fn]):
+    def __init__(
+        self,
+        libname: str,
+        status_name: Callable[[int], str],
+        functions: Sequence[Fn],
+        unavailable: Callable[[], Exception | None] | None = None,
+    ):
         self.libname = libname
         self.status_name = status_name
         self.functions = {fn.name: fn for fn in functions}
+        self.unavailable = unavailable
 
     @property
     def loaded(self) -> LoadedLibrary:
@@ -190,12 +201,9 @@ class Library:
         """Build the exception for ``fn`` having returned the nonzero status ``code``."""
         status = self.status_name(code)
         error = LibraryError(f"{fn.name} failed: {status} ({code})", status=status, code=code)
-        if fn.device:
-            from .driver import cuda_status, unavailable_error
-
-            state = cuda_status()
-            if not state.available:
-                unavailable = unavailable_error(state)
+        if fn.device and self.unavailable is not None:
+            unavailable = self.unavailable()
+            if unavailable is not None:
                 unavailable.__cause__ = error
                 return unavailable
         return error

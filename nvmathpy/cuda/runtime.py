@@ -34,6 +34,7 @@ __all__ = [
     "current_stream_pointer",
     "describe_device",
     "device_description",
+    "engine_stream",
     "event_timer",
     "import_cupy",
     "stream_pointer",
@@ -149,6 +150,22 @@ def current_stream_pointer(package: str, device_id: int) -> Callable[[], int]:
     cupy = import_cupy()
     get = cupy.cuda.get_current_stream
     return lambda: get().ptr
+
+
+def engine_stream(package: str, device_id: int,
+                  stream: Any) -> tuple[int | None, Callable[[], int], Callable[..., float]]:
+    """What every CUDA engine sets up for its calls: ``(explicit, stream, timer)``.
+
+    ``explicit`` is the pointer of the ``stream=`` the caller gave (``None`` when none was
+    given), ``stream()`` the stream of each call (that one, else the package's current stream,
+    :func:`current_stream_pointer`), and ``timer`` an :func:`event_timer` on it."""
+    explicit = None if stream is None else stream_pointer(stream)
+    if explicit is None:
+        current = current_stream_pointer(package, device_id)
+    else:
+        def current() -> int:
+            return explicit
+    return explicit, current, event_timer(current, device_id)
 
 
 def allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:

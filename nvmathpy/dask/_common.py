@@ -85,7 +85,7 @@ def plan_cache_stats() -> dict[str, dict[str, int]]:
     ['fft', 'matmul', 'solvers']
     """
     from ..fft._driver import plan_cache as fft_cache
-    from ..linalg.matmul_plan import plan_cache_info
+    from ..linalg.gemm.matmul_plan import plan_cache_info
     from ..linalg.solvers.functions import plan_cache as solver_cache
 
     matmul = plan_cache_info()

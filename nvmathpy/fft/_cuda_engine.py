@@ -346,13 +346,7 @@ class CudaFFTEngine(Engine):
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)}")
         self.device_id, self.package, self.host = device_id, package, host
-        self.explicit_stream = None if stream is None else runtime.stream_pointer(stream)
-        if self.explicit_stream is None:
-            self.stream: Callable[[], int] = runtime.current_stream_pointer(package, device_id)
-        else:
-            pointer = self.explicit_stream
-            self.stream = lambda: pointer
-        self.timer = runtime.event_timer(self.stream, device_id)
+        self.explicit_stream, self.stream, self.timer = runtime.engine_stream(package, device_id, stream)
 
     def device(self) -> dict[str, Any]:
         return cufft_device(self.device_id)

@@ -5,46 +5,16 @@
 (the two best-guess libraries at the best-guess thread count, pyFFTW at FFTW_MEASURE, and the
 best guess at another thread count); ``"exhaustive"`` times them all, FFTW_PATIENT included.
 
-The table was derived from measurements on the development machine (2-core AMD EPYC,
-AVX-512, NumPy 2.4, SciPy 1.17, ducc0 0.42, pyFFTW 0.15.1 / FFTW 3.3, mkl_fft 2.3.2 / MKL
-2026.2), forward transforms, microseconds per call, best thread count of {1, 2}:
+The rules come from timing every installed library (ducc0, mkl_fft, pyFFTW at FFTW_ESTIMATE,
+scipy.fft) on forward transforms of many sizes, shapes and both precisions, at each thread
+count; ``benchmarks/bench_fft.py`` runs those cases and prints the table.
 
-===================  ==========  ==========  ===========  ========  ==========
-case                 precision   ducc0       mkl_fft      FFTW est  scipy.fft
-===================  ==========  ==========  ===========  ========  ==========
-c2c 1000             single      4           6            6         15
-c2c 1024             single      5           5            8         18
-c2c 4096             single      12          9            10        57
-c2c 65536            single      288         170          180       744
-c2c 2^20             single      7632        7588         7803      17156
-c2c 10007 (prime)    single      153         239          175       479
-c2c 1024x4096 ax -1  single      9905        19960        14538     18131
-c2c 512^2            single      1396        667          713       1054
-c2c 2048^2           single      24250       24028        25379     31671
-c2c 128^3            single      11532       8308         9784      16049
-r2c 2^20             single      3804        3782         3386      9697
-r2c 2048^2           single      10409       9230         13135     13796
-c2c 1000             double      7           8            13        19
-c2c 1024             double      6           7            12        17
-c2c 4096             double      19          21           26        52
-c2c 65536            double      340         322          346       907
-c2c 2^20             double      9099        14755        16718     32663
-c2c 10007 (prime)    double      169         394          366       426
-c2c 1024x4096 ax -1  double      14174       59237        48320     19555
-c2c 512^2            double      1968        3252         7282      5338
-c2c 2048^2           double      72640       67417        95138     97333
-c2c 128^3            double      31831       38940        33431     52322
-r2c 2^20             double      9385        7639         7319      10799
-r2c 2048^2           double      24804       32667        30897     32221
-===================  ==========  ==========  ===========  ========  ==========
-
-What follows from it (the rules in :func:`library_order`): ducc0 leads for double
-precision, for sizes with a prime factor above 7, for batches of 1-D transforms and for small
-transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
+The rules (:func:`library_order`): ducc0 leads for double precision, for sizes with a prime
+factor above 7, for batches of 1-D transforms and for small transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
 large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
 transforms. scipy.fft is never first when another library is installed. Threads: problems of
-fewer than 2^15 elements run on one thread (threading cost more than it saved at 4096
-points), larger ones on the whole budget.
+fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
+larger ones on the whole budget.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ class Ducc0Library(Library):
 def _import_mkl_fft() -> Any:
     """Import mkl_fft with OpenMP's idle spin off (``KMP_BLOCKTIME=0`` unless the user set it).
 
-    Intel OpenMP threads otherwise busy-wait 200 ms after each MKL call, which takes the cores
+    Intel OpenMP threads otherwise busy-wait for a while after each MKL call, which takes the cores
     away from whatever runs next - another FFT library being timed by autotune included.
     """
     os.environ.setdefault("KMP_BLOCKTIME", "0")
@@ -267,8 +267,8 @@ _FFTW_PRECISIONS = ("double", "single", "long")
 def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
     """Import the FFTW wisdom stored in a wisdom entry's ``extra`` (once per process).
 
-    Only the precision the problem runs in is stored and imported: FFTW's import costs about
-    0.3 ms per precision, which a wisdom hit pays once.
+    Only the precision the problem runs in is stored and imported: FFTW's import has a cost
+    per precision, which a wisdom hit pays once.
     """
     stored = (extra or {}).get("fftw_wisdom")
     if not stored:
@@ -286,7 +286,7 @@ class _FFTWPrepared(FFTPrepared):
     def wisdom_extra(self) -> dict[str, Any]:
         # Even an FFTW_ESTIMATE candidate is stored with the process's wisdom: FFTW plans an
         # ESTIMATE request from MEASURE wisdom when it has some (as after autotune timed the
-        # MEASURE candidate), and without it the same candidate can be 10x slower (512^2 c64).
+        # MEASURE candidate), and without it the same candidate can be many times slower.
         import pyfftw
 
         precision = self.state["precision"]

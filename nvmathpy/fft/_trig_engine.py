@@ -5,10 +5,10 @@ logical lengths (the input is cropped or zero-padded to them first), the real dt
 in, and SciPy's normalisation (``norm`` and ``orthogonalize``). Candidates are
 ``Candidate.of(library, threads=t)``.
 
-Measured here (2 cores, ``benchmarks/bench_fft.py --trig``): ducc0 is 1.2-3x faster than
-scipy.fft for 1-D transforms and for float64 ones of every shape, while scipy.fft is faster for
-float32 batches and multi-axis float32 transforms (0.56-0.91x ducc0's time): the heuristic
-puts ducc0 first except there. ducc0 computes SciPy's results with ``inorm`` 0/1/2 and the
+ducc0 is faster than scipy.fft for 1-D transforms and for float64 ones of every shape, while
+scipy.fft is faster for float32 batches and multi-axis float32 transforms
+(``benchmarks/bench_fft.py --trig`` compares them): the heuristic puts ducc0 first except
+there. ducc0 computes SciPy's results with ``inorm`` 0/1/2 and the
 inverse types (DCT-II's inverse is a DCT-III) when ``orthogonalize`` is what ``norm`` implies
 (SciPy's default); the other combinations run on scipy.fft only.
 """

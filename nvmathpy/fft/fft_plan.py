@@ -27,12 +27,13 @@ from ..errors import (
 )
 from ..execution import ExecutionCUDA, as_execution, resolve_execution
 from ..kernels.ir import inputs_of
-from ..operands import Operand, unwrapper, wrap, wrap_matching
-from ..plan import Plan, Problem, as_options
+from ..operands import Operand, unwrapper, wrap
+from ..plan import Problem, as_options
 from ._callbacks import _convert_input, check_inputs_used, make_callback
 from ._engines_cpu import engine_for
 from ._layout import DIRECTIONS, describe, engine_strides, make_stage
 from ._libraries import LIBRARIES
+from ._one_operand import OneOperandPlan
 
 __all__ = ["FFT", "FFTOptions"]
 
@@ -40,7 +41,7 @@ __all__ = ["FFT", "FFTOptions"]
 #: Whether execute() may reuse a previous result that no one references any more (checked
 #: with sys.getrefcount, as NumPy's own temporary elision does) - on CPython with the GIL
 #: before 3.14, where reference counts are exact. It saves the page faults of a fresh
-#: output allocation, which cost 10-30% of a large FFT (outputs under 1 MiB are allocated:
+#: output allocation, a sizeable share of a large FFT's time (outputs under 1 MiB are allocated:
 #: the allocator recycles those without page faults).
 _SPARE_RESULTS = (
     sys.implementation.name == "cpython" and sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -110,7 +111,7 @@ class FFTOptions:
         object.__setattr__(self, "engines", names)
 
 
-class FFT(Plan):
+class FFT(OneOperandPlan):
     """A planned FFT over the given axes of one operand.
 
     Parameters
@@ -397,18 +398,6 @@ class FFT(Plan):
         """
         return self._run(direction)
 
-    def reset_operand(self, x: Any, /) -> None:
-        """Point the plan at a new operand of the planned shape, dtype, strides and package.
-
-        Raises
-        ------
-        OperandMismatchError
-            If ``x`` differs from the planned operand in any of those.
-        """
-        self._check_alive("reset_operand")
-        operand = wrap_matching(x, self._signature)
-        self._swap_operand(operand, x)
-
     def _swap_operand(self, operand: Operand, user: Any) -> None:
         """Bind an operand already known to match (the one-call functions' cache key checks it)."""
         if self._inplace and not getattr(operand.array.flags, "writeable", True):
@@ -427,6 +416,3 @@ class FFT(Plan):
         """Release everything the plan holds, kept results included. Idempotent."""
         self._spares[:] = [None] * len(self._spares)
         super().free()
-
-    #: Same as :meth:`reset_operand` (the spelling other nvmathpy plans use).
-    reset_operands = reset_operand

@@ -15,10 +15,11 @@ import numpy as np
 
 from ..errors import ExecutionSpaceUnavailableError, InvalidOptionError, PlanStateError
 from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
-from ..operands import to_package, unwrapper, wrap, wrap_matching
-from ..plan import Plan, PlanCache, Problem
+from ..operands import Operand, to_package, unwrapper, wrap
+from ..plan import PlanCache, Problem
 from ._driver import _frozen, wrap_input
 from ._layout import DIRECTIONS, no_axes
+from ._one_operand import OneOperandPlan
 from ._trig_engine import TrigEngine, TrigLayout, default_budget, describe_trig
 
 __all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
@@ -40,7 +41,7 @@ def _stage(layout: TrigLayout, shape: tuple[int, ...]) -> Callable[[np.ndarray],
     return staged
 
 
-class DCT(Plan):
+class DCT(OneOperandPlan):
     """A planned discrete cosine transform (SciPy's ``dctn``/``idctn``) over axes of one operand.
 
     Parameters
@@ -146,25 +147,14 @@ class DCT(Plan):
         operand's package."""
         return self._run(direction)
 
-    def reset_operand(self, x: Any, /) -> None:
-        """Point the plan at a new operand of the planned shape, dtype, strides and package.
-
-        Raises
-        ------
-        OperandMismatchError
-            If ``x`` differs from the planned operand in any of those.
-        """
-        self._check_alive("reset_operand")
-        self._operand = wrap_matching(x, self._signature)
+    def _swap_operand(self, operand: Operand, user: Any) -> None:
+        self._operand = operand
         self._rebind()
 
     def _release(self) -> None:
         """Drop the references to the caller's arrays (a cached plan must not keep them alive)."""
         self._operand = None
         self._run = _raise_released
-
-    #: Same as :meth:`reset_operand` (the spelling other nvmathpy plans use).
-    reset_operands = reset_operand
 
 
 def _raise_released(*args: Any, **kwargs: Any) -> Any:

@@ -1,8 +1,8 @@
 """A compiled host GEMM whose epilogue runs on each tile before it is stored: ``act(a @ b + bias)``.
 
 OpenBLAS's interface ends at the product: an epilogue after ``?gemm`` is another pass over the
-result, and on a result larger than the caches that pass is held by memory bandwidth (a ReLU
-over a 16 MB float32 result costs 2.1 ms here, 4.6% of its 4096 x 1024 x 1024 product). This
+result, and on a result larger than the caches that pass is held by memory bandwidth, a
+noticeable share of the product's own time. This
 kernel adds the bias and applies the ReLU (in registers) or the tanh-approximated GELU (in a
 vectorised loop over the tile) to each ``MR x NR`` tile of the result as it is stored for the
 last time, so the result is written once.
@@ -24,14 +24,14 @@ Structure (the loops of BLIS, with the roles of the operands chosen for a row-ma
 The vectors are GCC vector extensions, so the same source compiles for any x86-64 (or other)
 target; ``MR`` and the vector width follow the instruction set (12 rows of two 16-float vectors
 with AVX-512, 6 rows of two 8-float vectors with AVX2). The threads are POSIX threads made per
-call (about 70 us here: the kernel is offered for large products only), the helpers kept off
-the caller's core.
+call (a cost that only large products hide: the kernel is offered for those only), the
+helpers kept off the caller's core.
 
-Measured here (2 cores, AMD EPYC Zen 4, float32 4096 x 1024 @ 1024 x 1024, each call repeated
-after a pause): the fused ``relu_bias`` takes 0.84-0.97x the time of the bare ``numpy.matmul``
-on OpenBLAS, ``gelu_bias`` 1.00x. Within about 0.1 s after an OpenBLAS call it takes 1.26-1.37x as long: OpenBLAS's
-worker thread still spins on the other core, which the second thread then shares
-(:func:`others_running` tells; :mod:`nvmathpy.linalg._matmul_cpu` falls back to OpenBLAS then).
+On large float32 products a fused epilogue costs next to nothing over the bare product
+(``benchmarks/bench_matmul.py`` compares it with ``numpy.matmul``). Right after an OpenBLAS call
+it is slower: OpenBLAS's worker thread still spins on another core, which the kernel's second
+thread then shares (:func:`others_running` tells; :mod:`nvmathpy.linalg.gemm.cpu._engine` falls
+back to OpenBLAS then).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = ["fused_gemm", "fused_gemm_available", "others_running"]
 
 #: The activations the kernel applies (after the bias), in the C source's order.
 ACTIVATIONS = (None, "relu", "gelu")
-#: Depth of a packed block (measured: 384-1024 within noise of each other, 128-256 8-15% slower).
+#: Depth of a packed block (deeper blocks time alike; shallower ones are slower).
 KC = 512
 #: Width of a packed block of ``B`` (columns).
 NC = 1024
@@ -318,7 +318,7 @@ def fused_gemm(dtype: Any) -> Callable[..., None]:
 
 def others_running() -> int:
     """How many other threads of this process are running now (state ``R`` in ``/proc``; 0
-    where that cannot be read): about 10 us a thread here.
+    where that cannot be read); it reads one small file per thread.
 
     OpenBLAS's worker threads spin for about 0.1 s after each call; a parallel kernel started
     meanwhile shares their cores.

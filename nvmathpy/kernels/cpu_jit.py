@@ -103,7 +103,7 @@ def _compiler() -> str | None:
 @functools.lru_cache(maxsize=None)
 def _which(name: str) -> str | None:
     """``shutil.which(name)``, looked up once per name (a lookup stats every ``PATH``
-    directory: 0.2 ms, which plans asking :func:`available` on every call would pay)."""
+    directory, which plans asking :func:`available` on every call would pay)."""
     return shutil.which(name)
 
 

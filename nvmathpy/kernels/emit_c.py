@@ -29,7 +29,7 @@ from .ir import Expr, inputs_of
 __all__ = ["CLayout", "PATTERNS", "C_TYPES", "C_PRELUDE", "elementwise_source"]
 
 #: ``nvm_expf``/``nvm_exp``: exp as plain arithmetic that vectorises with no slow path
-#: (libmvec's vector exp falls back to scalar code for every lane beyond |x| ~ 87, 25-40x
+#: (libmvec's vector exp falls back to scalar code for every lane beyond |x| ~ 87, many times
 #: slower on results with large entries). Round-to-nearest range reduction
 #: ``x = n ln2 + r``, |r| <= ln2/2, split ln2 (Cody-Waite), Taylor polynomial of degree 7
 #: (float, truncation 6e-9) or 13 (double, 2e-16), and 2^n built from exponent bits in two

@@ -2,7 +2,7 @@
 as one-call functions (numpy.linalg / Array-API semantics, batched over leading dimensions).
 
 Names load lazily: importing :mod:`nvmathpy.linalg` costs nothing until a name is used.
-Submodules are never named like a public function (``matmul_plan``, not ``matmul``), so
+Submodules are never named like a public function (``gemm``, not ``matmul``), so
 importing one cannot shadow the function of the same name.
 """
 
@@ -12,12 +12,12 @@ from .._lazy import lazy_getattr
 
 _NAMES = {
     # matrix products
-    "Matmul": "matmul_plan",
-    "matmul": "matmul_plan",
-    "MatmulOptions": "matmul_plan",
-    "clear_plan_cache": "matmul_plan",  # matmul's plan cache (the solvers' is solvers.plan_cache())
-    "set_plan_cache_size": "matmul_plan",
-    "plan_cache_info": "matmul_plan",
+    "Matmul": "gemm.matmul_plan",
+    "matmul": "gemm.matmul_plan",
+    "MatmulOptions": "gemm.matmul_plan",
+    "clear_plan_cache": "gemm.matmul_plan",  # matmul's plan cache (the solvers' is solvers.plan_cache())
+    "set_plan_cache_size": "gemm.matmul_plan",
+    "plan_cache_info": "gemm.matmul_plan",
     "Epilogue": "epilogues",
     "epilogues": "epilogues",  # the submodule itself (epilogue names and helpers)
     # solver plans

@@ -14,7 +14,7 @@ from ..kernels import ir_text
 from ..kernels.ir import Expr, inputs_of
 from ..kernels.ir_grad import derivatives, value_name
 from ..kernels.trace import trace
-from ..linalg._custom_epilogue import RESERVED, input_kind
+from ..linalg.gemm._custom_epilogue import RESERVED, input_kind
 from . import _ops
 from ._ops import _bgradb_op, _check, _product, _result_shape, _sum_to
 

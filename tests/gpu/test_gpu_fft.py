@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.gpu
+
 cupy = pytest.importorskip("cupy")
 
 import nvmathpy.fft as nf  # noqa: E402

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.gpu
+
 cupy = pytest.importorskip("cupy")
 
 from nvmathpy.fft import FFT  # noqa: E402

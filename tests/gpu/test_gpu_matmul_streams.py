@@ -17,7 +17,7 @@ pytest.importorskip("ml_dtypes")
 
 from nvmathpy.cuda.runtime import cupy_stream  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg import _custom_cuda as custom_cuda  # noqa: E402
+from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda  # noqa: E402
 
 from numerics import rand, up  # noqa: E402
 

@@ -22,7 +22,7 @@ from nvmathpy.kernels import gemm_tiled  # noqa: E402
 from nvmathpy.kernels.gemm_config import MMA_CONFIGS, SIMT_CONFIGS  # noqa: E402
 from nvmathpy.kernels.gemm_tiled import variant_compilable  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg import _custom_cuda as custom_cuda  # noqa: E402
+from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda  # noqa: E402
 
 from numerics import TOL, rand, up  # noqa: E402
 

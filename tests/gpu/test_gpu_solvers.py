@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
+pytestmark = pytest.mark.gpu
+
 cupy = pytest.importorskip("cupy")
 
 if type(cupy).__name__ == "module" and getattr(cupy.ndarray, "__name__", "") == "HostArray":  # host emulation

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
+pytestmark = pytest.mark.gpu
+
 cupy = pytest.importorskip("cupy")
 
 #: Under the host emulation every kernel block runs on the CPU: stacks just large enough for the
@@ -31,7 +33,7 @@ if EMULATED:
 import nvmathpy.linalg as nl  # noqa: E402
 from nvmathpy.errors import LinAlgError  # noqa: E402
 from nvmathpy.linalg import Matmul  # noqa: E402
-from nvmathpy.linalg.solvers._cusolver_plans import CudaSolve  # noqa: E402
+from nvmathpy.linalg.solvers.cuda._plans import CudaSolve  # noqa: E402
 
 TOL = {"float32": 1e-4, "float64": 1e-11}
 #: Bounds on a normwise backward error (partial pivoting keeps it near the unit roundoff).

@@ -13,7 +13,8 @@ import nvmathpy.torch as nt  # noqa: E402
 from nvmathpy.torch._custom import _epilogue_text  # noqa: E402
 
 # a marker, not a module-level skip: the host-emulation run deselects these tests by name
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device here")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device here")]
 
 DEVICE = torch.device("cuda")
 

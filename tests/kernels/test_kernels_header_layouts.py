@@ -22,7 +22,7 @@ from nvmathpy.kernels.emit_cuda import STORAGE_TYPES
 from nvmathpy.kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, gemm_kernel, variant_compilable
 from nvmathpy.kernels.tiny_batched import tiny_gemm_kernel, tiny_solve_kernel
 from nvmathpy.kernels.trace import gelu, trace
-from nvmathpy.linalg import _custom_cuda as custom_cuda
+from nvmathpy.linalg.gemm.cuda import _custom as custom_cuda
 from nvmathpy.plan import Problem
 
 pytestmark = needs_nvrtc

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from ctypes import POINTER, c_int, c_size_t, c_void_p
 
+from ..driver import device_unavailable
 from ..ffi import STATUS, Fn, Library, enum_names, new_handle
 from .library_types import property_version
 
@@ -95,6 +96,7 @@ LIB = Library(
         Fn("cublasGetProperty", STATUS, (c_int, POINTER(c_int))),
         *(fn for prefix in "SDCZ" for fn in _batched_lu(prefix)),
     ],
+    unavailable=device_unavailable,
 )
 
 

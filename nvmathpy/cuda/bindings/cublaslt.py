@@ -28,6 +28,7 @@ from ctypes import (
 )
 from typing import Any
 
+from ..driver import device_unavailable
 from ..ffi import STATUS, Fn, Library, enum_names, new_handle
 from .cublas import ComputeType, Operation, Status
 from .library_types import DataType, property_version
@@ -309,6 +310,7 @@ LIB = Library(
             (*[c_void_p] * 12, POINTER(MatmulAlgo), c_void_p, c_size_t, c_void_p),
         ),
     ],
+    unavailable=device_unavailable,
 )
 
 _ACCESSORS: dict[type[enum.IntEnum], tuple[str, dict[Any, Any]]] = {

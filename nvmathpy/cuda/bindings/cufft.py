@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
+from ..driver import device_unavailable
 from ..ffi import STATUS, Fn, Library, enum_names, new_handle
 from .library_types import property_version
 
@@ -119,6 +120,7 @@ LIB = Library(
             symbols={12: "__cufftXtSetJITCallback_12_7"},
         ),
     ],
+    unavailable=device_unavailable,
 )
 
 

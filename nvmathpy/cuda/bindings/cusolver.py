@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from ctypes import POINTER, c_char, c_double, c_int, c_int64, c_size_t, c_void_p
 
+from ..driver import device_unavailable
 from ..ffi import STATUS, Fn, Library, enum_names, new_handle
 from .library_types import property_version
 
@@ -180,6 +181,7 @@ LIB = Library(
             for t in "SDCZ"
         ),
     ],
+    unavailable=device_unavailable,
 )
 
 

@@ -6,8 +6,8 @@ matrices through free transposed views, caches workspace sizes, chooses drivers 
 measurement and has vectorised fast paths for large batches of tiny matrices.
 """
 
-from .cholesky_plan import Cholesky
-from .eigh_plan import Eigh
+from .plans.cholesky import Cholesky
+from .plans.eigh import Eigh
 from .functions import (
     cho_factor,
     cho_solve,
@@ -26,10 +26,10 @@ from .functions import (
     svd,
     svdvals,
 )
-from .lstsq_plan import Lstsq
-from .lu_plan import LU
-from .qr_plan import QR
-from .svd_plan import SVD
+from .plans.lstsq import Lstsq
+from .plans.lu import LU
+from .plans.qr import QR
+from .plans.svd import SVD
 
 __all__ = [
     "LU", "Cholesky", "QR", "Eigh", "SVD", "Lstsq",

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
-from ._lapack import lapack_dtype
+from .cpu._lapack import lapack_dtype
 from ._validation import check_dtype, check_matrix, check_result_size, host_array
 
 __all__ = [
@@ -32,7 +32,7 @@ def host_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, np.ndarray], C
 
     ``execution="cuda"`` without a usable GPU raises the
     :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of :func:`resolve_execution`
-    (CUDA operands are taken by the plans' cuSOLVER variants, ``_cusolver_plans``).
+    (CUDA operands are taken by the plans' cuSOLVER variants, :mod:`.cuda._plans`).
     """
     wrapped = wrap_all(**{k: host_array(v) for k, v in arrays.items()})
     if not wrapped:
@@ -203,7 +203,7 @@ def matrix_at(a: np.ndarray, i: int) -> np.ndarray:
 def stand_in(a: np.ndarray) -> np.ndarray:
     """An identity matrix of the shape and dtype of ``a``'s matrices (Fortran-ordered): what a
     plan over an empty batch computes once, so that its empty results get their shapes and
-    dtypes (see :func:`._factored.stack_factors`)."""
+    dtypes (see :func:`.cpu._factored.stack_factors`)."""
     return np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype, order="F")
 
 

@@ -9,27 +9,26 @@ and plans a new one). ``plan_cache()`` returns the cache (``resize``, ``clear``,
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Hashable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
 from ...errors import InvalidOperandError
-from ...execution import as_execution
-from ...plan import PlanCache
-from ._base import limit_threads
-from ._factored import check_trans
-from ._lapack import lapack_dtype
-from ._numpy_lapack import FROM_ORDER
+from ._cached import CACHE, EighResult, SlogdetResult, cache_key, plan_cache, run_cached
+from ._dispatch import cuda_function, wants_cuda
+from .cpu._factored import check_trans
+from .cpu._lapack import lapack_dtype
+from .cpu._numpy_lapack import FROM_ORDER
 from ._operands import as_stack, host_arrays, solve_operands
 from ._validation import check_dtype, factor_pair, lu_factors
-from .cholesky_plan import Cholesky
-from .eigh_plan import Eigh
-from .lstsq_plan import Lstsq
-from .lu_plan import LU
-from .qr_plan import QR
-from .solve_plan import Solve
-from .svd_plan import SVD
-from .triangular_plan import TriangularSolve
+from .plans.cholesky import Cholesky
+from .plans.eigh import Eigh
+from .plans.lstsq import Lstsq
+from .plans.lu import LU
+from .plans.qr import QR
+from .plans.solve import Solve
+from .plans.svd import SVD
+from .plans.triangular import TriangularSolve
 
 __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "lstsq",
@@ -37,28 +36,13 @@ __all__ = [
     "EighResult", "SlogdetResult",
 ]
 
-_CACHE = PlanCache(maxsize=64)
 _LAPACK_CHARS = "fdFD"
 _ndarray = np.ndarray
 
 
-class EighResult(NamedTuple):
-    """``eigenvalues``, ``eigenvectors`` as :func:`numpy.linalg.eigh` names them."""
-
-    eigenvalues: Any
-    eigenvectors: Any
-
-
-class SlogdetResult(NamedTuple):
-    """``sign``, ``logabsdet`` as :func:`numpy.linalg.slogdet` names them."""
-
-    sign: Any
-    logabsdet: Any
-
-
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Route a call whose operand lives on a GPU (or ``execution="cuda"``) to the function of
-    the same name in :mod:`._cusolver_functions`; NumPy calls pay one type check."""
+    the same name in :mod:`.cuda._functions`; NumPy calls pay one type check."""
     name = fn.__name__
     factors = name in ("lu_solve", "cho_solve")
 
@@ -69,62 +53,11 @@ def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
         if factors and isinstance(operand, tuple) and operand:
             operand = operand[0]
         if execution is not None or (type(operand) is not _ndarray and operand is not None):
-            from ._cusolver_plans import wants_cuda
-
             if wants_cuda(operand, execution):
-                from ._cusolver_functions import ROUTED
-
-                return ROUTED[name](*args, **kwargs)
+                return cuda_function(name)(*args, **kwargs)
         return fn(*args, **kwargs)
 
     return routed
-
-
-def plan_cache() -> PlanCache:
-    """The plan cache of the one-call solver functions (``resize(n)``, ``clear()``)."""
-    return _CACHE
-
-
-def cache_key(name: str, x: Any, *extra: Hashable) -> tuple:
-    """A cheap cache key: function, array type, shape, dtype, layout, options."""
-    flags = getattr(x, "flags", None)
-    layout = (flags.c_contiguous, flags.f_contiguous) if flags is not None else None
-    return (name, type(x), tuple(x.shape), str(x.dtype), layout, *extra)
-
-
-def run_cached(key: tuple, build: Callable[[], Any], swap: Callable[[Any], None], use: Callable[[Any], Any],
-               execution: Any = None) -> Any:
-    """Check out the cached plan of ``key`` (or ``build()`` and plan one), ``swap`` the new
-    operands into it, return ``use(plan)``, and give the plan back to the cache. A plan
-    whose planning or swap fails may be half-updated: it is freed, not given back.
-    ``ExecutionCPU(num_threads=n)`` runs all of it with BLAS/LAPACK limited to ``n``
-    threads (and keys the cache by ``n``)."""
-    threads = None if execution is None else getattr(as_execution(execution), "num_threads", None)
-    if threads is None:
-        return checkout(_CACHE, key, build, swap, use)
-    return limit_threads(threads, checkout)(_CACHE, (*key, threads), build, swap, use)
-
-
-def checkout(cache: PlanCache, key: tuple, build: Callable[[], Any], swap: Callable[[Any], None],
-             use: Callable[[Any], Any]) -> Any:
-    """``use(plan)`` on ``cache``'s plan for ``key`` (built and planned, or with the new operands
-    swapped in), given back afterwards; a plan whose planning or swap failed is freed instead."""
-    plan = cache.take(key)
-    try:
-        if plan is None:
-            plan = build()
-            plan.plan()
-        else:
-            swap(plan)
-    except BaseException:
-        if plan is not None:
-            plan.free()
-        raise
-    try:
-        return use(plan)
-    finally:
-        plan._release()
-        cache.give(key, plan)
 
 
 # -- solve / inv ------------------------------------------------------------------------------
@@ -168,23 +101,18 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
 def _solve_cached(key: tuple, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     """Run the cached :class:`Solve` plan of ``key`` on ``a`` and ``b`` (NumPy arrays the key
     describes: the plan reads them at run time, no wrapping or validation), building it on a miss."""
-    plan = _CACHE.take(key) or Solve(a, b).plan()
+    plan = CACHE.take(key) or Solve(a, b).plan()
     plan._a, plan._b = a, b
     try:
         return plan._run()
     finally:
         plan._a = plan._b = None  # do not keep the caller's arrays alive in the cache
-        _CACHE.give(key, plan)
+        CACHE.give(key, plan)
 
 
 def _solve_general(a: Any, b: Any, execution: Any) -> Any:
-    if execution is not None or type(a) is not _ndarray:
-        from ._cusolver_plans import wants_cuda
-
-        if wants_cuda(a, execution):
-            from ._cusolver_functions import ROUTED
-
-            return ROUTED["solve"](a, b, execution=execution)
+    if (execution is not None or type(a) is not _ndarray) and wants_cuda(a, execution):
+        return cuda_function("solve")(a, b, execution=execution)
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1, b1 = arrays["a"], arrays["b"]
     a1, b2, dtype, vector = solve_operands(as_stack(a1, "a"), b1, np.broadcast_to)
@@ -233,9 +161,9 @@ def _plain_square(a: Any) -> bool:
 def _numpy_determinant(a: Any, execution: Any) -> bool:
     """Whether :func:`det`/:func:`slogdet` of ``a`` are NumPy's own: its gufuncs factor every
     matrix with LAPACK's ``getrf`` in one C loop, which a plan (one LAPACK call per matrix from
-    Python) cannot beat below :data:`~._numpy_lapack.FROM_ORDER` (measured: 4x4 2.5 us vs 58 us,
-    1000 x 4x4 0.31 ms vs 4.4 ms); from there on the plan's LU (recursive or with look-ahead
-    for real orders up to 2048, see :func:`._lookahead_lu.getrf_order`) is the faster one."""
+    Python) cannot beat below :data:`~.cpu._numpy_lapack.FROM_ORDER`, one matrix or a batch;
+    from there on the plan's LU (recursive or with look-ahead
+    for real orders up to 2048, see :func:`.cpu._lookahead_lu.getrf_order`) is the faster one."""
     return execution is None and _plain_square(a) and a.shape[-1] < FROM_ORDER
 
 

@@ -31,7 +31,7 @@ def _on_cuda(x: Any) -> bool:
         x = x[0]
     if type(x) is ndarray:
         return False
-    from ...linalg.solvers._cusolver_plans import wants_cuda
+    from ...linalg.solvers._dispatch import wants_cuda
 
     return wants_cuda(x, None)
 
@@ -81,7 +81,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
 def _solve_diagonal(a: Any, b: Any) -> Any:
     """``b / diag(a)`` (the transposed system is the same one)."""
     from ...cuda.runtime import import_cupy
-    from ...linalg.solvers._cusolver_plans import device_arrays
+    from ...linalg.solvers.cuda._operands import device_arrays
 
     cupy = import_cupy()
     native, to_caller, _, _ = device_arrays(None, a=a, b=b)
@@ -166,7 +166,7 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
 def _full_r(r: Any, m: int) -> Any:
     """SciPy's ``mode='r'`` R, ``(m, n)``: the ``(k, n)`` R padded with zero rows."""
     from ...cuda.runtime import import_cupy
-    from ...linalg.solvers._cusolver_plans import device_arrays
+    from ...linalg.solvers.cuda._operands import device_arrays
 
     native, to_caller, _, _ = device_arrays(None, r=r)
     r = native["r"]

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from ...linalg.solvers import SVD, Eigh
-from ...linalg.solvers.functions import cache_key, run_cached
-from ...linalg.solvers._fast_lapack import fast_module
-from ...linalg.solvers._numpy_lapack import for_order
+from ...linalg.solvers._cached import cache_key, run_cached
+from ...linalg.solvers.cpu._fast_lapack import fast_module
+from ...linalg.solvers.cpu._numpy_algorithms import for_order
 from ...linalg.solvers._validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
@@ -37,7 +37,7 @@ def _funcs(char: str) -> dict[str, Any]:
 def _routine(dtype: np.dtype, n: int, name: str) -> Any:
     """LAPACK routine ``name`` for order ``n``: large orders run on NumPy's OpenBLAS (the thread
     pool of NumPy's products and of nvmathpy's plans, see
-    :mod:`nvmathpy.linalg.solvers._numpy_lapack`), small ones through SciPy's wrappers."""
+    :mod:`nvmathpy.linalg.solvers.cpu._numpy_lapack`), small ones through SciPy's wrappers."""
     on_numpy = for_order(n, dtype, name)
     return on_numpy[0] if on_numpy else _funcs(dtype.char)[name]
 

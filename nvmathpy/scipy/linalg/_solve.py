@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.solvers._operands import stack_of
-from ...linalg.solvers._fast_lapack import fast_module
+from ...linalg.solvers.cpu._fast_lapack import fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers._numpy_lapack import for_order
+from ...linalg.solvers.cpu._numpy_algorithms import for_order
 
 __all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 

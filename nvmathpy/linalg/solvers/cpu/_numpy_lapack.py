@@ -1,0 +1,205 @@
+"""``getrf``/``getrs`` and ``potrf``/``potrs`` of the OpenBLAS NumPy itself runs on.
+
+SciPy's LAPACK wrappers run on SciPy's own copy of OpenBLAS. Its worker threads and NumPy's
+each spin for a while after a call, so a program that mixes NumPy products (``a @ b``,
+nvmathpy's matmul, which runs on NumPy's BLAS) with SciPy's LAPACK has two thread pools
+fighting for the same cores: a factorization on SciPy's OpenBLAS right after a NumPy product
+is much slower than alone, on NumPy's hardly. Large factorizations therefore get candidates
+that call NumPy's OpenBLAS
+(the scipy-openblas builds of NumPy's wheels export LAPACK as ``scipy_?getrf_64_``, 64-bit
+integers), found among the loaded libraries as :mod:`nvmathpy.linalg.gemm.cpu._cblas` finds its
+``?gemm``.
+
+The Fortran entry points are called (not LAPACKE, which may scan the input for NaN first): the
+results equal the f2py wrappers', with their calling conventions, so the plans take either.
+Each call costs a few microseconds of ctypes, which is why small matrices stay on SciPy's
+wrappers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from ...gemm.cpu._cblas import _numpy_blas
+
+__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "routines", "suits"]
+
+#: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
+#: pool with NumPy's products). Below it the calls are short enough that ctypes' few
+#: microseconds per call would show, and OpenBLAS runs them on one thread anyway.
+FROM_ORDER = 256
+
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+_TRANS = {0: b"N", 1: b"T", 2: b"C"}
+
+
+@functools.lru_cache(maxsize=None)
+def _symbol(name: str) -> tuple[Any, type] | None:
+    """The Fortran entry point ``name`` (e.g. ``"dgetrf"``) of NumPy's OpenBLAS and its integer type."""
+    lib = _numpy_blas()
+    if lib is None:
+        return None
+    for symbol, integer in ((f"scipy_{name}_64_", ctypes.c_int64), (f"{name}_64_", ctypes.c_int64)):
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn.restype = None
+            return fn, integer
+    return None
+
+
+def available(dtype: np.dtype, *names: str) -> bool:
+    """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype``."""
+    prefix = _PREFIX.get(np.dtype(dtype).name)
+    return prefix is not None and _numpy_blas() is not None and all(_symbol(prefix + name) is not None
+                                                                     for name in names)
+
+
+def _fortran(x: np.ndarray, dtype: np.dtype, overwrite: bool) -> np.ndarray:
+    """``x`` as a Fortran-ordered array of ``dtype`` LAPACK may overwrite (``x`` itself when allowed)."""
+    if overwrite and x.dtype == dtype and x.flags.f_contiguous and x.flags.writeable:
+        return x
+    return np.array(x, dtype=dtype, order="F")
+
+
+def _readable(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Factors as LAPACK reads them: Fortran-ordered, of ``dtype`` (a copy only if not so)."""
+    return x if x.dtype == dtype and x.flags.f_contiguous else np.asfortranarray(x, dtype)
+
+
+def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    fn, integer = _symbol(_PREFIX[dtype.name] + "getrf")
+    index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
+
+    def getrf(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        lu = _fortran(a, dtype, bool(overwrite_a))
+        m, n = lu.shape
+        ipiv = np.empty(min(m, n), index)
+        info = integer(0)
+        fn(ctypes.byref(integer(m)), ctypes.byref(integer(n)), ctypes.c_void_p(lu.ctypes.data),
+           ctypes.byref(integer(max(1, m))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.byref(info))
+        return lu, (ipiv - 1).astype(np.int32), int(info.value)  # 0-based int32, as SciPy's
+
+    return getrf
+
+
+def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
+    fn, integer = _symbol(_PREFIX[dtype.name] + "getrs")
+    index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
+
+    def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0) -> tuple[np.ndarray, int]:
+        lu, x = _readable(lu, dtype), np.array(b, dtype=dtype, order="F")
+        n = lu.shape[0]
+        ipiv = (np.asarray(piv) + 1).astype(index)
+        info = integer(0)
+        fn(ctypes.c_char_p(_TRANS[int(trans)]), ctypes.byref(integer(n)),
+           ctypes.byref(integer(x.shape[1] if x.ndim == 2 else 1)), ctypes.c_void_p(lu.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.c_void_p(x.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
+        return x, int(info.value)
+
+    return getrs
+
+
+def _potrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
+    fn, integer = _symbol(_PREFIX[dtype.name] + "potrf")
+
+    def potrf(a: np.ndarray, lower: int = 0, clean: int = 1, overwrite_a: int = 0) -> tuple[np.ndarray, int]:
+        c = _fortran(a, dtype, bool(overwrite_a))
+        n = c.shape[0]
+        info = integer(0)
+        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
+        if clean and info.value == 0:  # zero the other triangle, as SciPy's clean=1 does
+            _zero_other_triangle(c, bool(lower))
+        return c, int(info.value)
+
+    return potrf
+
+
+def _zero_other_triangle(c: np.ndarray, lower: bool) -> None:
+    """Zero the strictly upper (``lower``) or strictly lower triangle of the Fortran-ordered
+    ``c``, one contiguous column piece at a time (several times faster than an index-array
+    assignment)."""
+    n = c.shape[0]
+    if lower:
+        for j in range(1, n):
+            c[:j, j] = 0
+    else:
+        for j in range(n - 1):
+            c[j + 1:, j] = 0
+
+
+#: Up to this many right-hand sides ``potrs`` solves column by column with two ``?trsv``:
+#: OpenBLAS's ``?potrs`` goes through ``?trsm``, which packs the whole factor even for one
+#: column; from a few columns on, that packing pays for itself and ``?potrs`` is faster.
+POTRS_BY_COLUMN = 4
+
+
+def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
+    prefix = _PREFIX[dtype.name]
+    fn, integer = _symbol(prefix + "potrs")
+    trsv = (_symbol(prefix + "trsv") or (None,))[0]
+    adjoint = b"C" if prefix in "cz" else b"T"
+
+    def by_column(c: np.ndarray, x: np.ndarray, lower: int) -> None:
+        """``x <- A^-1 x`` for ``A = L L^H`` (``lower``) or ``U^H U``, one column at a time."""
+        n, item = c.shape[0], x.dtype.itemsize
+        first, second = (b"N", adjoint) if lower else (adjoint, b"N")
+        args = (ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))))
+        uplo, step = ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(1))
+        for column in range(x.shape[1] if x.ndim == 2 else 1):
+            at = ctypes.c_void_p(x.ctypes.data + column * n * item)
+            for trans in (first, second):
+                trsv(uplo, ctypes.c_char_p(trans), ctypes.c_char_p(b"N"), *args, at, step)
+
+    def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0) -> tuple[np.ndarray, int]:
+        c, x = _readable(c, dtype), np.array(b, dtype=dtype, order="F")
+        n = c.shape[0]
+        nrhs = x.shape[1] if x.ndim == 2 else 1
+        if trsv is not None and nrhs <= POTRS_BY_COLUMN:
+            by_column(c, x, lower)
+            return x, 0
+        info = integer(0)
+        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.byref(integer(nrhs)),
+           ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))), ctypes.c_void_p(x.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
+        return x, int(info.value)
+
+    return potrs
+
+
+_MAKERS = {"getrf": _getrf, "getrs": _getrs, "potrf": _potrf, "potrs": _potrs}
+
+
+def routines(dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...]:
+    """f2py-compatible callables for ``names`` on NumPy's OpenBLAS (check :func:`available` first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([[4.0, 3.0], [6.0, 3.0]], order="F")
+    >>> if available(a.dtype, "getrf", "getrs"):
+    ...     getrf, getrs = routines(a.dtype, "getrf", "getrs")
+    ...     lu, piv, info = getrf(a)
+    ...     x, info = getrs(lu, piv, np.array([10.0, 12.0]))
+    ... else:
+    ...     x = np.linalg.solve(a, [10.0, 12.0])
+    >>> np.round(x, 12).tolist()
+    [1.0, 2.0]
+    """
+    return tuple(_routine(name, np.dtype(dtype).name) for name in names)
+
+
+@functools.lru_cache(maxsize=None)
+def _routine(name: str, dtype_name: str) -> Callable[..., Any]:
+    return _MAKERS[name](np.dtype(dtype_name))
+
+
+def suits(n: int, dtype: Any, *names: str) -> bool:
+    """Whether matrices of order ``n`` run on NumPy's OpenBLAS: the order is large
+    (:data:`FROM_ORDER`) and the routines ``names`` exist for ``dtype`` (none named: any)."""
+    return n >= FROM_ORDER and available(dtype, *names)
