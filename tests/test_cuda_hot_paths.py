@@ -50,7 +50,8 @@ def test_planned_execute_returns_a_fresh_result_each_call(monkeypatch):
     from nvmathpy.errors import MissingDependencyError
     from nvmathpy.cuda.bindings import cublaslt
     from nvmathpy.execution import ExecutionCUDA
-    from nvmathpy.linalg import Matmul, matmul_plan
+    from nvmathpy.linalg import Matmul
+    from nvmathpy.linalg.gemm import matmul_plan
 
     try:
         cublaslt.LIB.loaded
