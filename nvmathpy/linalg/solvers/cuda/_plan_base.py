@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import numpy as np
 
+from ....cuda.runtime import cupy_stream
 from ....errors import InvalidOperandError, LinAlgError
 from ....plan import Plan
 from .._dispatch import engine_for
@@ -48,7 +49,8 @@ class CudaPlanMixin:
 
     cuSOLVER runs on the engine's stream; the plan's own CuPy work (the private copy of ``A``,
     results) is put on the same stream: nothing to do for CuPy operands on CuPy's current
-    stream, an ``ExternalStream`` context otherwise (torch's current stream, or ``stream=``).
+    stream, otherwise a context of the plan's stream (torch's current stream, or ``stream=``)
+    made by :func:`~nvmathpy.cuda.runtime.cupy_stream`.
     """
 
     _route: Any = None
@@ -64,11 +66,12 @@ class CudaPlanMixin:
                                   stream=stream)
         self._cupy = cupy = self._engine.context.cupy
         if stream is not None:
-            fixed = cupy.cuda.ExternalStream(self._engine.stream())
+            fixed = cupy_stream(self._engine.stream(), cupy, space.device_id)
             self._on_stream: Callable[[], Any] = lambda: fixed
         elif package == "torch":
             current = self._engine.stream
-            self._on_stream = lambda: cupy.cuda.ExternalStream(current())
+            device_id = space.device_id
+            self._on_stream = lambda: cupy_stream(current(), cupy, device_id)
         else:
             self._on_stream = contextlib.nullcontext
         if package == "numpy":  # the caller's current device may be another one: enter the plan's
