@@ -238,6 +238,10 @@ def test_lu_factor_and_lu_solve_functions(em):
     factors = nl.lu_factor(singular)
     with pytest.raises(LinAlgError, match="Singular"):
         nl.lu_solve(factors, dev(np.ones(2)))
+    # pivots that cuSOLVER would index out of bounds with are refused before it runs
+    for bad in (np.full(6, 6, np.int32), np.full(6, -1, np.int32), piv.astype(np.float64)):
+        with pytest.raises(InvalidOperandError, match="piv"):
+            nl.lu_solve((lu, dev(bad)), dev(b))
 
 
 def test_reset_operands_refactors_and_checks_shapes(em):

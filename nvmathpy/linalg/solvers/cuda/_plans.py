@@ -85,7 +85,8 @@ class CudaLU(CudaPlanMixin, LU):
     @on_stream
     def use_factors(self, lu: Any, piv: Any) -> None:
         """Adopt factors of ``A`` itself (``lu`` as :attr:`factors` returns it, ``piv`` 0-based):
-        they are copied into the plan's buffers; no factorization is done, nothing synchronises."""
+        they are copied into the plan's buffers; no factorization is done. The pivots are checked
+        to lie in ``[0, n)`` before cuSOLVER can index with them (one read-back of a flag)."""
         lu = self._swap_in("lu", lu, self._a)
         native = self._intake(piv=piv)
         pivots = native["piv"]
@@ -93,6 +94,11 @@ class CudaLU(CudaPlanMixin, LU):
             raise InvalidOperandError(
                 f"piv: shape {pivots.shape} does not match lu's {lu.shape} (expected {self._batch + (self._n,)})"
             )
+        if pivots.dtype.kind not in "iu":
+            raise InvalidOperandError(f"piv: pivot indices must be integers, got dtype {pivots.dtype}")
+        if pivots.size and bool(((pivots < 0) | (pivots >= self._n)).any()):
+            raise InvalidOperandError(f"piv: pivot indices out of range; 0-based pivots of an order-{self._n} "
+                                      f"factor lie in [0, {self._n})")
         if not self.is_planned:
             self.plan()
         route = self._prepared
