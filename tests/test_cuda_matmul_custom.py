@@ -378,3 +378,40 @@ def test_an_out_off_the_vector_alignment_takes_the_one_element_kernel(emulated, 
         assert mm.execute(out=out) is out
         assert ["NvmPack<float, 1>" in s for s in sources] == [False, True]
     check(out, reference(a, b, fn, {"r": r}), "float32")
+
+
+# -- 4. the resolved epilogue reaches the engine ------------------------------------------------------
+
+
+def test_the_cuda_engine_gets_the_plans_resolved_epilogue(emulated, monkeypatch):
+    """The engine builds its cuBLASLt specs from the plan's resolved object (the native built-in
+    one for a custom epilogue that is exactly a built-in), never from a look-up by name."""
+    from nvmathpy.linalg.gemm._resolved import resolve_builtin
+    from nvmathpy.linalg.gemm.cuda import _engine as matmul_cuda
+
+    seen = []
+
+    def build_spec(problem, order=None, allow_tf32=None, *, epilogue=None):
+        seen.append(epilogue)
+        return real(problem, order, allow_tf32, epilogue=epilogue)
+
+    real = matmul_cuda.build_spec
+    monkeypatch.setattr(matmul_cuda, "build_spec", build_spec)
+    rng = np.random.default_rng(3)
+    a, b, bias = rand(rng, (9, 6), "float32"), rand(rng, (6, 13), "float32"), rand(rng, (13,), "float32")
+    with Matmul(host(a), host(b), epilogue="relu_bias", epilogue_inputs={"bias": host(bias)},
+                execution="cuda") as mm:
+        assert mm._engine.epilogue is mm.resolved_epilogue is resolve_builtin("relu_bias")
+        mm.plan()
+        got = mm.execute()
+    assert seen and all(e is resolve_builtin("relu_bias") for e in seen)
+    assert np.linalg.norm(got - np.maximum(up(a) @ up(b) + up(bias), 0)) < TOL["float32"] * np.linalg.norm(got)
+    seen.clear()
+    with plan_of(a, b, lambda x, w: np.maximum(x + w, 0), {"w": bias}) as mm:
+        resolved = mm.resolved_epilogue
+        assert mm._engine.epilogue is resolved and resolved.native is resolve_builtin("relu_bias")
+        mm.plan()
+        assert mm.candidate.params["native"] == "relu_bias" and mm.candidate.params["bias"] == "w"
+        again = mm.execute()
+    assert seen and all(e is resolved.native for e in seen)
+    np.testing.assert_allclose(again, got, rtol=TOL["float32"])

@@ -5,8 +5,9 @@ A custom epilogue is a function ``f(x, name1, name2, ...)``: ``x`` is the produc
 other parameters name arrays of ``epilogue_inputs`` (their kind follows from their shape
 against the ``(..., M, N)`` result: 0-d or Python numbers are scalars, ``(N,)``/``(..., 1, N)``
 per column, ``(..., M, 1)`` per row, anything else a full matrix) or the index names ``row``,
-``col``, ``batch``. The traced IR (never the function object) identifies the epilogue in
-problem and plan-cache keys, so two identical functions share a plan.
+``col``, ``batch``. The traced IR (never the function object) identifies the epilogue: the
+plan-cache key holds it, the problem key its digest (:mod:`._resolved`), so two identical
+functions share a plan.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ...errors import (
-    ExecutionSpaceUnavailableError,
     InvalidOperandError,
     InvalidOptionError,
     OperandMismatchError,
@@ -26,12 +25,13 @@ from ...errors import (
 )
 from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
-from ...plan import Engine, Plan, PlanCache, Prepared, Problem, as_options
+from ...plan import Plan, PlanCache, Prepared, Problem, as_options
 from ._layout import analyse_shapes, broadcast_check, layout_class
-from ...kernels.ir import Expr
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
-from ..epilogues import Epilogue, EpilogueDef, definition
+from ._engines import engine_for
+from ._resolved import ResolvedEpilogue, resolve_builtin, resolve_custom
+from ..epilogues import Epilogue, EpilogueDef
 
 __all__ = ["Matmul", "MatmulOptions", "matmul", "clear_plan_cache", "set_plan_cache_size", "plan_cache_info"]
 
@@ -74,36 +74,6 @@ class MatmulOptions:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidOptionError(f"MatmulOptions: workspace_limit must be a non-negative int (bytes), got {limit!r}")
         check_result_option(self.result_dtype)
-
-
-def _cpu_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
-                custom: Expr | None = None) -> Engine:
-    from .cpu._engine import CpuMatmulEngine
-
-    return CpuMatmulEngine(alpha, beta, custom)
-
-
-def _cuda_engine(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
-                 custom: Expr | None = None) -> Engine:
-    # cuBLASLt reads alpha and beta from the problem's CUDA-only fields (see _cuda_fields)
-    from .cuda._engine import CudaMatmulEngine
-
-    return CudaMatmulEngine(device_id=space.device_id, stream=stream, package=package,
-                            workspace_limit=options.workspace_limit, allow_tf32=options.allow_tf32, custom=custom)
-
-
-#: Engine factories by execution space name:
-#: ``factory(space, stream, package, options, alpha, beta, custom)`` (``custom``: a traced
-#: custom epilogue or ``None``).
-ENGINES: dict[str, Callable[..., Engine]] = {"cpu": _cpu_engine, "cuda": _cuda_engine}
-
-
-def _engine_for(space: Any, stream: Any, package: str, options: MatmulOptions, alpha: Any, beta: Any,
-                custom: Expr | None = None) -> Engine:
-    factory = ENGINES.get(space.name)
-    if factory is None:
-        raise ExecutionSpaceUnavailableError(f"matmul: no engine for execution space {space.name!r} in this build")
-    return factory(space, stream, package, options, alpha, beta, custom)
 
 
 def _encode_scalar(value: Any) -> Any:
@@ -223,7 +193,9 @@ class Matmul(Plan):
         super().__init__()
         self._options = as_options(options, MatmulOptions)
         custom = is_custom(epilogue)
-        self._epilogue = definition(epilogue) if epilogue is not None and not custom else None
+        # the epilogue is resolved once (a custom one once traced, below): the problem key holds its key
+        resolved = resolve_builtin(epilogue) if epilogue is not None and not custom else None
+        self._epilogue = resolved.definition if resolved is not None else None
         if epilogue_inputs is not None and not isinstance(epilogue_inputs, Mapping):
             raise InvalidOperandError(
                 f"epilogue_inputs must be a dict of arrays or None, got {type(epilogue_inputs).__name__}"
@@ -257,8 +229,10 @@ class Matmul(Plan):
                                          f"a is {dtype_name}")
         self._check_scalars(c is not None, alpha, beta, dtype_name)
         self._check_shapes(ops)
-        self._custom = (trace_epilogue(epilogue, {n: ops[n].shape for n in inputs}, self._shape.result)
-                        if custom else None)
+        if custom:
+            resolved = resolve_custom(trace_epilogue(epilogue, {n: ops[n].shape for n in inputs}, self._shape.result))
+        #: The epilogue as resolved (see :mod:`._resolved`): the engine gets this object.
+        self.resolved_epilogue: ResolvedEpilogue | None = resolved
         self._ops: dict[str, Operand] | None = ops
         self._meta = {name: _describe(op) for name, op in ops.items()}
         self._one_call: Callable[..., Any] | None = None
@@ -270,14 +244,14 @@ class Matmul(Plan):
             c_shape=list(ops["c"].shape) if "c" in ops else None,
             a_layout=self._meta["a"]["layout"], b_layout=self._meta["b"]["layout"],
             dtype=dtype_name,
-            epilogue=self._epilogue.name if self._epilogue is not None else ("custom" if custom else None),
-            **({"epilogue_ir": str(self._custom)} if custom else {}),
+            epilogue=self.resolved_epilogue.key if self.resolved_epilogue is not None else None,
             inputs={n: [list(ops[n].shape), ops[n].dtype.name] for n in inputs},
             alpha_kind=_scalar_kind(alpha), beta_kind=_scalar_kind(beta),
             num_threads=space.num_threads if isinstance(space, ExecutionCPU) else None,
             **self._cuda_fields(space, ops, alpha, beta), **fp8_fields,
         )
-        self._engine = _engine_for(space, stream, ops["a"].package, self._options, alpha, beta, self._custom)
+        self._engine = engine_for(space, stream, ops["a"].package, self._options, alpha, beta,
+                                   self.resolved_epilogue)
 
     # -- validation ----------------------------------------------------------------------------
 

@@ -42,13 +42,12 @@ from ....kernels.cpu_gemm import fused_gemm, fused_gemm_available, others_runnin
 from ....kernels.ir import Expr, input_
 from ._cblas import numpy_gemm
 from .._custom_epilogue import custom_program, needs_whole_result
-from .._custom_match import match_native
 from ._epilogue_c import c_available, c_supports, input_pattern
 from ._epilogue_eval import compile_program, fold_addend, numexpr_available, prologue_steps
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import analyse_shapes
-from ...epilogues import definition
+from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
 
@@ -110,10 +109,13 @@ def _rows(arr: Any, lo: int, hi: int, m: int) -> Any:
 
 
 class _Spec:
-    """What a kernel needs: the problem key, and the scalars (the key holds only their kinds)."""
+    """What a kernel needs: the problem key, the scalars (the key holds only their kinds) and
+    the plan's resolved epilogue (the key holds only its key)."""
 
-    def __init__(self, problem: Problem, alpha: Any, beta: Any, custom: Expr | None = None):
-        self.custom = custom
+    def __init__(self, problem: Problem, alpha: Any, beta: Any, resolved: ResolvedEpilogue | None):
+        self.resolved = resolved
+        #: The custom epilogue's expression, or ``None``.
+        self.custom: Expr | None = resolved.expr if resolved is not None else None
         self.shape = analyse_shapes(tuple(problem.get("a_shape")), tuple(problem.get("b_shape")))
         self.dtype_name = problem.get("dtype")
         self.compute = compute_dtype_of(self.dtype_name)
@@ -122,7 +124,7 @@ class _Spec:
         self.a_ndim, self.b_ndim = len(problem.get("a_shape")), len(problem.get("b_shape"))
         self.alpha, self.beta = alpha, beta
         self.has_c = problem.get("c_shape") is not None
-        self.epilogue = definition(problem.get("epilogue")) if problem.get("epilogue") and custom is None else None
+        self.epilogue = resolved.definition if resolved is not None else None
         self.inputs = {name: np.dtype(dt) if dt not in _HALF else None for name, (_, dt) in
                        (problem.get("inputs") or [])}
         self.threads = problem.get("num_threads")
@@ -153,13 +155,14 @@ class CpuMatmulEngine(Engine):
     """Matmul on the host through NumPy/SciPy BLAS.
 
     ``alpha`` and ``beta`` are the plan's scalars: the problem (the wisdom key) holds only
-    their kinds, so one tuned winner serves every value.
+    their kinds, so one tuned winner serves every value. ``epilogue`` is the plan's
+    :class:`~.._resolved.ResolvedEpilogue` (``None``: no epilogue); the problem holds only its key.
     """
 
     name = "cpu-blas"
 
-    def __init__(self, alpha: Any = 1.0, beta: Any = None, custom: Expr | None = None):
-        self.alpha, self.beta, self.custom = alpha, beta, custom
+    def __init__(self, alpha: Any = 1.0, beta: Any = None, epilogue: ResolvedEpilogue | None = None):
+        self.alpha, self.beta, self.epilogue = alpha, beta, epilogue
 
     def device(self) -> dict[str, Any]:
         """The host description plus the numexpr version (it changes the evaluator ranking)."""
@@ -172,7 +175,7 @@ class CpuMatmulEngine(Engine):
         return {**cpu_description(), "numexpr": version}
 
     def candidates(self, problem: Problem) -> list[Candidate]:
-        spec = _Spec(problem, self.alpha, self.beta, self.custom)
+        spec = _Spec(problem, self.alpha, self.beta, self.epilogue)
         threads = spec.threads
         if (spec.plain and not spec.half and spec.a_ndim <= 2 and spec.b_ndim <= 2
                 and spec.flops <= TINY_FLOPS and threads is None):
@@ -245,7 +248,7 @@ class CpuMatmulEngine(Engine):
         return out
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
-        spec = _Spec(problem, self.alpha, self.beta, self.custom)
+        spec = _Spec(problem, self.alpha, self.beta, self.epilogue)
         params = candidate.params
         method = params["method"]
         if method == "dot":
@@ -277,13 +280,12 @@ def _c_ok(spec: _Spec) -> bool:
 
 def _fused_epilogue(spec: _Spec) -> tuple[str | None, str | None] | None:
     """``(epilogue, bias input)`` as the fused GEMM computes this problem's epilogue (a custom
-    one that is exactly a built-in form, per :func:`.._custom_match.match_native`, included),
+    one that is exactly a built-in form, :attr:`~.._resolved.ResolvedEpilogue.native`, included),
     or ``None`` when it cannot: another epilogue, or a bias that is not one value per column."""
     if spec.custom is not None:
-        match = match_native(spec.custom)
-        if match is None:
+        if spec.resolved.native is None:
             return None
-        name, bias = match
+        name, bias = spec.resolved.native.name, spec.resolved.native_bias
     else:
         name = spec.epilogue.name if spec.epilogue is not None else None
         bias = "bias" if name is not None and name.endswith("bias") else None

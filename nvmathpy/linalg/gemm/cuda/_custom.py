@@ -39,7 +39,7 @@ from ....kernels.gemm_tiled import MMA_CONFIGS, SIMT_CONFIGS, VARIANT_HEADERS, g
 from ....kernels.ir import Expr, input_, inputs_of, substitute
 from ....kernels.launch import ArrayRef, epilogue_values, pack_arguments
 from ....plan import Candidate, Prepared, Problem
-from .._custom_match import NativeMatch, match_native
+from .._resolved import ResolvedEpilogue
 
 __all__ = ["ELEMENTWISE", "TILED", "HALF_VARIANT", "KERNEL_DTYPES", "CustomPrepared", "aligned_shape",
            "device_arch", "elementwise_call", "gpu_expression", "interleave", "load_function", "builtin_problem",
@@ -65,15 +65,17 @@ _LOG = logging.getLogger("nvmathpy")
 def builtin_problem(problem: Problem, epilogue: str | None, inputs: Mapping[str, Any]) -> Problem:
     """``problem`` with a built-in (or no) epilogue in place of the custom one."""
     fields = problem.as_dict()["fields"]
-    fields.pop("epilogue_ir", None)
     fields["epilogue"], fields["inputs"] = epilogue, dict(inputs)
     return Problem.of("matmul", **fields)
 
 
-def native_match(problem: Problem, expr: Expr) -> NativeMatch | None:
-    """The native cuBLASLt epilogue ``expr`` is (activations only for real dtypes), or ``None``."""
-    real = not problem.get("dtype").startswith("complex")
-    return match_native(expr, lambda name: real or name == "bias")
+def native_match(problem: Problem, epilogue: ResolvedEpilogue) -> ResolvedEpilogue | None:
+    """The built-in epilogue the custom ``epilogue`` is exactly, as cuBLASLt runs it (its
+    :attr:`~.._resolved.ResolvedEpilogue.native`; the activations for real dtypes only), or ``None``."""
+    native = epilogue.native
+    if native is None or (problem.get("dtype").startswith("complex") and native.name != "bias"):
+        return None
+    return native
 
 
 def gpu_expression(expr: Expr) -> Expr:

@@ -31,13 +31,13 @@ from typing import Any, Callable, Mapping
 from ....cuda import lt_algo, runtime
 from ....cuda.bindings import cublaslt
 from ....errors import InvalidOperandError, InvalidOptionError, LibraryError
-from ....kernels.ir import Expr
 from ....plan import Candidate, Engine, Prepared, Problem
 from . import _custom as custom_cuda, _host_operands as host_operands
 from ._lt_descriptors import LtDescriptors, create_preference
 from ._lt_execute import Launch, build_kernel
 from .._fp8 import FP8_DTYPES, check_device
 from ._lt_spec import LtSpec, build_spec
+from .._resolved import ResolvedEpilogue
 
 __all__ = ["CudaMatmulEngine", "LtPrepared", "MAX_ALGORITHMS", "DEFAULT_WORKSPACE_LIMIT", "candidate_for",
            "lt_handle"]
@@ -122,15 +122,16 @@ class CudaMatmulEngine(Engine):
         Most bytes of workspace an algorithm may use (default 32 MiB).
     allow_tf32
         Let float32/complex64 products use TF32 tensor cores (unless the problem says otherwise).
-    custom
-        A traced custom epilogue (see :mod:`._custom`), or ``None``.
+    epilogue
+        The plan's :class:`~.._resolved.ResolvedEpilogue` (built in or custom, see
+        :mod:`._custom`), or ``None``: no epilogue. The problem holds only its key.
     """
 
     name = "cuda-cublaslt"
 
     def __init__(self, *, device_id: int = 0, stream: Any = None, package: str = "cupy",
                  workspace_limit: int = DEFAULT_WORKSPACE_LIMIT, allow_tf32: bool = False,
-                 custom: Expr | None = None):
+                 epilogue: ResolvedEpilogue | None = None):
         if isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int) or workspace_limit < 0:
             raise InvalidOptionError(f"workspace_limit must be a non-negative int (bytes), got {workspace_limit!r}")
         self.host = package == "numpy"
@@ -139,7 +140,8 @@ class CudaMatmulEngine(Engine):
         if package not in runtime.CUDA_PACKAGES:
             raise InvalidOptionError(f"package={package!r}: CUDA operands come from {list(runtime.CUDA_PACKAGES)} "
                                      "(or 'numpy', copied to the device)")
-        self.device_id, self.package, self.custom = device_id, package, custom
+        self.device_id, self.package, self.epilogue = device_id, package, epilogue
+        self.custom = epilogue.expr if epilogue is not None else None
         self.workspace_limit, self.allow_tf32 = workspace_limit, allow_tf32
         self.explicit_stream, self.stream, self.timer = runtime.engine_stream(package, device_id, stream)
         self.handle = lt_handle(device_id)
@@ -148,9 +150,10 @@ class CudaMatmulEngine(Engine):
         """GPU name, compute capability, cuBLASLt version, and the workspace limit (it changes the ranking)."""
         return {**runtime.device_description(self.device_id), "workspace_limit": self.workspace_limit}
 
-    def spec(self, problem: Problem, order: str | None = None) -> LtSpec:
-        """The cuBLASLt description of ``problem`` in result ``order`` (default: the preferred one)."""
-        return build_spec(problem, order, True if self.allow_tf32 else None)
+    def spec(self, problem: Problem, epilogue: ResolvedEpilogue | None, order: str | None = None) -> LtSpec:
+        """The cuBLASLt description of ``problem`` with the built-in (or no) ``epilogue`` in result
+        ``order`` (default: the preferred one)."""
+        return build_spec(problem, order, True if self.allow_tf32 else None, epilogue=epilogue)
 
     def heuristic(self, descriptors: LtDescriptors, alignments: tuple[int, int, int, int] | None = None,
                   count: int = MAX_ALGORITHMS) -> list[cublaslt.HeuristicResult]:
@@ -182,17 +185,18 @@ class CudaMatmulEngine(Engine):
         tiny = tiny_candidates(problem)
         if tiny and tiny_leads(problem):
             try:
-                return tiny + self.lt_candidates(problem)
+                return tiny + self.lt_candidates(problem, self.epilogue)
             except LibraryError:  # cuBLASLt offers nothing: the tiny kernel alone
                 return tiny
-        return self.lt_candidates(problem) + tiny
+        return self.lt_candidates(problem, self.epilogue) + tiny
 
-    def lt_candidates(self, problem: Problem, orders: tuple[str, ...] | None = None) -> list[Candidate]:
-        """cuBLASLt candidates of a problem with a built-in (or no) epilogue, in the first of
+    def lt_candidates(self, problem: Problem, epilogue: ResolvedEpilogue | None,
+                      orders: tuple[str, ...] | None = None) -> list[Candidate]:
+        """cuBLASLt candidates of a problem with the built-in (or no) ``epilogue``, in the first of
         ``orders`` (default: those the epilogue allows) the heuristic has algorithms for."""
-        spec = self.spec(problem)
+        spec = self.spec(problem, epilogue)
         for order in orders or spec.orders:
-            spec = self.spec(problem, order)
+            spec = self.spec(problem, epilogue, order)
             with LtDescriptors(spec) as descriptors:
                 results = self.heuristic(descriptors)
             if results:
@@ -201,15 +205,15 @@ class CudaMatmulEngine(Engine):
                            f"{self.workspace_limit} bytes")
 
     def _custom_candidates(self, problem: Problem) -> list[Candidate]:
-        native = custom_cuda.native_match(problem, self.custom)
+        native = custom_cuda.native_match(problem, self.epilogue)
         if native is not None:
             try:
-                found = self.lt_candidates(custom_cuda.builtin_problem(problem, native[0], self._native_inputs(
-                    problem, native)))
+                found = self.lt_candidates(self._native_problem(problem), native)
             except (InvalidOperandError, LibraryError):  # e.g. a bias shape cuBLASLt cannot take
                 found = []
             if found:
-                return [Candidate.of("cublaslt", **c.params, native=native[0], bias=native[1]) for c in found]
+                return [Candidate.of("cublaslt", **c.params, native=native.name, bias=self.epilogue.native_bias)
+                        for c in found]
         dtype = problem.get("dtype")
         if dtype not in custom_cuda.KERNEL_DTYPES:
             raise InvalidOperandError(
@@ -217,7 +221,7 @@ class CudaMatmulEngine(Engine):
                 f"(only a custom epilogue that is exactly cuBLASLt's bias epilogue runs for {dtype})"
             )
         try:
-            plain = self.lt_candidates(custom_cuda.builtin_problem(problem, None, {}), ("C",))
+            plain = self.lt_candidates(custom_cuda.builtin_problem(problem, None, {}), None, ("C",))
         except LibraryError:
             plain = []
         elementwise = [Candidate.of(custom_cuda.ELEMENTWISE, **c.params) for c in plain]
@@ -227,10 +231,11 @@ class CudaMatmulEngine(Engine):
             raise LibraryError(f"matmul (cuda): no candidate computes the custom epilogue for {dtype} on this device")
         return found
 
-    @staticmethod
-    def _native_inputs(problem: Problem, native: tuple[str, str | None]) -> dict[str, Any]:
-        inputs = dict(problem.get("inputs") or {})
-        return {} if native[1] is None else {"bias": inputs[native[1]]}
+    def _native_problem(self, problem: Problem) -> Problem:
+        """``problem`` with the built-in epilogue the custom one is exactly, its bias input named ``bias``."""
+        bias, inputs = self.epilogue.native_bias, dict(problem.get("inputs") or {})
+        return custom_cuda.builtin_problem(problem, self.epilogue.native.name,
+                                           {} if bias is None else {"bias": inputs[bias]})
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> Prepared:
         """Prepare a candidate: for cuBLASLt, restore its algorithm, confirm it with
@@ -251,15 +256,17 @@ class CudaMatmulEngine(Engine):
                 problem, candidate, device_id=self.device_id, package=self.package, stream=self.stream,
                 explicit_stream=self.explicit_stream, raw_storage=self.host))
         if self.custom is None:
-            return self.prepare_lt(problem, candidate)
-        params, label = candidate.params, candidate.label
-        if label == "cublaslt":
-            native = (params["native"], params["bias"])
-            builtin = custom_cuda.builtin_problem(problem, native[0], self._native_inputs(problem, native))
-            inner = self.prepare_lt(builtin, candidate)
-            return custom_cuda.CustomPrepared(candidate, custom_cuda.native_call(inner.kernel, native[1]), inner)
+            return self.prepare_lt(problem, candidate, self.epilogue)
+        label = candidate.label
+        if label == "cublaslt":  # the candidates of _custom_candidates' native match
+            native = custom_cuda.native_match(problem, self.epilogue)
+            if native is None or candidate.params.get("native") != native.name:
+                raise InvalidOptionError(f"matmul (cuda): candidate {candidate} does not compute this custom epilogue")
+            inner = self.prepare_lt(self._native_problem(problem), candidate, native)
+            kernel = custom_cuda.native_call(inner.kernel, self.epilogue.native_bias)
+            return custom_cuda.CustomPrepared(candidate, kernel, inner)
         if label == custom_cuda.ELEMENTWISE:
-            inner = self.prepare_lt(custom_cuda.builtin_problem(problem, None, {}), candidate)
+            inner = self.prepare_lt(custom_cuda.builtin_problem(problem, None, {}), candidate, None)
             try:
                 kernel = custom_cuda.elementwise_call(inner.kernel, problem, self.custom, self.device_id, self.stream,
                                                       package=self.package, explicit_stream=self.explicit_stream)
@@ -273,11 +280,11 @@ class CudaMatmulEngine(Engine):
                 explicit_stream=self.explicit_stream, raw_storage=self.host))
         raise InvalidOptionError(f"matmul (cuda): unknown candidate {candidate}")
 
-    def prepare_lt(self, problem: Problem, candidate: Candidate) -> LtPrepared:
-        """Restore a cuBLASLt candidate's algorithm, confirm it with ``cublasLtMatmulAlgoCheck``,
-        allocate its workspace."""
+    def prepare_lt(self, problem: Problem, candidate: Candidate, epilogue: ResolvedEpilogue | None) -> LtPrepared:
+        """Restore a cuBLASLt candidate's algorithm for ``problem`` with the built-in (or no)
+        ``epilogue``, confirm it with ``cublasLtMatmulAlgoCheck``, allocate its workspace."""
         params = candidate.params
-        spec = self.spec(problem, params["order"])
+        spec = self.spec(problem, epilogue, params["order"])
         algo = lt_algo.algo_from_hex(params["algo"])
         descriptors = LtDescriptors(spec)
         try:

@@ -42,7 +42,7 @@ from ....plan import Problem
 from .._fp8 import FP8_DTYPES, FP8_EPILOGUES, FP8_RESULTS
 from .._layout import analyse_shapes
 from .cublaslt_layout import LtMatrix, LtProblem, lt_problem
-from ...epilogues import definition
+from .._resolved import ResolvedEpilogue, resolve_builtin
 
 __all__ = [
     "AuxSpec",
@@ -326,7 +326,8 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | None = None) -> LtSpec:
+def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | None = None, *,
+               epilogue: ResolvedEpilogue | None = None) -> LtSpec:
     """The cuBLASLt description of a matmul ``problem`` in the result ``order`` (default: preferred).
 
     Parameters
@@ -337,13 +338,16 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
         ``"C"`` or ``"F"`` (see :func:`orders_for`); ``None`` takes the first allowed.
     allow_tf32
         Use TF32 tensor cores for float32/complex64; ``None`` reads the problem's ``allow_tf32``.
+    epilogue
+        The problem's built-in epilogue as the plan resolved it (an engine passes its own);
+        ``None``: the one the problem names, resolved here (callers without a plan).
 
     Raises
     ------
     InvalidOperandError
         If the dtype or a bias shape has no cuBLASLt form.
     InvalidOptionError
-        If ``order`` is not allowed for the epilogue.
+        If ``order`` is not allowed for the epilogue, or ``epilogue`` is not the problem's.
 
     Examples
     --------
@@ -360,15 +364,15 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
     b_shape, b_strides, b_copy = _operand(problem, "b")
     geometry = analyse_shapes(a_shape, b_shape)
     m, n, k, batch_shape = geometry.m, geometry.n, geometry.k, geometry.batch
-    epilogue = problem.get("epilogue")
+    name = problem.get("epilogue")
     inputs = dict(problem.get("inputs") or {})
     bias_per, bias = None, None
-    if epilogue in _BIAS_EPILOGUES:
+    if name in _BIAS_EPILOGUES:
         bias_per, bias = _bias_spec(inputs["bias"][0], m, n, batch_shape, len(a_shape), len(b_shape))
-    allowed = orders_for(epilogue, bias_per)
+    allowed = orders_for(name, bias_per)
     order = allowed[0] if order is None else order
     if order not in allowed:
-        raise InvalidOptionError(f"matmul (cuda): result order {order!r} cannot compute epilogue={epilogue!r}; "
+        raise InvalidOptionError(f"matmul (cuda): result order {order!r} cannot compute epilogue={name!r}; "
                                  f"allowed: {list(allowed)}")
     a_arg, b_arg = _promote(a_shape, a_strides, True), _promote(b_shape, b_strides, False)
     lt = lt_problem(m, n, k, batch_shape, a_arg, b_arg, result_order=order)
@@ -391,19 +395,21 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
             b_strides, b_copy = _contiguous(b_shape, "F"), "F"
             lt = lt_problem(m, n, k, batch_shape, _promote(a_shape, a_strides, True),
                             _promote(b_shape, b_strides, False), result_order=order)
-        fp8 = _fp8_fields(problem, dtype, epilogue, lt, inputs)
+        fp8 = _fp8_fields(problem, dtype, name, lt, inputs)
     data_type, compute, scale = TYPES[dtype]
     tf32 = problem.get("allow_tf32", False) if allow_tf32 is None else allow_tf32
     if tf32 and dtype in TF32_DTYPES:
         compute = ComputeType.COMPUTE_32F_FAST_TF32
-    edef = definition(epilogue) if epilogue else None
+    if epilogue is not None and epilogue.key != name:
+        raise InvalidOptionError(f"matmul (cuda): the problem's epilogue is {name!r}, not {epilogue.key!r}")
+    edef = (epilogue or resolve_builtin(name)).definition if name else None
     if edef is not None and edef.real_only and dtype.startswith("complex"):
-        raise InvalidOperandError(f"matmul (cuda): epilogue={epilogue!r} needs a real dtype, got {dtype}")
+        raise InvalidOperandError(f"matmul (cuda): epilogue={name!r} needs a real dtype, got {dtype}")
     aux = _aux_spec(edef, lt.d) if edef is not None else None
     bgrad = None
     if edef is not None and edef.reductions:
-        name, what = edef.reductions[0]
-        bgrad = (name, {"result_rows": n, "a_k": m, "b_k": n}[what])
+        reduction, what = edef.reductions[0]
+        bgrad = (reduction, {"result_rows": n, "a_k": m, "b_k": n}[what])
     has_c = problem.get("c_shape") is not None
     c_mode = "none"
     if has_c:
@@ -411,7 +417,7 @@ def build_spec(problem: Problem, order: str | None = None, allow_tf32: bool | No
     return LtSpec(
         m=m, n=n, k=k, batch_shape=batch_shape, result_shape=geometry.result, order=order, orders=allowed, lt=lt,
         dtype=dtype, data_type=data_type, compute_type=compute, scale_type=scale,
-        epilogue=epilogue, lt_epilogue=LT_EPILOGUES[epilogue][order == "F"],
+        epilogue=name, lt_epilogue=LT_EPILOGUES[name][order == "F"],
         a_strides=a_strides, b_strides=b_strides, a_copy=a_copy, b_copy=b_copy, expand=expand,
         bias=bias, aux=aux, bgrad=bgrad, c_mode=c_mode,
         alpha=problem.get("alpha"), beta=problem.get("beta") if has_c else 0.0, **fp8,
