@@ -19,36 +19,19 @@ the plan's arguments, the result allocation, the current-stream look-up), so tha
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Any, Callable
+
+from gpu_check import device_times, host_overhead  # the same timers as the full check
 
 
 def device_ms(fn: Callable[[], object], reps: int = 15) -> float:
-    import cupy
-
-    from nvmathpy.cuda.runtime import event_timer
-
-    timer = event_timer(lambda: cupy.cuda.get_current_stream().ptr, cupy.cuda.Device().id)
-    for _ in range(3):
-        fn()
-    return statistics.median(timer(fn, 1) for _ in range(reps)) * 1e3
+    """Median milliseconds of one call on the device (:func:`gpu_check.device_times`)."""
+    return device_times(fn, 3, reps) * 1e3
 
 
 def host_us(fn: Callable[[], object], batches: int = 20, per_batch: int = 200) -> float:
-    import cupy
-
-    for _ in range(50):
-        fn()
-    cupy.cuda.get_current_stream().synchronize()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(per_batch):
-            fn()
-        samples.append((time.perf_counter() - start) / per_batch)
-        cupy.cuda.get_current_stream().synchronize()
-    return statistics.median(samples) * 1e6
+    """Median host microseconds per call (:func:`gpu_check.host_overhead`)."""
+    return host_overhead(fn, batches, per_batch) * 1e6
 
 
 def solves() -> None:
