@@ -326,7 +326,7 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
         return compiled
 
     setattr_(fft_callbacks, "compile_callback", recorded)
-    from nvmathpy.fft import _cuda_engine
+    from nvmathpy.fft import _cuda_callbacks
 
     def load_apply(source: str, device_id: int) -> Callable[..., None]:
         """The fallback kernel compiled by g++ under the CUDA emulation header, run on the host."""
@@ -350,7 +350,7 @@ def install(setattr_: Callable[[Any, str, Any], None], setitem: Callable[[Any, s
 
         return launch
 
-    setattr_(_cuda_engine, "load_apply", load_apply)
+    setattr_(_cuda_callbacks, "load_apply", load_apply)
     buffers: list[Any] = []
 
     def allocate(nbytes: int, package: str, device_id: int, stream: int | None = None) -> tuple[Any, int]:

@@ -33,9 +33,9 @@ from nvmathpy.fft import FFT, FFTOptions  # noqa: E402
 from nvmathpy.fft._callbacks import make_callback  # noqa: E402
 from nvmathpy.fft._cuda_engine import engine_schedules  # noqa: E402
 from nvmathpy.fft._driver import plan_cache  # noqa: E402
+from nvmathpy.kernels.fft_callback_layout import INDEX32_LIMIT, callback_layout, index_type, peel_order  # noqa: E402
 from nvmathpy.kernels.fft_callbacks import (  # noqa: E402
-    CALLBACK_DTYPES, INDEX32_LIMIT, apply_source, caller_info, callback_kernel, callback_layout, compile_callback,
-    index_type, peel_order)
+    CALLBACK_DTYPES, apply_source, caller_info, callback_kernel, compile_callback)
 from nvmathpy.kernels.ir import inputs_of  # noqa: E402
 from nvmathpy.kernels.kernel_cache import KernelCache  # noqa: E402
 from nvmathpy.kernels.trace import erf, sigmoid, trace  # noqa: E402

@@ -23,7 +23,7 @@ Prolog/epilog callbacks (``callbacks=``) run inside cuFFT as LTO callbacks
 epilog as the store callback of the last, attached with ``cufftXtSetJITCallback`` before each plan
 is made; the epilog callback also applies the normalisation and ihfft's conjugation, so with
 callbacks each direction has plans of its own. Only strategies whose first/last plan runs in one
-exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kernels.fft_callbacks.peel_order`)
+exec call over a buffer whose offsets map back to indices (:func:`~nvmathpy.kernels.fft_callback_layout.peel_order`)
 are offered.
 
 Where cuFFT refuses a plan with LTO callbacks (any :class:`~nvmathpy.errors.LibraryError` while
@@ -47,7 +47,6 @@ CuPy (and torch, for torch operands) are imported only when an engine is built.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import math
 import os
@@ -57,13 +56,11 @@ import numpy as np
 
 from ..cuda import runtime
 from ..cuda.bindings import cufft
-from ..cuda.bindings.library_types import DataType
 from .._logging import logger
 from ..errors import InvalidOptionError, LibraryError
-from ..kernels import fft_callbacks
-from ..kernels.fft_callbacks import peel_order
 from ..plan import Candidate, Engine, Problem
-from ._cuda_layout import STRATEGIES, Schedule, dense_strides, inverse_order, memory_order, schedule
+from ._cuda_callbacks import ApplyKernel, attacher, callback_buffers, elementwise_kernels, make_plan
+from ._cuda_layout import STRATEGIES, Schedule, inverse_order, memory_order, schedule
 from ._engines_cpu import layout_of
 from ._layout import Layout, scale_factor
 from ._libraries import FFTPrepared
@@ -74,12 +71,6 @@ __all__ = ["CudaFFTEngine", "CufftPrepared", "check_half_precision", "cuda_field
 FEW_CALLS = 8
 #: Strategies needing more exec calls than this are not offered (the transposing one always is).
 MAX_CALLS = 1024
-#: cuFFT data types by precision: (real, complex).
-_TYPES = {
-    "half": (DataType.R_16F, DataType.C_16F),
-    "single": (DataType.R_32F, DataType.C_32F),
-    "double": (DataType.R_64F, DataType.C_64F),
-}
 #: cuFFT statuses meaning "not this layout" (a candidate falls back to the transposing strategy).
 _REFUSALS = ("CUFFT_INVALID_VALUE", "CUFFT_INVALID_SIZE", "CUFFT_NOT_SUPPORTED", "CUFFT_NOT_IMPLEMENTED")
 #: Bytes of one element: (real, complex), by precision.
@@ -201,120 +192,6 @@ class CufftPrepared(FFTPrepared):
         super().free()
 
 
-def _make_plan(step_kind: str, many: Any, precision: str, callbacks: tuple = ()) -> tuple[int, int]:
-    """Create one cuFFT plan (auto-allocation off) for ``many``, with LTO ``callbacks``
-    (``(role, LTO-IR, callback type, callerInfo device pointer, symbol name or None)``) attached
-    before planning; return ``(handle, work bytes)``."""
-    real, cplx = _TYPES[precision]
-    itype = real if step_kind == "r2c" else cplx
-    otype = real if step_kind == "c2r" else cplx
-    handle = cufft.create()
-    try:
-        cufft.LIB.cufftSetAutoAllocation(handle, 0)
-        for _role, ltoir, kind, info, name in callbacks:
-            # name None: cuFFT links its default C++ callback name, which the source defines
-            cufft.LIB.cufftXtSetJITCallback(handle, name, ltoir, len(ltoir), kind, (ctypes.c_void_p * 1)(info))
-        size = ctypes.c_size_t()
-
-        def dims(values: tuple[int, ...]) -> Any:
-            return (ctypes.c_int64 * len(values))(*values)
-
-        cufft.LIB.cufftXtMakePlanMany(
-            handle, many.rank, dims(many.n), dims(many.inembed), many.istride, many.idist, itype,
-            dims(many.onembed), many.ostride, many.odist, otype, many.batch, ctypes.byref(size), cplx,
-        )
-    except BaseException:
-        cufft.LIB.cufftDestroy(handle)
-        raise
-    return handle, size.value
-
-
-def _callback_buffers(plan: _Plan, chosen: Schedule, callbacks: Mapping[str, Any]
-                      ) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
-    """Per callback role, ``(peel order, element strides)`` of the buffer its callback reads or
-    writes (prolog: the engine input, epilog: the result); ``None`` when ``chosen`` cannot run the
-    callbacks (no plan, a first/last plan of several exec calls, offsets that do not map back)."""
-    steps = chosen.steps
-    if not steps:
-        return None
-    layout = plan.layout
-    x_strides = plan.x_strides if chosen.x_order is None else dense_strides(layout.in_shape, chosen.x_order)
-    buffers = {}
-    if "prolog" in callbacks:
-        if steps[0].many.calls != 1:
-            return None
-        buffers["prolog"] = (layout.in_shape, tuple(x_strides))
-    if "epilog" in callbacks:
-        if steps[-1].many.calls != 1:
-            return None
-        y_strides = x_strides if chosen.y_order is None else dense_strides(layout.out_shape, chosen.y_order)
-        buffers["epilog"] = (layout.out_shape, tuple(y_strides))
-    found = {}
-    for role, (shape, strides) in buffers.items():
-        order = peel_order(shape, strides)
-        if order is None:
-            return None
-        found[role] = (order, strides)
-    return found
-
-
-def _attacher(engine: "CudaFFTEngine", plan: _Plan, chosen: Schedule, cupy: Any, keep: list[Any],
-              naming: str | None = "default") -> Callable[[str, int, int], tuple]:
-    """Compile the engine's callbacks for the device and upload their inputs (into ``keep``);
-    return ``attach(direction, step index, step count)``: the callbacks of that plan, each as
-    ``(role, LTO-IR, callback type, callerInfo device pointer, symbol name)`` - the name ``None``
-    for ``naming="default"`` (cuFFT's default callback name), the function's name for ``"named"``;
-    ``naming=None``: no LTO-IR (the elementwise fallback). ``attach.kernels`` holds, per role,
-    the kernel (its layout is its buffer's: for the elementwise fallback).
-
-    Each callback's source is specialised to its buffer's layout and its array inputs' strides
-    (:func:`~nvmathpy.kernels.fft_callbacks.callback_layout`), which the plan fixes; the
-    ``callerInfo`` structs hold the inputs' device pointers, the scalars, and per direction the
-    normalisation and conjugation."""
-    layout = plan.layout
-    buffers = _callback_buffers(plan, chosen, engine.callbacks)
-    arch = f"sm_{int(cupy.cuda.Device(engine.device_id).compute_capability)}"
-    compiled = {}
-    for role, (expr, inputs) in engine.callbacks.items():
-        _, strides = buffers[role]
-        arrays, input_strides, scalars = {}, {}, {}
-        for name, value in inputs.items():
-            if isinstance(value, np.ndarray):
-                device = cupy.asarray(np.ascontiguousarray(value))
-                keep.append(device)
-                arrays[name] = device.data.ptr
-                input_strides[name] = [s // device.itemsize if n > 1 else 0
-                                       for n, s in zip(device.shape, device.strides)]
-            else:
-                scalars[name] = value
-        shape, dtype = (layout.in_shape, layout.in_dtype) if role == "prolog" else (layout.out_shape, layout.out_dtype)
-        buffer = fft_callbacks.callback_layout(shape, strides, layout.axes[-1], inputs=input_strides,
-                                               limits=plan.region if role == "prolog" and plan.pad else None)
-        kernel = fft_callbacks.callback_kernel(expr, role, dtype.name, buffer)
-        ltoir = fft_callbacks.compile_callback(kernel, arch).code if naming else b""
-        compiled[role] = (kernel, ltoir, arrays, scalars)
-
-    def attach(direction: str, index: int, count: int) -> tuple:
-        found = []
-        for role, (kernel, ltoir, arrays, scalars) in compiled.items():
-            if index != (0 if role == "prolog" else count - 1):
-                continue
-            if role == "prolog":  # hfft = irfft(conj(a)): the prolog sees a, cuFFT its conjugate
-                extra = {"conj": layout.kind == "c2r" and direction == "forward"}
-            else:  # ihfft = conj(rfft(a)), normalised before the epilog
-                extra = {"scale": scale_factor(layout, direction),
-                         "conj": layout.kind == "r2c" and direction == "inverse"}
-            info = fft_callbacks.caller_info(kernel, arrays=arrays, scalars=scalars, **extra)
-            device = cupy.asarray(np.frombuffer(bytes(info), np.uint8))
-            keep.append(device)
-            name = kernel.symbol.encode() if naming == "named" else None
-            found.append((role, ltoir, kernel.callback_type, device.data.ptr, name))
-        return tuple(found)
-
-    attach.kernels = {role: kernel for role, (kernel, _, _, _) in compiled.items()}
-    return attach
-
-
 class CudaFFTEngine(Engine):
     """FFTs on an NVIDIA GPU through cuFFT.
 
@@ -355,7 +232,7 @@ class CudaFFTEngine(Engine):
         ranked = sorted(engine_schedules(problem).items(), key=_rank_key)
         if self.callbacks:
             plan = _Plan(problem)
-            ranked = [item for item in ranked if _callback_buffers(plan, item[1][0], self.callbacks) is not None]
+            ranked = [item for item in ranked if callback_buffers(plan, item[1][0], self.callbacks) is not None]
             if not ranked:
                 raise InvalidOptionError(
                     "prolog/epilog callbacks on CUDA need a transform length > 1 (no cuFFT plan runs here)")
@@ -372,7 +249,7 @@ class CudaFFTEngine(Engine):
         except LibraryError as exc:
             fallback = "transposed" + ("+copy" if layout.endswith("+copy") else "")
             if exc.status not in _REFUSALS or layout == fallback or fallback not in engine_schedules(problem) or (
-                    self.callbacks and _callback_buffers(_Plan(problem), engine_schedules(problem)[fallback][0],
+                    self.callbacks and callback_buffers(_Plan(problem), engine_schedules(problem)[fallback][0],
                                                          self.callbacks) is None):
                 raise
             if logger.isEnabledFor(20):
@@ -410,13 +287,13 @@ class CudaFFTEngine(Engine):
         inside = bool(self.callbacks) and lto  # callbacks inside cuFFT: plans of their own per direction
         try:
             with cupy.cuda.Device(self.device_id):
-                attach = _attacher(self, plan, chosen, cupy, keep, naming) if self.callbacks else None
+                attach = attacher(self, plan, chosen, cupy, keep, naming) if self.callbacks else None
                 own: dict[str | None, list[int]] = {}
                 sizes = []
                 for direction in ("forward", "inverse") if inside else (None,):
                     own[direction] = []
                     for index, step in enumerate(chosen.steps):
-                        handle, size = _make_plan(step.kind, step.many, plan.precision,
+                        handle, size = make_plan(step.kind, step.many, plan.precision,
                                                   attach(direction, index, len(chosen.steps)) if inside else ())
                         handles.append(handle)
                         own[direction].append(handle)
@@ -424,7 +301,7 @@ class CudaFFTEngine(Engine):
                 owner, address = runtime.allocate(max(sizes, default=0), self.package, self.device_id, self.stream())
                 for handle in handles:
                     cufft.LIB.cufftSetWorkArea(handle, address)
-                applies = {direction: _elementwise(self, attach, direction, len(chosen.steps))
+                applies = {direction: elementwise_kernels(self, attach, direction, len(chosen.steps))
                            for direction in ("forward", "inverse")} if attach is not None and not lto else {}
             # the stream the plans were last set to (one record per set of plans)
             lasts: dict[str | None, list[Any]] = {direction: [None] for direction in own}
@@ -478,59 +355,6 @@ def _warn_fallback() -> None:
                    "; ".join(LTO_REFUSALS.values()))
 
 
-class _Apply:
-    """One role's elementwise fallback kernel: ``apply(src, dst, stream)`` over its buffer's
-    ``count`` elements (device pointers; the kernel has the count built in, the launch sizes its
-    grid by it); ``span`` is the buffer's extent in elements."""
-
-    def __init__(self, launch: Callable[[int, int, int, int, int], None], info: int, count: int, span: int):
-        self._launch, self.info, self.count, self.span = launch, info, count, span
-
-    def __call__(self, src: int, dst: int, stream: int) -> None:
-        self._launch(src, dst, self.info, self.count, stream)
-
-
-def _elementwise(engine: "CudaFFTEngine", attach: Any, direction: str, steps: int) -> dict[str, _Apply]:
-    """The fallback kernels of one direction, by role, with that direction's callerInfo."""
-    infos = {role: info for index in {0, steps - 1} for role, _, _, info, _ in attach(direction, index, steps)}
-    found = {}
-    for role, kernel in attach.kernels.items():
-        source = fft_callbacks.apply_source(kernel)
-        found[role] = _Apply(load_apply(source, engine.device_id), infos[role], kernel.layout.count,
-                             kernel.layout.span)
-    return found
-
-
-_LOADED: dict[tuple[str, int], Callable[..., None]] = {}
-#: Threads per block of the fallback kernels (a grid-stride loop covers any count).
-_BLOCK = 256
-
-
-def load_apply(source: str, device_id: int) -> Callable[[int, int, int, int, int], None]:
-    """``launch(src, dst, info, count, stream)`` of an :func:`~nvmathpy.kernels.fft_callbacks.apply_source`
-    kernel (``count``: its element count, which sizes the grid): compiled by NVRTC to a cubin for the
-    device's architecture, loaded once per process."""
-    key = (source, device_id)
-    found = _LOADED.get(key)
-    if found is not None:
-        return found
-    cupy = runtime.import_cupy()
-    driver = cupy.cuda.driver
-    with cupy.cuda.Device(device_id):
-        arch = f"sm_{int(cupy.cuda.Device(device_id).compute_capability)}"
-        module = driver.moduleLoadData(fft_callbacks.compile_apply(source, arch).code)
-        function = driver.moduleGetFunction(module, fft_callbacks.APPLY_NAME)
-    launch_kernel = driver.launchKernel
-
-    def launch(src: int, dst: int, info: int, count: int, stream: int) -> None:
-        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_void_p(info))
-        argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
-        blocks = max(1, min(-(-count // _BLOCK), 1 << 16))
-        launch_kernel(function, blocks, 1, 1, _BLOCK, 1, 1, 0, stream, ctypes.addressof(argv), 0)
-
-    return _LOADED.setdefault(key, launch)
-
-
 def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | None:
     """``ctx(stream) -> context`` making CuPy's own work (copies, scaling) run on the call's stream;
     ``None`` when CuPy's current stream is that stream already."""
@@ -549,7 +373,7 @@ def _stream_context(engine: CudaFFTEngine, cupy: Any) -> Callable[[int], Any] | 
 
 
 def _kernel(engine: CudaFFTEngine, plan: _Plan, chosen: Schedule, copy_back: bool, handles: list[int],
-            last: list[Any], direction: str, cupy: Any, applies: Mapping[str, _Apply] | None = None
+            last: list[Any], direction: str, cupy: Any, applies: Mapping[str, ApplyKernel] | None = None
             ) -> Callable[..., Any]:
     """The hot path ``run(x, out)`` of one direction (``out`` is ``x`` for in-place plans);
     ``applies``: the elementwise fallback kernels of the callbacks (cuFFT's plans then have none)."""

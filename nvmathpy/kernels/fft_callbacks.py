@@ -17,13 +17,14 @@ So the generated function has C++ linkage and the default name (:data:`LINK_NAME
 engine attaches it without a name; an ``extern "C"`` definition would leave the mangled reference
 unresolved, and cuFFT then refuses the plan.
 
-What is fixed when the plan is made is baked into the source as constants
-(:class:`CallbackLayout`): the buffer's extents and element strides, the axis ``k`` counts along,
-the zero-padding limits and the array inputs' strides. The element offset cuFFT passes is peeled
-into only the indices the callback needs, by constant divisors (NVRTC emits a multiply-high and a
-shift, or a shift/mask for a power of two), in 32-bit unsigned arithmetic unless the buffer or an
-input reaches :data:`INDEX32_LIMIT` (:func:`index_type`). A window along the transformed axis of a
-dense batch of rows of 4096 is ``in0[o & 4095u]``. One source - one compilation, through the
+What is fixed when the plan is made is baked into the source as constants (a
+:class:`~nvmathpy.kernels.fft_callback_layout.CallbackLayout`: the buffer's extents and element
+strides, the axis ``k`` counts along, the zero-padding limits and the array inputs' strides). The
+element offset cuFFT passes is peeled into only the indices the callback needs, by constant
+divisors (NVRTC emits a multiply-high and a shift, or a shift/mask for a power of two), in 32-bit
+unsigned arithmetic unless the buffer or an input is too large for it
+(:func:`~nvmathpy.kernels.fft_callback_layout.index_type`). A window along the transformed axis of
+a dense batch of rows of 4096 is ``in0[o & 4095u]``. One source - one compilation, through the
 kernel cache - serves every plan of that layout.
 
 What may differ between plans of one layout, or between the two directions sharing a kernel, is
@@ -54,11 +55,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .emit_cuda import PRELUDE, emit_expression
+from .fft_callback_layout import CallbackLayout, c_literal, peel_indices, weighted_sum
 from .ir import Expr, inputs_of, walk
 
-__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "INDEX32_LIMIT", "LINK_NAMES", "CallbackKernel", "CallbackLayout",
-           "apply_source", "callback_kernel", "callback_layout", "callback_type", "caller_info", "compile_apply",
-           "compile_callback", "index_type", "peel_order"]
+__all__ = ["APPLY_NAME", "CALLBACK_DTYPES", "LINK_NAMES", "CallbackKernel", "apply_source", "callback_kernel",
+           "callback_type", "caller_info", "compile_apply", "compile_callback"]
 
 #: Value dtype -> (cuFFT element type, compute type, real type, JIT typedef suffix).
 CALLBACK_DTYPES = {
@@ -254,193 +255,6 @@ def callback_type(role: str, dtype: Any) -> int:
     return _CALLBACK_TYPES[_ROLES[role], np.dtype(dtype).name]
 
 
-#: Values the generated index arithmetic may take up to which it is 32-bit (unsigned): the largest
-#: element offset, input position or element count must stay below it. 2**31 rather than 2**32
-#: leaves the fallback kernel's grid-stride loop room to step past the count without wrapping.
-INDEX32_LIMIT = 1 << 31
-
-
-def index_type(largest: int) -> str:
-    """The C type of the generated index arithmetic for values up to ``largest``.
-
-    32-bit unsigned arithmetic when ``largest`` is below :data:`INDEX32_LIMIT` (the usual case:
-    division by a constant is then one multiply-high and a shift), 64-bit otherwise.
-
-    Parameters
-    ----------
-    largest
-        The largest value an offset, index or count takes (see :attr:`CallbackLayout.largest`).
-
-    Returns
-    -------
-    str
-        ``"unsigned int"`` or ``"unsigned long long"``.
-
-    Examples
-    --------
-    >>> index_type(4096 * 1024), index_type(2**31 - 1), index_type(2**31)
-    ('unsigned int', 'unsigned int', 'unsigned long long')
-    """
-    if largest < 0:
-        raise ValueError(f"largest must be >= 0, got {largest}")
-    return "unsigned int" if largest < INDEX32_LIMIT else "unsigned long long"
-
-
-@dataclass(frozen=True)
-class CallbackLayout:
-    """The buffer a callback reads or writes, as the generated source bakes it in.
-
-    Everything here is fixed when the plan is made, so it is written into the source as
-    constants: NVRTC turns division by a constant into a multiply and a shift (a shift or a mask
-    for a power of two). Build one with :func:`callback_layout`.
-
-    Attributes
-    ----------
-    extents, strides
-        Per peeled axis - the buffer's axes of extent > 1 from the largest element stride down
-        (:func:`peel_order`) - its extent and element stride.
-    k
-        The position (among the peeled axes) of the last transformed axis, where the index ``k``
-        counts; ``None`` when that axis has extent 1 (``k`` is then 0).
-    limits
-        (Prolog on a zero-padded buffer) per peeled axis, the extent of the data before zero
-        padding: the callback returns 0 at indices at or past it; ``None`` without padding.
-    inputs
-        ``(name, element strides per peeled axis)`` of each array input, sorted by name (stride 0
-        on an axis the input is broadcast along).
-    """
-
-    extents: tuple[int, ...]
-    strides: tuple[int, ...]
-    k: int | None = None
-    limits: tuple[int, ...] | None = None
-    inputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
-
-    @property
-    def rank(self) -> int:
-        """The number of peeled axes."""
-        return len(self.extents)
-
-    @property
-    def count(self) -> int:
-        """The number of elements."""
-        return math.prod(self.extents)
-
-    @property
-    def span(self) -> int:
-        """One past the largest element offset."""
-        return 1 + sum((n - 1) * st for n, st in zip(self.extents, self.strides))
-
-    @property
-    def largest(self) -> int:
-        """The largest value the index arithmetic takes: the span, the element count, and one
-        past the largest position read from an input."""
-        reach = [1 + sum((n - 1) * st for n, st in zip(self.extents, strides)) for _, strides in self.inputs]
-        return max([self.span, self.count, *reach])
-
-    @property
-    def index_type(self) -> str:
-        """The C type of the index arithmetic (:func:`index_type` of :attr:`largest`)."""
-        return index_type(self.largest)
-
-
-def callback_layout(shape: Sequence[int], strides: Sequence[int], k_axis: int, *,
-                    limits: Sequence[int] | None = None,
-                    inputs: Mapping[str, Sequence[int]] | None = None) -> CallbackLayout:
-    """The :class:`CallbackLayout` of a buffer of ``shape`` at element ``strides`` (by axis).
-
-    Parameters
-    ----------
-    shape, strides
-        The buffer's extents and element strides, by axis (strides >= 0, nested: see
-        :func:`peel_order`).
-    k_axis
-        The last transformed axis (where ``k`` counts).
-    limits
-        Per axis, the extent of the data before zero padding (a prolog on a padded buffer); axes
-        without padding are not checked.
-    inputs
-        Per array input, its element strides by axis (0 where it is broadcast).
-
-    Raises
-    ------
-    ValueError
-        If offsets of the buffer do not map back to indices (:func:`peel_order` is ``None``).
-
-    Examples
-    --------
-    >>> callback_layout((1024, 4096), (4096, 1), 1, inputs={"w": (0, 1)})
-    CallbackLayout(extents=(1024, 4096), strides=(4096, 1), k=1, limits=None, inputs=(('w', (0, 1)),))
-    >>> callback_layout((3, 1, 5), (5, 5, 1), 1, limits=(3, 1, 4)).limits  # k's axis has extent 1
-    (3, 4)
-    """
-    if len(shape) != len(strides) or any(int(st) < 0 for st in strides):
-        raise ValueError(f"a callback buffer has one stride >= 0 per axis; got shape {tuple(shape)}, "
-                         f"strides {tuple(strides)}")
-    order = peel_order(shape, strides)
-    if order is None:
-        raise ValueError(f"offsets of a buffer of shape {tuple(shape)} and strides {tuple(strides)} do not map back "
-                         "to indices")
-
-    def per_axis(values: Sequence[int]) -> tuple[int, ...]:
-        return tuple(int(values[a]) for a in order)
-
-    kept = None
-    if limits is not None and any(int(limits[a]) < int(shape[a]) for a in order):
-        kept = per_axis(limits)
-    return CallbackLayout(per_axis(shape), per_axis(strides), order.index(k_axis) if k_axis in order else None, kept,
-                          tuple(sorted((str(name), per_axis(st)) for name, st in (inputs or {}).items())))
-
-
-def _literal(value: int, ctype: str) -> str:
-    return f"{value}{'u' if ctype == 'unsigned int' else 'ull'}"
-
-
-def _div(x: str, c: int, ctype: str) -> str:
-    """``x / c`` for unsigned ``x`` and a constant ``c`` (a shift for a power of two)."""
-    if c == 1:
-        return x
-    if c & (c - 1) == 0:
-        return f"({x} >> {c.bit_length() - 1})"
-    return f"({x} / {_literal(c, ctype)})"
-
-
-def _mod(x: str, c: int, ctype: str) -> str:
-    """``x % c`` for unsigned ``x`` and a constant ``c`` (a mask for a power of two)."""
-    if c == 1:
-        return _literal(0, ctype)
-    if c & (c - 1) == 0:
-        return f"({x} & {_literal(c - 1, ctype)})"
-    return f"({x} % {_literal(c, ctype)})"
-
-
-def _peel(extents: Sequence[int], strides: Sequence[int], needed: Sequence[int], offset: str, ctype: str,
-          name: str = "i") -> list[str]:
-    """Declarations of the indices ``needed`` (positions, peel order) of the element at ``offset``
-    (a nested layout, largest stride first): ``const <ctype> i<d> = ...;`` with constant divisors.
-
-    The rest of the offset after the axes before ``d`` is ``offset % strides[d - 1]`` when every
-    larger stride is a multiple of ``strides[d - 1]`` (dense and row-padded buffers), else it is
-    peeled one axis at a time; index ``d`` is that rest divided by ``strides[d]`` (for the first
-    axis the offset itself divided).
-    """
-
-    def rest(j: int) -> str:  # the offset less the parts of axes 0..j
-        if j < 0:
-            return offset
-        if all(strides[lower] % strides[j] == 0 for lower in range(j)):
-            return _mod(offset, strides[j], ctype)
-        return _mod(rest(j - 1), strides[j], ctype)
-
-    return [f"const {ctype} {name}{d} = {_div(rest(d - 1), strides[d], ctype)};" for d in sorted(set(needed))]
-
-
-def _weighted(weights: Sequence[int], ctype: str, name: str = "i") -> str:
-    """``sum(i<d> * weights[d])`` over the nonzero weights (``0`` when there are none)."""
-    terms = [f"{name}{d}" if w == 1 else f"{name}{d} * {_literal(w, ctype)}" for d, w in enumerate(weights) if w]
-    return " + ".join(terms) or _literal(0, ctype)
-
-
 def _info_fields(role: str, dtype: str, inputs: Sequence[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """The ``callerInfo`` struct: ``(name, C declaration, ctypes type)`` in order (8-byte fields
     first, so C's and ctypes' natural alignments agree)."""
@@ -479,11 +293,12 @@ def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -
         The value dtype (see :data:`CALLBACK_DTYPES`).
     layout
         The buffer the callback reads (prolog) or writes (epilog) and its array inputs' strides
-        (:func:`callback_layout`); with ``limits`` (prolog only) the callback returns 0 without
+        (:func:`~nvmathpy.kernels.fft_callback_layout.callback_layout`); with ``limits`` (prolog only) the callback returns 0 without
         running the prolog on zero padding.
 
     Examples
     --------
+    >>> from nvmathpy.kernels.fft_callback_layout import callback_layout
     >>> from nvmathpy.kernels.trace import trace
     >>> kern = callback_kernel(trace(lambda v, col: v * col, {}), "epilog", "complex64",
     ...                        callback_layout((8, 6), (6, 1), 1))
@@ -497,7 +312,7 @@ def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -
     if dtype not in CALLBACK_DTYPES:
         raise ValueError(f"cuFFT callbacks take {sorted(CALLBACK_DTYPES)} values, got {dtype!r}")
     if not isinstance(layout, CallbackLayout):
-        raise TypeError(f"layout must be a CallbackLayout (see callback_layout), got {layout!r}")
+        raise TypeError(f"layout must be a CallbackLayout (see fft_callback_layout.callback_layout), got {layout!r}")
     guard = layout.limits is not None
     if guard and role != "prolog":
         raise ValueError("only a prolog guards zero padding")
@@ -532,9 +347,9 @@ def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -
     if needed:
         wide = ctype == "unsigned long long"
         lines.append(f"  const {ctype} o = {'offset' if wide else f'static_cast<{ctype}>(offset)'};")
-        lines.extend(f"  {line}" for line in _peel(layout.extents, layout.strides, sorted(needed), "o", ctype))
+        lines.extend(f"  {line}" for line in peel_indices(layout.extents, layout.strides, sorted(needed), "o", ctype))
     if padded:
-        outside = " || ".join(f"i{d} >= {_literal(layout.limits[d], ctype)}" for d in padded)
+        outside = " || ".join(f"i{d} >= {c_literal(layout.limits[d], ctype)}" for d in padded)
         lines.append(f"  if ({outside}) return nvm_cb_element({compute}(0), static_cast<{element}*>(nullptr));")
     if role == "prolog":
         lines.append(f"  const {compute} v = nvm_cb_value(static_cast<const {element}*>(dataIn)[offset]);")
@@ -544,11 +359,11 @@ def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -
             lines.append("  if (info->conj) v = conj(v);")
         lines.append("  v = nvm_cb_scale(v, info->scale);")
     if uses_k:
-        lines.append(f"  const {ctype} k = {f'i{layout.k}' if layout.k is not None else _literal(0, ctype)};")
+        lines.append(f"  const {ctype} k = {f'i{layout.k}' if layout.k is not None else c_literal(0, ctype)};")
     for i, (name, kind) in enumerate(inputs):
         if kind == "matrix":
             lines.append(f"  const {compute} in{i} = nvm_cb_value(static_cast<const {element}*>(info->in{i})"
-                         f"[{_weighted(input_strides[name], ctype)}]);")
+                         f"[{weighted_sum(input_strides[name], ctype)}]);")
         else:
             value = f"{compute}(info->s{i}[0], info->s{i}[1])" if complex_ else f"info->s{i}[0]"
             lines.append(f"  const {compute} in{i} = {value};")
@@ -586,24 +401,6 @@ def callback_kernel(expr: Expr, role: str, dtype: str, layout: CallbackLayout) -
     info_type = type("NvmCallbackInfo", (ctypes.Structure,), {"_fields_": [(n, t) for n, _, t in fields]})
     return CallbackKernel(source, symbol, role, dtype, callback_type(role, dtype), layout.rank, guard, inputs,
                           uses_k, expr, info_type, layout, tag)
-
-
-def peel_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
-    """The axes of extent > 1 by decreasing element stride, or ``None`` when peeling an offset
-    greedily along them would not recover the indices (strides that overlap or do not nest).
-
-    Examples
-    --------
-    >>> peel_order((3, 4, 5), (20, 5, 1)), peel_order((4, 1, 6), (1, 0, 5)), peel_order((4, 4), (3, 1))
-    ((0, 1, 2), (2, 0), None)
-    """
-    axes = sorted((a for a in range(len(shape)) if shape[a] > 1), key=lambda a: (-strides[a], a))
-    reach = 0  # largest offset the axes after the current one reach
-    for a in reversed(axes):
-        if strides[a] <= reach:
-            return None
-        reach += strides[a] * (shape[a] - 1)
-    return tuple(axes)
 
 
 def caller_info(kernel: CallbackKernel, *, scale: float = 1.0, conj: bool = False,
@@ -657,6 +454,7 @@ def apply_source(kernel: CallbackKernel) -> str:
 
     Examples
     --------
+    >>> from nvmathpy.kernels.fft_callback_layout import callback_layout
     >>> from nvmathpy.kernels.trace import trace
     >>> kern = callback_kernel(trace(lambda v: v * 2, {}), "epilog", "float32", callback_layout((5, 3), (3, 1), 1))
     >>> source = apply_source(kern)
@@ -678,13 +476,13 @@ def apply_source(kernel: CallbackKernel) -> str:
         f'extern "C" __global__ void {APPLY_NAME}(const void* src, void* dst, void* info) {{',
         f"  const {ctype} step = static_cast<{ctype}>(gridDim.x) * blockDim.x;",
         f"  for ({ctype} i = static_cast<{ctype}>(blockIdx.x) * blockDim.x + threadIdx.x; "
-        f"i < {_literal(layout.count, ctype)}; i += step) {{",
+        f"i < {c_literal(layout.count, ctype)}; i += step) {{",
     ]
     if list(layout.strides) == packed:
         lines.append("    const unsigned long long offset = i;")
     else:
-        lines.extend(f"    {line}" for line in _peel(layout.extents, packed, range(layout.rank), "i", ctype, "j"))
-        lines.append(f"    const unsigned long long offset = {_weighted(layout.strides, ctype, 'j')};")
+        lines.extend(f"    {line}" for line in peel_indices(layout.extents, packed, range(layout.rank), "i", ctype, "j"))
+        lines.append(f"    const unsigned long long offset = {weighted_sum(layout.strides, ctype, 'j')};")
     lines += [f"    {call}", "  }", "}"]
     return "\n".join(lines) + "\n"
 
