@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers import SVD, Eigh
-from ...linalg.solvers._cached import cache_key, run_cached
-from ...linalg.solvers.cpu._fast_lapack import fast_module
-from ...linalg.solvers.cpu._numpy_algorithms import for_order
-from ...linalg.solvers._validation import factor_pair, lu_factors
+from ... import linalg as nl
+from ...linalg.lapack import fast_module, routines
+from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
@@ -30,16 +28,15 @@ __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve",
 def _funcs(char: str) -> dict[str, Any]:
     from scipy.linalg.lapack import get_lapack_funcs
 
-    names = ("getrf", "getrs", "potrf", "potrs", "geqrf", "geqp3", "orgqr")
+    names = ("geqrf", "geqp3", "orgqr")
     return dict(zip(names, get_lapack_funcs(names, dtype=np.dtype(char))))
 
 
 def _routine(dtype: np.dtype, n: int, name: str) -> Any:
-    """LAPACK routine ``name`` for order ``n``: large orders run on NumPy's OpenBLAS (the thread
-    pool of NumPy's products and of nvmathpy's plans, see
-    :mod:`nvmathpy.linalg.solvers.cpu._numpy_lapack`), small ones through SciPy's wrappers."""
-    on_numpy = for_order(n, dtype, name)
-    return on_numpy[0] if on_numpy else _funcs(dtype.char)[name]
+    """LAPACK routine ``name`` for order ``n``, the one nvmathpy's CPU solvers run (large
+    orders on NumPy's OpenBLAS, small ones through SciPy's wrappers; see
+    :func:`nvmathpy.linalg.lapack.routines`)."""
+    return routines(dtype, n, name)[0]
 
 
 def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
@@ -455,14 +452,10 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
         return convert(w if eigvals_only else (w, np.empty(a1.shape, dtype)))
     sbi = None if subset_by_index is None else tuple(int(x) for x in subset_by_index)
     sbv = None if subset_by_value is None else tuple(float(x) for x in subset_by_value)
-    key = cache_key("sp-eigh", a1, None if b1 is None else b1.shape, lower, eigvals_only, type, sbi, sbv, driver)
-
-    def build() -> Eigh:
-        return Eigh(a1, b1, eigvals_only=eigvals_only, subset_by_index=sbi, subset_by_value=sbv, lower=lower,
-                    itype=type if b1 is not None else 1, driver=driver)  # SciPy ignores type without b
-
-    try:
-        out = run_cached(key, build, lambda p: p.reset_operands(a1, b1), lambda p: p._run())
+    solver = nl.eigvalsh if eigvals_only else nl.eigh
+    try:  # SciPy ignores type without b
+        out = solver(a1, "L" if lower else "U", b=b1, itype=type if b1 is not None else 1, subset_by_index=sbi,
+                     subset_by_value=sbv, driver=driver)
     except LinAlgError as exc:
         raise LinAlgError(str(exc)) from None
     return convert(out if eigvals_only else list(out) if a1.ndim > 2 else tuple(out))  # SciPy: a list for a batch
@@ -506,12 +499,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     if a1.ndim > 2 and 0 in a1.shape[:-2]:
         raise ValueError(f"`{'svd' if compute_uv else 'svdvals'}` does not support zero-size batches.")
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)
-    key = cache_key("sp-svd", a1, full_matrices, compute_uv, lapack_driver)
-
-    def build() -> SVD:
-        return SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
-
-    out = run_cached(key, build, lambda p: p.reset_operands(a1), lambda p: p._run())
+    out = nl.svd(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
     return convert((list(out) if a1.ndim > 2 else tuple(out)) if compute_uv else out)  # SciPy: a list for a batch
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers._operands import stack_of
-from ...linalg.solvers.cpu._fast_lapack import fast_module
+from ...linalg.lapack import fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
@@ -131,22 +130,21 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             raise LinAlgError("A singular matrix detected.")
         x = b3 / a3
         return convert(x[..., 0] if b_is_1d else x)
-    flat_a, flat_b = stack_of(a3), stack_of(b3)
-    out = _each_slice(flat_b.shape, dtype,
-                      lambda i: solve_slice(flat_a[i], flat_b[i], kind or detect(flat_a[i]), lower, transposed,
-                                                      detected=kind is None))
-    x = out.reshape(b3.shape)
+    x = _each_slice(b3.shape, dtype,
+                    lambda i: solve_slice(a3[i], b3[i], kind or detect(a3[i]), lower, transposed,
+                                          detected=kind is None))
     return convert(x[..., 0] if b_is_1d else x)
 
 
 def _each_slice(shape: tuple, dtype: np.dtype, one: Any) -> np.ndarray:
-    """Fill ``out[i], rcond = one(i)`` over a flat batch; then raise SciPy's error naming
-    every singular slice, or warn naming every ill-conditioned one."""
+    """Fill ``out[i], rcond = one(i)`` for each batch index ``i`` of ``shape`` (its last two
+    dimensions are one result's); then raise SciPy's error naming every singular slice by its
+    flat number, or warn naming every ill-conditioned one."""
     out = np.empty(shape, dtype)
     singular, ill = [], []
-    for i in range(shape[0]):
+    for i, index in enumerate(np.ndindex(shape[:-2])):
         try:
-            out[i], rcond = one(i)
+            out[index], rcond = one(index)
         except Singular:
             singular.append(i)
             continue
@@ -184,15 +182,14 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     if a1.size == 0:
         return convert(np.empty(a1.shape, dtype))
     a1 = a1.astype(dtype, copy=False)
-    flat = stack_of(a1)
 
-    def one(i: int) -> tuple[np.ndarray, float]:
+    def one(i: tuple) -> tuple[np.ndarray, float]:
         if kind in ("sym", "her"):
-            return inv_slice(_from_triangle(flat[i], lower, kind == "her"), "gen", lower)
-        structure = kind or detect(flat[i])  # a detected sym/her matrix is symmetric already
-        return inv_slice(flat[i], "gen" if structure in ("sym", "her") else structure, lower)
+            return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
+        structure = kind or detect(a1[i])  # a detected sym/her matrix is symmetric already
+        return inv_slice(a1[i], "gen" if structure in ("sym", "her") else structure, lower)
 
-    return convert(_each_slice(flat.shape, dtype, one).reshape(a1.shape))
+    return convert(_each_slice(a1.shape, dtype, one))
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
