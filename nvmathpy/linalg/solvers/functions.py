@@ -40,6 +40,11 @@ _LAPACK_CHARS = "fdFD"
 _ndarray = np.ndarray
 
 
+def _same(x: Any) -> Any:
+    """The results of NumPy operands: NumPy arrays already."""
+    return x
+
+
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Route a call whose operand lives on a GPU (or ``execution="cuda"``) to the function of
     the same name in :mod:`.cuda._functions`; NumPy calls pay one type check."""
@@ -154,8 +159,14 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
 def _plain_square(a: Any) -> bool:
     """A non-empty NumPy array of square matrices in a LAPACK dtype (the one-call fast paths)."""
+    return _plain(a) and a.shape[-1] == a.shape[-2]
+
+
+def _plain(a: Any) -> bool:
+    """A non-empty NumPy array of matrices in a LAPACK dtype, native byte order: what the
+    one-call fast paths take as it is, without wrapping or validation."""
     return (type(a) is _ndarray and a.dtype.char in _LAPACK_CHARS and a.dtype.isnative and a.ndim > 1
-            and a.shape[-1] == a.shape[-2] and a.size > 0)
+            and a.size > 0)
 
 
 def _numpy_determinant(a: Any, execution: Any) -> bool:
@@ -264,8 +275,11 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, 
           subset_by_value: Any, driver: str | None) -> Any:
     if uplo not in ("L", "U"):
         raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
-    arrays, to_caller, _ = host_arrays(execution, a=a) if b is None else host_arrays(execution, a=a, b=b)
-    a1, b1 = as_stack(arrays["a"], "a"), arrays.get("b")
+    if execution is None and _plain_square(a) and (b is None or type(b) is _ndarray and b.dtype == a.dtype):
+        a1, b1, to_caller = a, b, _same  # the common NumPy case: no wrapping
+    else:
+        arrays, to_caller, _ = host_arrays(execution, a=a) if b is None else host_arrays(execution, a=a, b=b)
+        a1, b1 = as_stack(arrays["a"], "a"), arrays.get("b")
     sbi = None if subset_by_index is None else tuple(subset_by_index)
     sbv = None if subset_by_value is None else tuple(subset_by_value)
     key = cache_key("eigh", a1, uplo, vectors, None if b1 is None else (b1.shape, str(b1.dtype)), itype, sbi, sbv,
@@ -345,8 +359,11 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     >>> svd(np.array([[0.0, 2.0], [1.0, 0.0]])).S
     array([2., 1.])
     """
-    arrays, to_caller, _ = host_arrays(execution, a=a)
-    a1 = as_stack(arrays["a"], "a", square=False)
+    if execution is None and _plain(a):  # the common NumPy case: no wrapping
+        a1, to_caller = a, _same
+    else:
+        arrays, to_caller, _ = host_arrays(execution, a=a)
+        a1 = as_stack(arrays["a"], "a", square=False)
     key = cache_key("svd", a1, bool(full_matrices), bool(compute_uv), driver)
     return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv,
                                                  driver=driver),

@@ -30,7 +30,7 @@ __all__ = ["ROUTED", "routed"]
 def _on_cuda(x: Any) -> bool:
     if type(x) is tuple and x:  # (c, lower) / (lu, piv) factors
         x = x[0]
-    return on_cuda(x)
+    return type(x) is not ndarray and on_cuda(x)
 
 
 def routed(fn: Callable[..., Any]) -> Callable[..., Any]:

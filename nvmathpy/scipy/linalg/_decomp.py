@@ -32,13 +32,6 @@ def _funcs(char: str) -> dict[str, Any]:
     return dict(zip(names, get_lapack_funcs(names, dtype=np.dtype(char))))
 
 
-def _routine(dtype: np.dtype, n: int, name: str) -> Any:
-    """LAPACK routine ``name`` for order ``n``, the one nvmathpy's CPU solvers run (large
-    orders on NumPy's OpenBLAS, small ones through SciPy's wrappers; see
-    :func:`nvmathpy.linalg.lapack.routines`)."""
-    return routines(dtype, n, name)[0]
-
-
 def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
     if a1.ndim < 2 or a1.shape[-1] != a1.shape[-2]:
         raise ValueError(what)
@@ -50,7 +43,7 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 def _getrf_fortran(a2: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``)."""
     dtype = lapack_one(a2.dtype)
-    return _routine(dtype, a2.shape[-1], "getrf")(np.asarray(a2, dtype))
+    return routines(dtype, a2.shape[-1], "getrf")[0](np.asarray(a2, dtype))
 
 
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
@@ -108,7 +101,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
             and type(piv) is np.ndarray:
         if check_finite:
             as_array(b, True, "b")
-        x, info = _routine(lu.dtype, lu.shape[0], "getrs")(lu, piv, b, trans)
+        x, info = routines(lu.dtype, lu.shape[0], "getrs")[0](lu, piv, b, trans)
         if info < 0:
             raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
         return x
@@ -123,7 +116,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
         dtype = lapack_common(lu2.dtype, b2.dtype)
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
-        x, info = _routine(dtype, lu2.shape[0], "getrs")(np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
+        x, info = routines(dtype, lu2.shape[0], "getrs")[0](np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
         if info < 0:
             raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
         return x
@@ -191,7 +184,7 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
     """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order)."""
     dtype = lapack_one(a2.dtype)
     a2 = np.asarray(a2, dtype)
-    potrf = _routine(dtype, a2.shape[-1], "potrf")
+    potrf = routines(dtype, a2.shape[-1], "potrf")[0]
     if a2.flags.c_contiguous and not a2.flags.f_contiguous:
         c, info = potrf(a2.T, lower=int(not lower), clean=int(clean))
         c = c.T
@@ -274,7 +267,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
             and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):
             raise ValueError("array must not contain infs or NaNs")
-        x, info = _routine(c.dtype, c.shape[0], "potrs")(c, b, int(lower))
+        x, info = routines(c.dtype, c.shape[0], "potrs")[0](c, b, int(lower))
         if info != 0:
             raise ValueError(f"illegal value in {-info}th argument of internal potrs")
         return x
@@ -291,7 +284,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         c2, b2 = np.asarray(c2, dtype), np.asarray(b2, dtype)
-        potrs = _routine(dtype, c2.shape[0], "potrs")
+        potrs = routines(dtype, c2.shape[0], "potrs")[0]
         if c2.flags.c_contiguous and not c2.flags.f_contiguous:
             if dtype.kind == "c":  # c.T is the factor of conj(A)
                 return potrs(c2.T, b2.conj(), int(not lower))[0].conj()
