@@ -15,22 +15,25 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
 
 from .solvers.cpu._fast_lapack import MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
+from .solvers.cpu._numpy_lapack import FROM_ORDER
 
 __all__ = ["MAX_ORDER", "fast_module", "routines"]
 
+#: SciPy's wrappers by dtype character, then by the tuple of names asked for together.
+_SCIPY: dict[str, dict[tuple[str, ...], tuple[Callable[..., Any], ...]]] = {c: {} for c in "fdFD"}
 
-@functools.lru_cache(maxsize=None)
-def _scipy_routines(names: tuple[str, ...], char: str) -> tuple[Callable[..., Any], ...]:
+
+def _scipy_routines(dtype: np.dtype, names: tuple[str, ...]) -> tuple[Callable[..., Any], ...]:
     from scipy.linalg.lapack import get_lapack_funcs
 
-    return tuple(get_lapack_funcs(names, dtype=np.dtype(char)))
+    found = _SCIPY[dtype.char][names] = tuple(get_lapack_funcs(names, dtype=dtype))
+    return found
 
 
 def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., Any], ...]:
@@ -60,4 +63,8 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     >>> getrs(lu, piv, np.array([5.0, 6.0]))[0]
     array([-4. ,  4.5])
     """
-    return for_order(order, dtype, *names) or _scipy_routines(names, dtype.char)
+    if order >= FROM_ORDER:  # below it for_order is None: the check keeps small calls short
+        found = for_order(order, dtype, *names)
+        if found:
+            return found
+    return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
