@@ -267,6 +267,11 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     """Solve ``op(a) x = b`` for triangular ``a``, as :func:`scipy.linalg.solve_triangular`
     (``trans``: 0/'N', 1/'T', 2/'C'; batched over leading dimensions).
 
+    ``overwrite_b=True`` solves in place in ``b``, as SciPy does, where ``b`` (each batch
+    slice of it, for a batch) is Fortran-contiguous (or contiguous 1-D) and of the
+    computation dtype; ``x`` is then ``b`` itself (for a batch, a new array). Otherwise ``b``
+    is left as it is.
+
     Examples
     --------
     >>> import numpy as np
@@ -274,6 +279,10 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     >>> a = np.array([[3.0, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])
     >>> solve_triangular(a, np.array([4.0, 2, 4, 2]), lower=True)
     array([ 1.33333333, -0.66666667,  2.66666667, -1.33333333])
+    >>> b = np.array([6.0, 5.0])
+    >>> x = solve_triangular(np.array([[2.0, 0.0], [1.0, 3.0]]), b, lower=True, overwrite_b=True)
+    >>> b
+    array([3.        , 0.66666667])
     """
     t = {"N": 0, "T": 1, "C": 2}.get(trans, trans)
     if t not in (0, 1, 2):
@@ -286,29 +295,33 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     trtrs = _trtrs(dtype.char)
     complex_ = dtype.kind == "c"
 
-    def core(a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    def core(a2: np.ndarray, b2: np.ndarray, overwrite: bool) -> np.ndarray:
         if a2.ndim != 2 or a2.shape[0] != a2.shape[1]:
             raise ValueError("expected square matrix")
         if a2.shape[0] != b2.shape[0]:
             raise ValueError(f"shapes of a {a2.shape} and b {b2.shape} are incompatible")
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
-        if a2.flags.f_contiguous or not a2.flags.c_contiguous:
-            x, info = trtrs(a2, b2, lower=int(lower), trans=t, unitdiag=int(unit_diagonal))
-        elif t == 2 and complex_:
-            x, info = trtrs(a2.T, b2.conj(), lower=int(not lower), trans=0, unitdiag=int(unit_diagonal))
+        flags = {"overwrite_b": int(overwrite), "unitdiag": int(unit_diagonal)}
+        if a2.flags.f_contiguous or not a2.flags.c_contiguous or t == 2 and complex_ and overwrite:
+            x, info = trtrs(a2, b2, lower=int(lower), trans=t, **flags)
+        elif t == 2 and complex_:  # a^H x = b with a^T's free view: conj(a^T) conj(x) = conj(b)
+            x, info = trtrs(a2.T, b2.conj(), lower=int(not lower), trans=0, **flags)
             x = x.conj()
         else:
-            x, info = trtrs(a2.T, b2, lower=int(not lower), trans=int(not t), unitdiag=int(unit_diagonal))
+            x, info = trtrs(a2.T, b2, lower=int(not lower), trans=int(not t), **flags)
         if info > 0:
             raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
         if info < 0:
             raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
         return x
 
+    overwrite = bool(overwrite_b)
     if a1.ndim == 2 and b1.ndim <= 2:
-        return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "solve_triangular"))
+        return convert(core(a1, b1, overwrite))
+    # As SciPy's: each batch slice of b is solved in place where it qualifies (x is a new stack)
+    return convert(over_batch(lambda a2, b2: core(a2, b2, overwrite), [a1, b1], [2, 2 if b1.ndim >= 2 else 1],
+                              "solve_triangular"))
 
 
 @functools.lru_cache(maxsize=None)
