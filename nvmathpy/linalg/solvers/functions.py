@@ -275,15 +275,18 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, 
           subset_by_value: Any, driver: str | None) -> Any:
     if uplo not in ("L", "U"):
         raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
+    sbi = None if subset_by_index is None else tuple(subset_by_index)
+    sbv = None if subset_by_value is None else tuple(subset_by_value)
+    options = (uplo, vectors, itype, sbi, sbv, driver)
     if execution is None and _plain_square(a) and (b is None or type(b) is _ndarray and b.dtype == a.dtype):
-        a1, b1, to_caller = a, b, _same  # the common NumPy case: no wrapping
+        # the common NumPy case: no wrapping, a key from attributes
+        a1, b1, to_caller = a, b, _same
+        key = ("eigh-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous,
+               None if b is None else b.shape, *options)
     else:
         arrays, to_caller, _ = host_arrays(execution, a=a) if b is None else host_arrays(execution, a=a, b=b)
         a1, b1 = as_stack(arrays["a"], "a"), arrays.get("b")
-    sbi = None if subset_by_index is None else tuple(subset_by_index)
-    sbv = None if subset_by_value is None else tuple(subset_by_value)
-    key = cache_key("eigh", a1, uplo, vectors, None if b1 is None else (b1.shape, str(b1.dtype)), itype, sbi, sbv,
-                    driver)
+        key = cache_key("eigh", a1, None if b1 is None else (b1.shape, str(b1.dtype)), *options)
     out = run_cached(key, lambda: Eigh(a1, b1, eigvals_only=not vectors, lower=uplo == "L", itype=itype,
                                        subset_by_index=sbi, subset_by_value=sbv, driver=driver),
                      lambda p: p.reset_operands(a1, b1), lambda p: p._run(), execution=execution)
@@ -359,12 +362,14 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     >>> svd(np.array([[0.0, 2.0], [1.0, 0.0]])).S
     array([2., 1.])
     """
-    if execution is None and _plain(a):  # the common NumPy case: no wrapping
+    options = (bool(full_matrices), bool(compute_uv), driver)
+    if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
         a1, to_caller = a, _same
+        key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)
     else:
         arrays, to_caller, _ = host_arrays(execution, a=a)
         a1 = as_stack(arrays["a"], "a", square=False)
-    key = cache_key("svd", a1, bool(full_matrices), bool(compute_uv), driver)
+        key = cache_key("svd", a1, *options)
     return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv,
                                                  driver=driver),
                                 lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution))
