@@ -19,7 +19,9 @@ import numpy as np
 
 from .errors import InvalidOperandError, OperandMismatchError
 
-__all__ = ["Operand", "wrap", "wrap_all", "wrap_matching", "unwrapper", "common_package", "SUPPORTED_DTYPES"]
+__all__ = [
+    "Operand", "wrap", "wrap_all", "wrap_matching", "unwrapper", "common_package", "on_cuda", "SUPPORTED_DTYPES",
+]
 
 #: dtypes the operations accept, by name (float16/bfloat16 compute in float32).
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
@@ -77,6 +79,29 @@ def _torch_tensor_type() -> type | None:
 def _cupy_array_type() -> type | None:
     cupy = sys.modules.get("cupy")
     return getattr(cupy, "ndarray", None) if cupy is not None else None
+
+
+def on_cuda(x: Any) -> bool:
+    """Whether ``x`` is an array on a CUDA device: a CuPy array, a torch CUDA tensor, or a
+    DLPack producer whose device is CUDA (or CUDA managed). Cheap, and nothing is imported:
+    a NumPy array costs one type check.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> on_cuda(np.zeros(2)), on_cuda([1.0])
+    (False, False)
+    """
+    if type(x) is np.ndarray:
+        return False
+    cupy_array = _cupy_array_type()
+    if cupy_array is not None and isinstance(x, cupy_array):
+        return True
+    tensor = _torch_tensor_type()
+    if tensor is not None and isinstance(x, tensor):
+        return x.device.type == "cuda"
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) in (2, 13)
 
 
 def _bfloat16() -> np.dtype:

@@ -146,3 +146,43 @@ def test_layering(importer, imported):
         if target == imported or target.startswith(imported + ".")
     ]
     assert crossing == []
+
+
+#: Below ``nvmathpy.linalg``, the packages whose modules are all private: the engines, the
+#: plan implementations and the matrix-product internals (their public names are re-exported
+#: by ``nvmathpy.linalg``).
+PRIVATE_LINALG_PACKAGES = ("solvers.cpu", "solvers.cuda", "solvers.plans", "gemm")
+
+
+def _private_linalg(target: str) -> bool:
+    """Whether ``target`` is a private module of :mod:`nvmathpy.linalg`: a path component
+    below it that starts with ``_``, or a module in :data:`PRIVATE_LINALG_PACKAGES`."""
+    if not target.startswith("nvmathpy.linalg."):
+        return False
+    below = target.removeprefix("nvmathpy.linalg.")
+    return (any(part.startswith("_") for part in below.split("."))
+            or any(below == p or below.startswith(p + ".") for p in PRIVATE_LINALG_PACKAGES))
+
+
+def test_private_linalg_rule():
+    assert _private_linalg("nvmathpy.linalg.solvers._cached")
+    assert _private_linalg("nvmathpy.linalg.solvers.cpu")
+    assert _private_linalg("nvmathpy.linalg.gemm.matmul_plan")
+    assert _private_linalg("nvmathpy.linalg._anything")
+    assert not _private_linalg("nvmathpy.linalg")
+    assert not _private_linalg("nvmathpy.linalg.validation")
+    assert not _private_linalg("nvmathpy.linalg.solvers")
+    assert not _private_linalg("nvmathpy.linalg.solversx.cpu")
+
+
+def test_scipy_uses_only_public_linalg():
+    """``nvmathpy.scipy`` is a thin signature layer over the public ``nvmathpy.linalg``: it
+    imports no private module of it."""
+    modules = _modules()
+    private = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for name, path in modules.items() if name == "nvmathpy.scipy" or name.startswith("nvmathpy.scipy.")
+        for line, target, _ in _imports(name, path, modules)
+        if _private_linalg(target)
+    ]
+    assert private == []

@@ -319,6 +319,69 @@ def test_solve_triangular(dtype, layout, trans, lower):
         nla.solve_triangular(np.zeros((2, 2), dtype), np.ones(2))
 
 
+def test_solve_triangular_overwrite_b_in_place_as_scipy():
+    """A client relies on it: the right-hand side, a row of a larger matrix, becomes x."""
+    L = np.zeros((3, 3))
+    L[0, 0], L[1, :2], L[2, :2] = 2, [1, 3], [4, 5]
+    x = nla.solve_triangular(L[:2, :2], L[2, :2], trans=0, lower=1, overwrite_b=True, check_finite=False)
+    np.testing.assert_array_equal(L[2, :2], [2, 1])
+    assert np.shares_memory(x, L)
+
+
+def _b_cases(n: int) -> dict:
+    rng = np.random.default_rng(5)
+    b2, wide_b = rng.standard_normal((n, 3)), rng.standard_normal((n, 6))
+    return {
+        "1-D": lambda: b2[:, 0].copy(),
+        "1-D strided": lambda: b2.copy()[:, 0],
+        "F": lambda: np.asfortranarray(b2),
+        "C": lambda: np.ascontiguousarray(b2),
+        "C one column": lambda: np.ascontiguousarray(b2[:, :1]),
+        "F not contiguous": lambda: np.asfortranarray(wide_b)[:, ::2],
+        "float32": lambda: b2[:, 0].astype(np.float32),
+        "int": lambda: np.arange(1, n + 1),
+        "complex": lambda: b2[:, 0] + 1j,
+        "read-only": lambda: _read_only(b2[:, 0]),
+        "batch": lambda: np.stack([b2[:, :1], b2[:, 1:2]]),
+    }
+
+
+def _read_only(v: np.ndarray) -> np.ndarray:
+    out = v.copy()
+    out.flags.writeable = False
+    return out
+
+
+@pytest.mark.parametrize("case", list(_b_cases(4)))
+@pytest.mark.parametrize("a_layout", ["F", "C"])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+@pytest.mark.parametrize("a_dtype", [np.float64, np.complex128])
+def test_solve_triangular_overwrites_b_exactly_when_scipy_does(case, a_layout, trans, a_dtype):
+    rng = np.random.default_rng(3)
+    a = np.tril(rng.standard_normal((4, 4))) + 4 * np.eye(4)
+    a = (a + 1j * np.tril(a, -1) if a_dtype is np.complex128 else a).astype(a_dtype)
+    a = np.asfortranarray(a) if a_layout == "F" else np.ascontiguousarray(a)
+    if case == "batch":
+        a = np.stack([a, a])
+    make = _b_cases(4)[case]
+    ours_b, theirs_b = make(), make()
+    kw = {"trans": trans, "lower": True, "overwrite_b": True}
+    ours = nla.solve_triangular(a, ours_b, **kw)
+    theirs = sla.solve_triangular(a, theirs_b, **kw)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours_b, theirs_b, rtol=1e-12, atol=1e-12)  # changed exactly where SciPy's was
+    assert np.shares_memory(ours, ours_b) == np.shares_memory(theirs, theirs_b)
+
+
+def test_solve_triangular_keeps_b_without_overwrite_b():
+    a = np.tril(np.ones((3, 3))) + np.eye(3)
+    for b in (np.ones(3), np.asfortranarray(np.ones((3, 2)))):
+        keep = b.copy()
+        x = nla.solve_triangular(a, b, lower=True)
+        np.testing.assert_array_equal(b, keep)
+        assert not np.shares_memory(x, b)
+
+
 def test_torch_round_trip():
     torch = pytest.importorskip("torch")
     a = spd(np.random.default_rng(0), 4, np.float64)

@@ -596,3 +596,63 @@ def test_small_determinants_are_numpys_and_large_ones_run_the_lu_plan():
     nl.det(big)
     assert cache.hits == 1  # the plan path, from the plan cache the second time
     assert abs(nl.slogdet(big)[1] - np.linalg.slogdet(big)[1]) < 1e-10 * abs(np.linalg.slogdet(big)[1])
+
+
+# -- the options the scipy.linalg layer needs, on the public functions ---------------------------
+
+
+def test_eigh_generalized_subsets_and_driver_match_scipy():
+    rng = np.random.default_rng(7)
+    a, b = herm(rng, 6, np.float64), spd(rng, 6, np.float64)
+    w, v = nl.eigh(a, b=b)
+    np.testing.assert_allclose(w, sla.eigh(a, b, eigvals_only=True), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a @ v, b @ v * w, atol=1e-9)
+    w3 = nl.eigvalsh(a, "U", b=b, itype=3, driver="gvd")
+    np.testing.assert_allclose(w3, sla.eigh(a, b, lower=False, type=3, eigvals_only=True), rtol=1e-10, atol=1e-12)
+    full = sla.eigh(a, eigvals_only=True)
+    np.testing.assert_allclose(nl.eigh(a, subset_by_index=[1, 3]).eigenvalues, full[1:4], rtol=1e-10, atol=1e-12)
+    lo, hi = (full[1] + full[2]) / 2, (full[4] + full[5]) / 2
+    np.testing.assert_allclose(nl.eigvalsh(a, subset_by_value=(lo, hi), driver="evr"), full[2:5], rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(nl.eigvalsh(a, driver="ev"), full, rtol=1e-10, atol=1e-12)
+
+
+def test_svd_driver_is_forced_and_checked():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((5, 3))
+    u, s, vh = nl.svd(a, full_matrices=False, driver="gesvd")
+    np.testing.assert_allclose(s, sla.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(u * s @ vh, a, atol=1e-12)
+    with pytest.raises(ValueError, match="driver"):
+        nl.svd(a, driver="gesvj")
+
+
+def test_cuda_functions_refuse_the_cpu_only_options_by_name():
+    from nvmathpy.errors import InvalidOptionError
+    from nvmathpy.linalg.solvers.cuda import _functions as cuda_functions
+
+    eye = np.eye(2)
+    for call, option in ((lambda: cuda_functions.eigh(eye, b=eye), "b="),
+                         (lambda: cuda_functions.eigvalsh(eye, subset_by_index=(0, 0)), "subset_by_index="),
+                         (lambda: cuda_functions.eigh(eye, itype=2), "itype="),
+                         (lambda: cuda_functions.svd(eye, driver="gesvd"), "driver=")):
+        with pytest.raises(InvalidOptionError, match=option):
+            call()
+
+
+def test_lapack_routines_are_the_engines():
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    from nvmathpy.linalg.lapack import routines
+    from nvmathpy.linalg.solvers.cpu._numpy_algorithms import for_order
+
+    d = np.dtype(np.float64)
+    assert routines(d, 4, "getrf", "potrs") == tuple(get_lapack_funcs(("getrf", "potrs"), dtype=d))
+    for n in (4, 300, 1500):
+        expected = for_order(n, d, "getrf", "getrs") or tuple(get_lapack_funcs(("getrf", "getrs"), dtype=d))
+        got = routines(d, n, "getrf", "getrs")
+        assert [getattr(f, "__name__", f) for f in got] == [getattr(f, "__name__", f) for f in expected]
+        a = well(np.random.default_rng(n), n, np.float64)
+        lu, piv, info = got[0](np.asfortranarray(a))
+        x = got[1](lu, piv, np.ones(n))[0]
+        assert info == 0 and relerr(a @ x, np.ones(n)) < 1e-10

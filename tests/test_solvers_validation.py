@@ -1,4 +1,4 @@
-"""The shared validation of bad input (nvmathpy/linalg/solvers/_validation.py) and where the
+"""The shared validation of bad input (nvmathpy/linalg/validation.py) and where the
 solvers use it: factor tuples, byte order, array-likes, unsupported dtypes, result sizes,
 NaN in least squares, freed plans. (Crash- and hang-prone cases run isolated in
 test_bad_input_linalg.py; these are the in-process unit checks.)"""
@@ -12,7 +12,7 @@ import scipy.linalg
 import nvmathpy.linalg as nl
 import nvmathpy.scipy.linalg as sl
 from nvmathpy.errors import InvalidOperandError, LinAlgError, PlanStateError
-from nvmathpy.linalg.solvers._validation import (
+from nvmathpy.linalg.validation import (
     check_dtype, check_result_size, factor_pair, host_array, lu_factors, native,
 )
 

@@ -20,6 +20,9 @@ _NAMES = {
     "plan_cache_info": "gemm.matmul_plan",
     "Epilogue": "epilogues",
     "epilogues": "epilogues",  # the submodule itself (epilogue names and helpers)
+    # public helpers for layers over the solvers (nvmathpy.scipy.linalg)
+    "validation": "validation",  # the checks of bad input the solvers apply
+    "lapack": "lapack",  # the CPU solvers' LAPACK routines and compiled small solves
     # solver plans
     "LU": "solvers",
     "Cholesky": "solvers",

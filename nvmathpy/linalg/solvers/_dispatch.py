@@ -9,13 +9,11 @@ CUDA request (:func:`_load_cuda`): nothing of the CPU path imports :mod:`.cuda`.
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any, Callable
-
-import numpy as np
 
 from ...errors import ExecutionSpaceUnavailableError
 from ...execution import ExecutionCPU, ExecutionCUDA, as_execution
+from ...operands import on_cuda
 from ...plan import Engine
 
 __all__ = ["CUDA_ENGINES", "CUDA_FUNCTIONS", "CUDA_PLANS", "cuda_function", "engine_for", "plan_class", "wants_cuda"]
@@ -39,16 +37,7 @@ def wants_cuda(operand: Any, execution: Any) -> bool:
 
     Cheap for the common NumPy case (no wrapping)."""
     if execution is None:
-        if type(operand) is np.ndarray:
-            return False
-        cupy = sys.modules.get("cupy")
-        if cupy is not None and isinstance(operand, cupy.ndarray):
-            return True
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(operand, torch.Tensor):
-            return operand.device.type == "cuda"
-        device = getattr(operand, "__dlpack_device__", None)
-        return device is not None and int(device()[0]) in (2, 13)
+        return on_cuda(operand)
     return isinstance(as_execution(execution), ExecutionCUDA)
 
 

@@ -16,7 +16,7 @@ from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
 from .cpu._lapack import lapack_dtype
-from ._validation import check_dtype, check_matrix, check_result_size, host_array
+from ..validation import check_dtype, check_matrix, check_result_size, host_array
 
 __all__ = [
     "solve_operands",

@@ -20,7 +20,7 @@ from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
 from .cpu._numpy_lapack import FROM_ORDER
 from ._operands import as_stack, host_arrays, solve_operands
-from ._validation import check_dtype, factor_pair, lu_factors
+from ..validation import check_dtype, factor_pair, lu_factors
 from .plans.cholesky import Cholesky
 from .plans.eigh import Eigh
 from .plans.lstsq import Lstsq
@@ -38,6 +38,11 @@ __all__ = [
 
 _LAPACK_CHARS = "fdFD"
 _ndarray = np.ndarray
+
+
+def _same(x: Any) -> Any:
+    """The results of NumPy operands: NumPy arrays already."""
+    return x
 
 
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -154,8 +159,14 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
 def _plain_square(a: Any) -> bool:
     """A non-empty NumPy array of square matrices in a LAPACK dtype (the one-call fast paths)."""
+    return _plain(a) and a.shape[-1] == a.shape[-2]
+
+
+def _plain(a: Any) -> bool:
+    """A non-empty NumPy array of matrices in a LAPACK dtype, native byte order: what the
+    one-call fast paths take as it is, without wrapping or validation."""
     return (type(a) is _ndarray and a.dtype.char in _LAPACK_CHARS and a.dtype.isnative and a.ndim > 1
-            and a.shape[-1] == a.shape[-2] and a.size > 0)
+            and a.size > 0)
 
 
 def _numpy_determinant(a: Any, execution: Any) -> bool:
@@ -260,20 +271,53 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
                                 execution=execution))
 
 
-def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
+def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, subset_by_index: Any,
+          subset_by_value: Any, driver: str | None) -> Any:
     if uplo not in ("L", "U"):
         raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
-    arrays, to_caller, _ = host_arrays(execution, a=a)
-    a1 = as_stack(arrays["a"], "a")
-    key = cache_key("eigh", a1, uplo, vectors)
-    out = run_cached(key, lambda: Eigh(a1, eigvals_only=not vectors, lower=uplo == "L"),
-                     lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution)
+    sbi = None if subset_by_index is None else tuple(subset_by_index)
+    sbv = None if subset_by_value is None else tuple(subset_by_value)
+    options = (uplo, vectors, itype, sbi, sbv, driver)
+    if execution is None and _plain_square(a) and (b is None or type(b) is _ndarray and b.dtype == a.dtype):
+        # the common NumPy case: no wrapping, a key from attributes
+        a1, b1, to_caller = a, b, _same
+        key = ("eigh-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous,
+               None if b is None else b.shape, *options)
+    else:
+        arrays, to_caller, _ = host_arrays(execution, a=a) if b is None else host_arrays(execution, a=a, b=b)
+        a1, b1 = as_stack(arrays["a"], "a"), arrays.get("b")
+        key = cache_key("eigh", a1, None if b1 is None else (b1.shape, str(b1.dtype)), *options)
+    out = run_cached(key, lambda: Eigh(a1, b1, eigvals_only=not vectors, lower=uplo == "L", itype=itype,
+                                       subset_by_index=sbi, subset_by_value=sbv, driver=driver),
+                     lambda p: p.reset_operands(a1, b1), lambda p: p._run(), execution=execution)
     return to_caller(EighResult(*out) if vectors else out)
 
 
 @_cuda_route
-def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> EighResult:
+def eigh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by_index: Any = None,
+         subset_by_value: Any = None, driver: str | None = None, execution: Any = None) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian ``a`` (``(..., n, n)``).
+
+    Parameters
+    ----------
+    a
+        ``(..., n, n)`` Hermitian matrices; only the triangle ``UPLO`` names is read.
+    UPLO
+        ``"L"`` (default) or ``"U"``.
+    b
+        ``(..., n, n)`` Hermitian positive definite matrices of ``a``'s shape: the generalized
+        problem (as :class:`~nvmathpy.linalg.Eigh`; CPU operands only).
+    itype
+        Generalized problem type: 1 ``A v = w B v``, 2 ``A B v = w v``, 3 ``B A v = w v``.
+    subset_by_index
+        ``(lo, hi)``: only eigenvalues ``lo..hi`` (inclusive, 0-based; CPU operands only).
+    subset_by_value
+        ``(lo, hi)``: only eigenvalues in ``(lo, hi]`` (CPU operands only).
+    driver
+        Force one LAPACK driver (see :class:`~nvmathpy.linalg.Eigh`); ``None`` lets
+        wisdom/autotune/heuristic choose (CPU operands only).
+    execution
+        ``None``, ``"cpu"``, ``"cuda"`` or an execution space.
 
     Examples
     --------
@@ -282,13 +326,16 @@ def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> EighResult:
     >>> w, v = eigh(np.array([[2.0, 1.0], [1.0, 2.0]]))
     >>> w
     array([1., 3.])
+    >>> eigh(np.diag([1.0, 2.0, 3.0]), subset_by_index=(1, 2)).eigenvalues
+    array([2., 3.])
     """
-    return _eigh(a, UPLO, True, execution)
+    return _eigh(a, UPLO, True, execution, b, itype, subset_by_index, subset_by_value, driver)
 
 
 @_cuda_route
-def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
-    """Eigenvalues (ascending) of Hermitian ``a``.
+def eigvalsh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by_index: Any = None,
+             subset_by_value: Any = None, driver: str | None = None, execution: Any = None) -> Any:
+    """Eigenvalues (ascending) of Hermitian ``a``; the parameters are :func:`eigh`'s.
 
     Examples
     --------
@@ -297,14 +344,16 @@ def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
     >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
     array([1., 3.])
     """
-    return _eigh(a, UPLO, False, execution)
+    return _eigh(a, UPLO, False, execution, b, itype, subset_by_index, subset_by_value, driver)
 
 
 @_cuda_route
 def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, *,
-        execution: Any = None) -> Any:
+        driver: str | None = None, execution: Any = None) -> Any:
     """Singular value decomposition ``a = U diag(S) Vh`` of ``(..., m, n)`` ``a``
     (``hermitian`` is accepted for NumPy compatibility; the general algorithm is used).
+    ``driver``: ``"gesdd"`` or ``"gesvd"`` forces that LAPACK driver (CPU operands only);
+    ``None`` lets wisdom/autotune/heuristic choose.
 
     Examples
     --------
@@ -313,10 +362,16 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     >>> svd(np.array([[0.0, 2.0], [1.0, 0.0]])).S
     array([2., 1.])
     """
-    arrays, to_caller, _ = host_arrays(execution, a=a)
-    a1 = as_stack(arrays["a"], "a", square=False)
-    key = cache_key("svd", a1, bool(full_matrices), bool(compute_uv))
-    return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv),
+    options = (bool(full_matrices), bool(compute_uv), driver)
+    if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
+        a1, to_caller = a, _same
+        key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)
+    else:
+        arrays, to_caller, _ = host_arrays(execution, a=a)
+        a1 = as_stack(arrays["a"], "a", square=False)
+        key = cache_key("svd", a1, *options)
+    return to_caller(run_cached(key, lambda: SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv,
+                                                 driver=driver),
                                 lambda p: p.reset_operands(a1), lambda p: p._run(), execution=execution))
 
 

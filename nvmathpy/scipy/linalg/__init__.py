@@ -4,8 +4,13 @@ through transposed views, workspace sizes cached, drivers chosen by measurement)
 
 ``from nvmathpy.scipy import linalg as sla`` and call ``sla.solve``, ``sla.lu_factor``, ...
 
+A thin signature layer: it validates, converts SciPy's conventions and calls the public
+:mod:`nvmathpy.linalg` (functions, plans, :mod:`nvmathpy.linalg.lapack` for the LAPACK
+routines and compiled small solves, :mod:`nvmathpy.linalg.validation`), no private module.
+
 Keywords SciPy has that nvmathpy accepts but does not honour: ``overwrite_a`` /
-``overwrite_b`` (inputs are never overwritten; C-ordered inputs need no copy anyway),
+``overwrite_b`` (inputs are never overwritten, C-ordered inputs need no copy anyway; the
+exception: ``solve_triangular(overwrite_b=True)`` solves in place in ``b`` where SciPy does),
 ``qr(lwork=...)`` (the optimal workspace is always used); ``solve(assume_a='tridiagonal'
 | 'banded')`` and ``inv(assume_a='sym' | 'her')`` read what SciPy reads (the band, the
 triangle) and run the general LU on it.

@@ -22,6 +22,7 @@ from numpy import ndarray
 
 from ... import linalg as nl
 from ...errors import InvalidOptionError, LinAlgError
+from ...operands import on_cuda, to_package, wrap_all
 
 __all__ = ["ROUTED", "routed"]
 
@@ -29,11 +30,7 @@ __all__ = ["ROUTED", "routed"]
 def _on_cuda(x: Any) -> bool:
     if type(x) is tuple and x:  # (c, lower) / (lu, piv) factors
         x = x[0]
-    if type(x) is ndarray:
-        return False
-    from ...linalg.solvers._dispatch import wants_cuda
-
-    return wants_cuda(x, None)
+    return type(x) is not ndarray and on_cuda(x)
 
 
 def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,15 +78,14 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
 def _solve_diagonal(a: Any, b: Any) -> Any:
     """``b / diag(a)`` (the transposed system is the same one)."""
     from ...cuda.runtime import import_cupy
-    from ...linalg.solvers.cuda._operands import device_arrays
 
     cupy = import_cupy()
-    native, to_caller, _, _ = device_arrays(None, a=a, b=b)
-    d = cupy.diagonal(native["a"], axis1=-2, axis2=-1)
+    operands = wrap_all(a=a, b=b)
+    d = cupy.diagonal(operands["a"].array, axis1=-2, axis2=-1)
     if bool((d == 0).any()):
         raise LinAlgError("Singular matrix: a diagonal entry is zero")
-    rhs = native["b"]
-    return to_caller(rhs / (d if rhs.ndim == d.ndim else d[..., None]))
+    rhs = operands["b"].array
+    return to_package(rhs / (d if rhs.ndim == d.ndim else d[..., None]), operands["b"])
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
@@ -166,15 +162,14 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
 def _full_r(r: Any, m: int) -> Any:
     """SciPy's ``mode='r'`` R, ``(m, n)``: the ``(k, n)`` R padded with zero rows."""
     from ...cuda.runtime import import_cupy
-    from ...linalg.solvers.cuda._operands import device_arrays
 
-    native, to_caller, _, _ = device_arrays(None, r=r)
-    r = native["r"]
-    if r.shape[-2] == m:
-        return to_caller(r)
-    full = import_cupy().zeros(r.shape[:-2] + (m, r.shape[-1]), r.dtype)
-    full[..., : r.shape[-2], :] = r
-    return to_caller(full)
+    operand = wrap_all(r=r)["r"]
+    native = operand.array
+    if native.shape[-2] == m:
+        return r
+    full = import_cupy().zeros(native.shape[:-2] + (m, native.shape[-1]), native.dtype)
+    full[..., : native.shape[-2], :] = native
+    return to_package(full, operand)
 
 
 def _eigh_options(b: Any, type: int, subset_by_index: Any, subset_by_value: Any) -> None:

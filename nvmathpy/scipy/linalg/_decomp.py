@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers import SVD, Eigh
-from ...linalg.solvers._cached import cache_key, run_cached
-from ...linalg.solvers.cpu._fast_lapack import fast_module
-from ...linalg.solvers.cpu._numpy_algorithms import for_order
-from ...linalg.solvers._validation import factor_pair, lu_factors
+from ... import linalg as nl
+from ...linalg.lapack import fast_module, routines
+from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
 )
@@ -30,16 +28,8 @@ __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve",
 def _funcs(char: str) -> dict[str, Any]:
     from scipy.linalg.lapack import get_lapack_funcs
 
-    names = ("getrf", "getrs", "potrf", "potrs", "geqrf", "geqp3", "orgqr")
+    names = ("geqrf", "geqp3", "orgqr")
     return dict(zip(names, get_lapack_funcs(names, dtype=np.dtype(char))))
-
-
-def _routine(dtype: np.dtype, n: int, name: str) -> Any:
-    """LAPACK routine ``name`` for order ``n``: large orders run on NumPy's OpenBLAS (the thread
-    pool of NumPy's products and of nvmathpy's plans, see
-    :mod:`nvmathpy.linalg.solvers.cpu._numpy_lapack`), small ones through SciPy's wrappers."""
-    on_numpy = for_order(n, dtype, name)
-    return on_numpy[0] if on_numpy else _funcs(dtype.char)[name]
 
 
 def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
@@ -53,7 +43,7 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 def _getrf_fortran(a2: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``)."""
     dtype = lapack_one(a2.dtype)
-    return _routine(dtype, a2.shape[-1], "getrf")(np.asarray(a2, dtype))
+    return routines(dtype, a2.shape[-1], "getrf")[0](np.asarray(a2, dtype))
 
 
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
@@ -111,7 +101,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
             and type(piv) is np.ndarray:
         if check_finite:
             as_array(b, True, "b")
-        x, info = _routine(lu.dtype, lu.shape[0], "getrs")(lu, piv, b, trans)
+        x, info = routines(lu.dtype, lu.shape[0], "getrs")[0](lu, piv, b, trans)
         if info < 0:
             raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
         return x
@@ -126,7 +116,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
         dtype = lapack_common(lu2.dtype, b2.dtype)
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
-        x, info = _routine(dtype, lu2.shape[0], "getrs")(np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
+        x, info = routines(dtype, lu2.shape[0], "getrs")[0](np.asarray(lu2, dtype), piv2, np.asarray(b2, dtype), trans)
         if info < 0:
             raise ValueError(f"illegal value in {-info}th argument of internal gesv|posv")
         return x
@@ -194,7 +184,7 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
     """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order)."""
     dtype = lapack_one(a2.dtype)
     a2 = np.asarray(a2, dtype)
-    potrf = _routine(dtype, a2.shape[-1], "potrf")
+    potrf = routines(dtype, a2.shape[-1], "potrf")[0]
     if a2.flags.c_contiguous and not a2.flags.f_contiguous:
         c, info = potrf(a2.T, lower=int(not lower), clean=int(clean))
         c = c.T
@@ -277,7 +267,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
             and c.shape[0] == c.shape[1] == b.shape[0] and b.size:
         if check_finite and not (all_finite(c) and all_finite(b)):
             raise ValueError("array must not contain infs or NaNs")
-        x, info = _routine(c.dtype, c.shape[0], "potrs")(c, b, int(lower))
+        x, info = routines(c.dtype, c.shape[0], "potrs")[0](c, b, int(lower))
         if info != 0:
             raise ValueError(f"illegal value in {-info}th argument of internal potrs")
         return x
@@ -294,7 +284,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
         c2, b2 = np.asarray(c2, dtype), np.asarray(b2, dtype)
-        potrs = _routine(dtype, c2.shape[0], "potrs")
+        potrs = routines(dtype, c2.shape[0], "potrs")[0]
         if c2.flags.c_contiguous and not c2.flags.f_contiguous:
             if dtype.kind == "c":  # c.T is the factor of conj(A)
                 return potrs(c2.T, b2.conj(), int(not lower))[0].conj()
@@ -455,14 +445,10 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
         return convert(w if eigvals_only else (w, np.empty(a1.shape, dtype)))
     sbi = None if subset_by_index is None else tuple(int(x) for x in subset_by_index)
     sbv = None if subset_by_value is None else tuple(float(x) for x in subset_by_value)
-    key = cache_key("sp-eigh", a1, None if b1 is None else b1.shape, lower, eigvals_only, type, sbi, sbv, driver)
-
-    def build() -> Eigh:
-        return Eigh(a1, b1, eigvals_only=eigvals_only, subset_by_index=sbi, subset_by_value=sbv, lower=lower,
-                    itype=type if b1 is not None else 1, driver=driver)  # SciPy ignores type without b
-
-    try:
-        out = run_cached(key, build, lambda p: p.reset_operands(a1, b1), lambda p: p._run())
+    solver = nl.eigvalsh if eigvals_only else nl.eigh
+    try:  # SciPy ignores type without b
+        out = solver(a1, "L" if lower else "U", b=b1, itype=type if b1 is not None else 1, subset_by_index=sbi,
+                     subset_by_value=sbv, driver=driver)
     except LinAlgError as exc:
         raise LinAlgError(str(exc)) from None
     return convert(out if eigvals_only else list(out) if a1.ndim > 2 else tuple(out))  # SciPy: a list for a batch
@@ -506,12 +492,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     if a1.ndim > 2 and 0 in a1.shape[:-2]:
         raise ValueError(f"`{'svd' if compute_uv else 'svdvals'}` does not support zero-size batches.")
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)
-    key = cache_key("sp-svd", a1, full_matrices, compute_uv, lapack_driver)
-
-    def build() -> SVD:
-        return SVD(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
-
-    out = run_cached(key, build, lambda p: p.reset_operands(a1), lambda p: p._run())
+    out = nl.svd(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
     return convert((list(out) if a1.ndim > 2 else tuple(out)) if compute_uv else out)  # SciPy: a list for a batch
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers._operands import stack_of
-from ...linalg.solvers.cpu._fast_lapack import fast_module
+from ...linalg.lapack import fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
@@ -131,22 +130,21 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             raise LinAlgError("A singular matrix detected.")
         x = b3 / a3
         return convert(x[..., 0] if b_is_1d else x)
-    flat_a, flat_b = stack_of(a3), stack_of(b3)
-    out = _each_slice(flat_b.shape, dtype,
-                      lambda i: solve_slice(flat_a[i], flat_b[i], kind or detect(flat_a[i]), lower, transposed,
-                                                      detected=kind is None))
-    x = out.reshape(b3.shape)
+    x = _each_slice(b3.shape, dtype,
+                    lambda i: solve_slice(a3[i], b3[i], kind or detect(a3[i]), lower, transposed,
+                                          detected=kind is None))
     return convert(x[..., 0] if b_is_1d else x)
 
 
 def _each_slice(shape: tuple, dtype: np.dtype, one: Any) -> np.ndarray:
-    """Fill ``out[i], rcond = one(i)`` over a flat batch; then raise SciPy's error naming
-    every singular slice, or warn naming every ill-conditioned one."""
+    """Fill ``out[i], rcond = one(i)`` for each batch index ``i`` of ``shape`` (its last two
+    dimensions are one result's); then raise SciPy's error naming every singular slice by its
+    flat number, or warn naming every ill-conditioned one."""
     out = np.empty(shape, dtype)
     singular, ill = [], []
-    for i in range(shape[0]):
+    for i, index in enumerate(np.ndindex(shape[:-2])):
         try:
-            out[i], rcond = one(i)
+            out[index], rcond = one(index)
         except Singular:
             singular.append(i)
             continue
@@ -184,15 +182,14 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     if a1.size == 0:
         return convert(np.empty(a1.shape, dtype))
     a1 = a1.astype(dtype, copy=False)
-    flat = stack_of(a1)
 
-    def one(i: int) -> tuple[np.ndarray, float]:
+    def one(i: tuple) -> tuple[np.ndarray, float]:
         if kind in ("sym", "her"):
-            return inv_slice(_from_triangle(flat[i], lower, kind == "her"), "gen", lower)
-        structure = kind or detect(flat[i])  # a detected sym/her matrix is symmetric already
-        return inv_slice(flat[i], "gen" if structure in ("sym", "her") else structure, lower)
+            return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
+        structure = kind or detect(a1[i])  # a detected sym/her matrix is symmetric already
+        return inv_slice(a1[i], "gen" if structure in ("sym", "her") else structure, lower)
 
-    return convert(_each_slice(flat.shape, dtype, one).reshape(a1.shape))
+    return convert(_each_slice(a1.shape, dtype, one))
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
@@ -270,6 +267,11 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     """Solve ``op(a) x = b`` for triangular ``a``, as :func:`scipy.linalg.solve_triangular`
     (``trans``: 0/'N', 1/'T', 2/'C'; batched over leading dimensions).
 
+    ``overwrite_b=True`` solves in place in ``b``, as SciPy does, where ``b`` (each batch
+    slice of it, for a batch) is Fortran-contiguous (or contiguous 1-D) and of the
+    computation dtype; ``x`` is then ``b`` itself (for a batch, a new array). Otherwise ``b``
+    is left as it is.
+
     Examples
     --------
     >>> import numpy as np
@@ -277,6 +279,10 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     >>> a = np.array([[3.0, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])
     >>> solve_triangular(a, np.array([4.0, 2, 4, 2]), lower=True)
     array([ 1.33333333, -0.66666667,  2.66666667, -1.33333333])
+    >>> b = np.array([6.0, 5.0])
+    >>> x = solve_triangular(np.array([[2.0, 0.0], [1.0, 3.0]]), b, lower=True, overwrite_b=True)
+    >>> b
+    array([3.        , 0.66666667])
     """
     t = {"N": 0, "T": 1, "C": 2}.get(trans, trans)
     if t not in (0, 1, 2):
@@ -289,29 +295,33 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     trtrs = _trtrs(dtype.char)
     complex_ = dtype.kind == "c"
 
-    def core(a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    def core(a2: np.ndarray, b2: np.ndarray, overwrite: bool) -> np.ndarray:
         if a2.ndim != 2 or a2.shape[0] != a2.shape[1]:
             raise ValueError("expected square matrix")
         if a2.shape[0] != b2.shape[0]:
             raise ValueError(f"shapes of a {a2.shape} and b {b2.shape} are incompatible")
         if b2.size == 0:
             return np.empty(b2.shape, dtype)
-        if a2.flags.f_contiguous or not a2.flags.c_contiguous:
-            x, info = trtrs(a2, b2, lower=int(lower), trans=t, unitdiag=int(unit_diagonal))
-        elif t == 2 and complex_:
-            x, info = trtrs(a2.T, b2.conj(), lower=int(not lower), trans=0, unitdiag=int(unit_diagonal))
+        flags = {"overwrite_b": int(overwrite), "unitdiag": int(unit_diagonal)}
+        if a2.flags.f_contiguous or not a2.flags.c_contiguous or t == 2 and complex_ and overwrite:
+            x, info = trtrs(a2, b2, lower=int(lower), trans=t, **flags)
+        elif t == 2 and complex_:  # a^H x = b with a^T's free view: conj(a^T) conj(x) = conj(b)
+            x, info = trtrs(a2.T, b2.conj(), lower=int(not lower), trans=0, **flags)
             x = x.conj()
         else:
-            x, info = trtrs(a2.T, b2, lower=int(not lower), trans=int(not t), unitdiag=int(unit_diagonal))
+            x, info = trtrs(a2.T, b2, lower=int(not lower), trans=int(not t), **flags)
         if info > 0:
             raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
         if info < 0:
             raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
         return x
 
+    overwrite = bool(overwrite_b)
     if a1.ndim == 2 and b1.ndim <= 2:
-        return convert(core(a1, b1))
-    return convert(over_batch(core, [a1, b1], [2, 2 if b1.ndim >= 2 else 1], "solve_triangular"))
+        return convert(core(a1, b1, overwrite))
+    # As SciPy's: each batch slice of b is solved in place where it qualifies (x is a new stack)
+    return convert(over_batch(lambda a2, b2: core(a2, b2, overwrite), [a1, b1], [2, 2 if b1.ndim >= 2 else 1],
+                              "solve_triangular"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.solvers.cpu._numpy_algorithms import for_order
+from ...linalg.lapack import routines
 
 __all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 
@@ -103,17 +103,15 @@ def _symmetric_norm1(a: np.ndarray, lower: bool) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def _general(dtype_char: str) -> tuple[Any, Any, Any, Any]:
+def _condition(dtype_char: str) -> tuple[Any, Any]:
     r = _lapack(dtype_char)
-    return r["getrf"], r["lange"], r["gecon"], r["getrs"]
+    return r["lange"], r["gecon"]
 
 
 def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool) -> tuple[np.ndarray, float]:
     """:func:`solve_slice` of a general matrix (pivoted LU), the common case kept short."""
-    getrf, lange, gecon, getrs = _general(a.dtype.char)
-    on_numpy = for_order(a.shape[0], a.dtype, "getrf", "getrs")  # large: NumPy's thread pool
-    if on_numpy:
-        getrf, getrs = on_numpy
+    lange, gecon = _condition(a.dtype.char)
+    getrf, getrs = routines(a.dtype, a.shape[0], "getrf", "getrs")  # large orders: NumPy's thread pool
     if a.flags.f_contiguous:
         view, t, norm = a, 0, "1"
     elif a.flags.c_contiguous:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...errors import LinAlgError
-from ...linalg.solvers._validation import UnsupportedDtypeError, check_result_size, native
+from ...linalg.validation import UnsupportedDtypeError, check_result_size, native
 from ...operands import wrap
 
 __all__ = [

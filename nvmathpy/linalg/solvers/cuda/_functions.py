@@ -146,16 +146,30 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
     return to_caller(EighResult(*out) if vectors else out)
 
 
-def eigh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
+def _cpu_only(name: str, **options: Any) -> None:
+    """Refuse, by name, an option the CPU functions take and these do not."""
+    for option, value in options.items():
+        if value is not None:
+            raise InvalidOptionError(f"{name}: {option}= is not supported on CUDA operands yet")
+
+
+def eigh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by_index: Any = None,
+         subset_by_value: Any = None, driver: str | None = None, execution: Any = None) -> Any:
+    _cpu_only("eigh", b=b, itype=None if itype == 1 else itype, subset_by_index=subset_by_index,
+              subset_by_value=subset_by_value, driver=driver)
     return _eigh(a, UPLO, True, execution)
 
 
-def eigvalsh(a: Any, /, UPLO: str = "L", *, execution: Any = None) -> Any:
+def eigvalsh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by_index: Any = None,
+             subset_by_value: Any = None, driver: str | None = None, execution: Any = None) -> Any:
+    _cpu_only("eigvalsh", b=b, itype=None if itype == 1 else itype, subset_by_index=subset_by_index,
+              subset_by_value=subset_by_value, driver=driver)
     return _eigh(a, UPLO, False, execution)
 
 
 def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, *,
-        execution: Any = None) -> Any:
+        driver: str | None = None, execution: Any = None) -> Any:
+    _cpu_only("svd", driver=driver)
     a1, to_caller, package = _stack(a, execution, square=False)
 
     def use(plan: CudaSVD) -> Any:

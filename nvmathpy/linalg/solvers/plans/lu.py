@@ -20,7 +20,7 @@ from ._base import SolverPlan, alive, with_threads
 from ..cpu._engine import CPULapackEngine
 from ..cpu._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from .._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
-from .._validation import lu_factors
+from ...validation import lu_factors
 
 __all__ = ["LU"]
 

@@ -1,5 +1,7 @@
 """Checks of bad input shared by ``nvmathpy.linalg`` and ``nvmathpy.scipy.linalg``: the one
-place that decides what reaches LAPACK and the generated C.
+place that decides what reaches LAPACK and the generated C. A public module
+(``nvmathpy.linalg.validation``), so that layers over the solvers check what they pass on
+with the solvers' own rules and errors.
 
 - :func:`host_array` turns array-likes into NumPy arrays and non-native byte order into
   native (once, at the wrapping boundary; results are native, as NumPy's).
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidOperandError, LinAlgError
+from ..errors import InvalidOperandError, LinAlgError
 
 __all__ = [
     "UnsupportedDtypeError", "NotAMatrixError", "host_array", "native", "check_dtype", "check_result_size",

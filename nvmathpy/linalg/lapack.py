@@ -1,0 +1,70 @@
+"""The LAPACK routines the CPU solvers call, for layers that call LAPACK themselves
+(``nvmathpy.scipy.linalg``): a public module, ``nvmathpy.linalg.lapack``.
+
+- :func:`routines` gives, for one matrix order, the routines the solvers' CPU engine runs:
+  SciPy's f2py wrappers (:func:`scipy.linalg.get_lapack_funcs`), or for large orders NumPy's
+  OpenBLAS (the thread pool of NumPy's products and of nvmathpy's plans) with nvmathpy's own
+  recursive and look-ahead ``getrf``/``potrf``, called with the wrappers' signatures.
+- :func:`fast_module` is the compiled extension that runs a whole small solve (order up to
+  :data:`MAX_ORDER`) in one C call, with SciPy's conventions: ``solve_gen(a, b, transposed,
+  check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a singular ``a``),
+  ``lu_solve(lu, piv, b, trans, check_finite)`` and ``cho_solve(c, b, lower, check_finite)``
+  return ``x``; each returns ``NotImplemented`` for operands it does not take (other types,
+  dtypes, layouts, orders), which the caller then solves by other means.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .solvers.cpu._fast_lapack import MAX_ORDER, fast_module
+from .solvers.cpu._numpy_algorithms import for_order
+from .solvers.cpu._numpy_lapack import FROM_ORDER
+
+__all__ = ["MAX_ORDER", "fast_module", "routines"]
+
+#: SciPy's wrappers by dtype character, then by the tuple of names asked for together.
+_SCIPY: dict[str, dict[tuple[str, ...], tuple[Callable[..., Any], ...]]] = {c: {} for c in "fdFD"}
+
+
+def _scipy_routines(dtype: np.dtype, names: tuple[str, ...]) -> tuple[Callable[..., Any], ...]:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    found = _SCIPY[dtype.char][names] = tuple(get_lapack_funcs(names, dtype=dtype))
+    return found
+
+
+def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., Any], ...]:
+    """The LAPACK routines ``names`` (``"getrf"``, ``"getrs"``, ``"potrf"``, ``"potrs"``, ...)
+    in ``dtype`` that the CPU solvers run on matrices of order ``order``.
+
+    Parameters
+    ----------
+    dtype
+        A LAPACK dtype (``numpy.dtype`` of float32, float64, complex64 or complex128).
+    order
+        The matrices' order ``n``.
+    *names
+        LAPACK routine names without the type letter.
+
+    Returns
+    -------
+    tuple
+        One callable per name, each with the signature of SciPy's wrapper of that name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg.lapack import routines
+    >>> getrf, getrs = routines(np.dtype(np.float64), 2, "getrf", "getrs")
+    >>> lu, piv, info = getrf(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> getrs(lu, piv, np.array([5.0, 6.0]))[0]
+    array([-4. ,  4.5])
+    """
+    if order >= FROM_ORDER:  # below it for_order is None: the check keeps small calls short
+        found = for_order(order, dtype, *names)
+        if found:
+            return found
+    return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
