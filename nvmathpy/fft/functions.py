@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,8 @@ def _one(n: Any) -> Any:
 
 def _n_d(s: Any, axes: Any) -> None:
     """NumPy's checks of an N-D transform's ``s`` and ``axes``: sequences (not single integers)
-    of integers (``TypeError`` otherwise)."""
+    of integers (``TypeError`` otherwise); and NumPy 2's ``DeprecationWarning`` where ``s`` is
+    given without ``axes`` or holds ``None``, pointing at the caller of the public function."""
     for name, value in (("s", s), ("axes", axes)):
         if value is None:
             continue
@@ -56,6 +58,25 @@ def _n_d(s: Any, axes: Any) -> None:
         for entry in value:
             if not (name == "s" and entry is None):
                 operator.index(entry)
+    if s is None:
+        return
+    if axes is None:
+        warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=3)
+    if any(entry is None for entry in s):
+        warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=3)
+
+
+_S_WITHOUT_AXES = (
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future version of NumPy, "
+    "this will raise an error and `s[i]` will correspond to the size along the transformed axis specified by "
+    "`axes[i]`. To retain current behaviour, pass a sequence [0, ..., k-1] to `axes` for an array of dimension k."
+)
+_NONE_IN_S = (
+    "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will raise an error in a "
+    "future version of NumPy. To use the default behaviour of the corresponding 1-D transform, pass the value "
+    "matching the default for its `n` parameter. To use the default behaviour for every axis, the `s` argument "
+    "can be omitted."
+)
 
 
 def _repeats(axes: Any) -> bool:
