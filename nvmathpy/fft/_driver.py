@@ -8,6 +8,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..plan import PlanCache
 from ._layout import check_norm, describe, no_axes, normalize_axes
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "transform", "wrap_input", "as_scipy_input", "c2r_lengths"]
+__all__ = ["plan_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
 _CACHE = PlanCache(maxsize=64)
 
@@ -144,6 +145,22 @@ def transform(
     if bad_out is not None:  # refused before the transform ran; the plan stays cached
         raise bad_out
     return _deliver(result, out)
+
+
+def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: int | None = None,
+                 out: Any = None) -> Any:
+    """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
+    one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
+    entries are the r2c transform's, bit for bit, and the others follow from Hermitian
+    symmetry, ``X[k] = conj(X[m - k])``."""
+    half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
+    axis = operator.index(axis) % a.ndim  # the transform has checked it
+    length = a.shape[axis] if n is None else n[0]
+    lead = (slice(None),) * axis
+    full = np.concatenate((half, half[lead + (slice(length - half.shape[axis], 0, -1),)]), axis=axis)
+    tail = full[lead + (slice(half.shape[axis], None),)].imag
+    np.subtract(0, tail, out=tail)  # the conjugate; a zero imaginary part stays +0 (negating would give -0)
+    return _deliver(full, out)
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:

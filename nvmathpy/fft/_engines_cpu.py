@@ -5,6 +5,10 @@ engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`),
 ``plan()`` without wisdom takes a cheap-to-plan guess and ``autotune()`` times the top few
 (or all of them with effort ``"exhaustive"``, which adds FFTW_PATIENT).
 
+Results do not depend on the operand's memory layout: a library whose rounding does (ducc0
+over several axes, mkl_fft) is handed a C-ordered copy of any other layout, so one logical
+problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do.
+
 CUDA execution uses the cuFFT engine of :mod:`._cuda_engine` instead.
 """
 
@@ -38,8 +42,6 @@ def thread_options(budget: int) -> list[int]:
 @functools.lru_cache(maxsize=256)
 def layout_of(problem: Problem) -> Layout:
     """Rebuild the :class:`Layout` stored in an FFT problem key (memoised: plans re-ask)."""
-    import numpy as np
-
     return Layout(
         problem.get("kind"),
         tuple(problem.get("axes")),
