@@ -5,7 +5,7 @@ and ``test_helper.py`` against :mod:`nvmathpy.scipy.fft`.
 
 The installed files are copied into a temporary folder and rewritten there so that the names
 they test (``np.fft``, ``scipy.fft``, ``from scipy.fft import ...``) are nvmathpy's; the
-installed packages are never touched. The copies run in a pytest subprocess, and so do
+installed packages are never touched. The copies run in a pytest subprocess, and beside it
 unmodified copies against the peer itself: every test that passes with the peer must pass with
 nvmathpy, and both runs must hold the same tests (so the check cannot pass by collecting
 nothing). SciPy's tests need its conftest (the ``xp`` fixture) and its table of array-API
@@ -102,15 +102,20 @@ def _rewritten(suite: Suite, name: str, text: str) -> str:
     return text
 
 
-def _run(folder: Path, files: tuple[str, ...], env: dict[str, str]) -> dict[str, str]:
-    """Outcome by test id (``passed``, ``failed``, ``error``, ``skipped``) of a pytest run in ``folder``."""
-    report = folder / "report.xml"
-    proc = subprocess.run(
+def _start(folder: Path, files: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
+    """A pytest run of ``files`` in ``folder``, writing a JUnit report there."""
+    return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
-         f"--junitxml={report}", *files],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
+         f"--junitxml={folder / 'report.xml'}", *files],
+        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    assert report.is_file(), proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def _outcomes(proc: subprocess.Popen, folder: Path) -> dict[str, str]:
+    """Outcome by test id (``passed``, ``failed``, ``error``, ``skipped``) of a finished run."""
+    output, _ = proc.communicate(timeout=600)
+    report = folder / "report.xml"
+    assert report.is_file(), output[-8000:]
     outcomes = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         tags = {child.tag for child in case}
@@ -134,10 +139,16 @@ def test_peer_suite_passes(suite: Suite, tmp_path: Path) -> None:
         text = (source / name).read_text()
         (reference / name).write_text(text)
         (peer / name).write_text(_rewritten(suite, name, text))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "NVMATHPY_CACHE_DIR": str(tmp_path / "cache")}
-    expected = _run(reference, suite.files, env)
-    got = _run(peer, suite.files, env)
+    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "NVMATHPY_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [(_start(folder, suite.files, env), folder) for folder in (reference, peer)]  # side by side
+    try:
+        expected, got = (_outcomes(proc, folder) for proc, folder in runs)
+    finally:
+        for proc, _ in runs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert expected and set(got) == set(expected)
     wrong = {test_id: outcome for test_id, outcome in got.items()
              if outcome != "passed" and expected[test_id] == "passed"}
