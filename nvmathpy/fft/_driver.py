@@ -8,6 +8,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..plan import PlanCache
 from ._layout import check_norm, describe, no_axes, normalize_axes
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "transform", "wrap_input", "as_scipy_input", "c2r_lengths"]
+__all__ = ["plan_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
 _CACHE = PlanCache(maxsize=64)
 
@@ -133,14 +134,33 @@ def transform(
             fft.plan()
         else:
             fft._swap_operand(op, a)
-        result = fft.execute(direction)
+        bad_out = None if out is None else _out_problem(out, fft._layout.out_shape, fft._layout.out_dtype)
+        result = None if bad_out is not None else fft.execute(direction)
     except BaseException:
         if fft is not None:
             fft.free()
         raise
     fft._detach()
     _CACHE.give(key, fft)
+    if bad_out is not None:  # refused before the transform ran; the plan stays cached
+        raise bad_out
     return _deliver(result, out)
+
+
+def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: int | None = None,
+                 out: Any = None) -> Any:
+    """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
+    one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
+    entries are the r2c transform's, bit for bit, and the others follow from Hermitian
+    symmetry, ``X[k] = conj(X[m - k])``."""
+    half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
+    axis = operator.index(axis) % a.ndim  # the transform has checked it
+    length = a.shape[axis] if n is None else n[0]
+    lead = (slice(None),) * axis
+    full = np.concatenate((half, half[lead + (slice(length - half.shape[axis], 0, -1),)]), axis=axis)
+    tail = full[lead + (slice(half.shape[axis], None),)].imag
+    np.subtract(0, tail, out=tail)  # the conjugate; a zero imaginary part stays +0 (negating would give -0)
+    return _deliver(full, out)
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:
@@ -160,13 +180,33 @@ def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any)
     return to_package(np.zeros(shape, layout.out_dtype), op)
 
 
+def _out_problem(out: Any, shape: tuple[int, ...], dtype: np.dtype) -> Exception | None:
+    """What is wrong with ``out`` for a result of ``shape`` and ``dtype``, as NumPy says it
+    (``None``: nothing): ``TypeError`` for a non-array or a dtype the result cannot be cast to
+    (``same_kind``), ``ValueError`` for another shape."""
+    try:
+        target = wrap(out, "out")
+    except InvalidOperandError:
+        return TypeError(f"out must be of ArrayType (a NumPy, CuPy or PyTorch array), got {type(out).__name__}")
+    if target.shape != tuple(shape):
+        return InvalidOperandError(f"output array has wrong shape: out has shape {target.shape}, "
+                                   f"the result has shape {tuple(shape)}")
+    if not np.can_cast(dtype, target.dtype, casting="same_kind"):
+        return TypeError(f"Cannot cast the result's dtype {dtype} to out's dtype {target.dtype} "
+                         "according to the rule 'same_kind'")
+    return None
+
+
 def _deliver(result: Any, out: Any) -> Any:
+    """``result``, or ``out`` after copying ``result`` into it."""
     if out is None:
         return result
+    native = wrap(result, "result").array
+    problem = _out_problem(out, native.shape, native.dtype)
+    if problem is not None:
+        raise problem
     wrapped = wrap(out, "out")
-    target, native = wrapped.array, wrap(result, "result").array
-    if target.shape != native.shape:
-        raise InvalidOperandError(f"out has shape {target.shape}, the result has shape {native.shape}")
+    target = wrapped.array
     if wrapped.device == "cuda":
         import cupy
 

@@ -5,6 +5,10 @@ engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`),
 ``plan()`` without wisdom takes a cheap-to-plan guess and ``autotune()`` times the top few
 (or all of them with effort ``"exhaustive"``, which adds FFTW_PATIENT).
 
+Results do not depend on the operand's memory layout: a library whose rounding does (ducc0
+over several axes, mkl_fft) is handed a C-ordered copy of any other layout, so one logical
+problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do.
+
 CUDA execution uses the cuFFT engine of :mod:`._cuda_engine` instead.
 """
 
@@ -13,6 +17,8 @@ from __future__ import annotations
 import functools
 import os
 from typing import Any, Mapping
+
+import numpy as np
 
 from ..execution import ExecutionCPU, cpu_description
 from ..plan import Candidate, Engine, Problem
@@ -36,8 +42,6 @@ def thread_options(budget: int) -> list[int]:
 @functools.lru_cache(maxsize=256)
 def layout_of(problem: Problem) -> Layout:
     """Rebuild the :class:`Layout` stored in an FFT problem key (memoised: plans re-ask)."""
-    import numpy as np
-
     return Layout(
         problem.get("kind"),
         tuple(problem.get("axes")),
@@ -86,11 +90,44 @@ class CPUFFTEngine(Engine):
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
         library, layout = LIBRARIES[candidate.label], layout_of(problem)
         if candidate.label == "pyfftw":
-            return library.build(layout, candidate, extra, time_limit=self.fftw_time_limit)
-        return library.build(layout, candidate, extra)
+            prepared = library.build(layout, candidate, extra, time_limit=self.fftw_time_limit)
+        else:
+            prepared = library.build(layout, candidate, extra)
+        if _strides_matter(candidate.label, layout) and not _c_ordered(problem.get("strides"), layout.in_shape):
+            _on_c_ordered_input(prepared)
+        return prepared
 
     def device(self) -> dict[str, Any]:
         return _device(self.libraries)
+
+
+def _strides_matter(library: str, layout: Layout) -> bool:
+    """Whether ``library``'s rounding for ``layout`` depends on the input's memory layout:
+    ducc0 orders its passes over several axes by stride, and MKL picks its kernels by stride
+    (pocketfft in scipy.fft and FFTW give the same bits for any layout)."""
+    return library == "mkl_fft" or (library == "ducc0" and len(layout.axes) > 1)
+
+
+def _c_ordered(strides: Any, shape: tuple[int, ...]) -> bool:
+    """Whether element ``strides`` are those of a C-contiguous array of ``shape``."""
+    step = 1
+    for n, stride in zip(reversed(shape), reversed(list(strides))):
+        if n > 1 and stride != step:
+            return False
+        step *= n
+    return True
+
+
+def _on_c_ordered_input(prepared: FFTPrepared) -> None:
+    """Make ``prepared`` transform a C-ordered copy of its input, so that one logical problem
+    gives the same bits whatever the strides of the operand (NumPy's transforms do)."""
+    def c_ordered(call: Any) -> Any:
+        def run(a: Any, out: Any = None) -> Any:
+            return call(np.ascontiguousarray(a), out)
+
+        return run
+
+    prepared.forward, prepared.inverse = c_ordered(prepared.forward), c_ordered(prepared.inverse)
 
 
 @functools.lru_cache(maxsize=256)

@@ -19,12 +19,13 @@ True
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidOperandError
-from ._driver import transform, wrap_input
+from ._driver import real_forward, transform, wrap_input
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
@@ -47,7 +48,8 @@ def _one(n: Any) -> Any:
 
 def _n_d(s: Any, axes: Any) -> None:
     """NumPy's checks of an N-D transform's ``s`` and ``axes``: sequences (not single integers)
-    of integers (``TypeError`` otherwise)."""
+    of integers (``TypeError`` otherwise); and NumPy 2's ``DeprecationWarning`` where ``s`` is
+    given without ``axes`` or holds ``None``, pointing at the caller of the public function."""
     for name, value in (("s", s), ("axes", axes)):
         if value is None:
             continue
@@ -56,6 +58,25 @@ def _n_d(s: Any, axes: Any) -> None:
         for entry in value:
             if not (name == "s" and entry is None):
                 operator.index(entry)
+    if s is None:
+        return
+    if axes is None:
+        warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=3)
+    if any(entry is None for entry in s):
+        warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=3)
+
+
+_S_WITHOUT_AXES = (
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future version of NumPy, "
+    "this will raise an error and `s[i]` will correspond to the size along the transformed axis specified by "
+    "`axes[i]`. To retain current behaviour, pass a sequence [0, ..., k-1] to `axes` for an array of dimension k."
+)
+_NONE_IN_S = (
+    "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will raise an error in a "
+    "future version of NumPy. To use the default behaviour of the corresponding 1-D transform, pass the value "
+    "matching the default for its `n` parameter. To use the default behaviour for every axis, the `s` argument "
+    "can be omitted."
+)
 
 
 def _repeats(axes: Any) -> bool:
@@ -95,11 +116,18 @@ def _one_axis_at_a_time(a: Any, s: Any, axes: Any, norm: Any, kind: str, inverse
 def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
     """1-D discrete Fourier transform (as :func:`numpy.fft.fft`).
 
+    A real NumPy array (or list) is transformed through :func:`rfft`: the first ``n // 2 + 1``
+    entries of the result are ``rfft``'s, bit for bit, the others their complex conjugates.
+
     Examples
     --------
     >>> fft([1.0, 0.0, 0.0, 0.0]).tolist()
     [(1+0j), (1+0j), (1+0j), (1+0j)]
     """
+    if type(a) is not np.ndarray and isinstance(a, (list, tuple)):
+        a = np.asarray(a)
+    if type(a) is np.ndarray and a.dtype.kind in "biuf" and a.ndim:
+        return real_forward(a, n=_one(n), axis=axis, norm=norm, out=out)
     return transform(a, kind="c2c", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out)
 
 

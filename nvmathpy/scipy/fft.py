@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, prev_fast_len, rfftfreq, set_workers
 
-from ..fft._driver import as_scipy_input, plan_cache, transform
+from ..fft._driver import as_scipy_input, plan_cache, real_forward, transform
 from ..fft.fft_plan import FFT
 from ..fft.trig_plan import trig_transform
 
@@ -102,13 +102,17 @@ def _type(type: Any, inverse: bool) -> int:
     return operator.index(type)
 
 
-def _one_d(name: str, kind: str, direction: str, what: str) -> Callable[..., Any]:
+def _one_d(name: str, kind: str, direction: str, what: str, note: str = "") -> Callable[..., Any]:
+    through_rfft = kind == "c2c" and direction == "forward"
+
     def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        s = _n(n)
-        return transform(as_scipy_input(x), kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
+        s, x = _n(n), as_scipy_input(x)
+        if through_rfft and plan is None and type(x) is np.ndarray and x.dtype.kind in "biuf" and x.ndim:
+            return real_forward(x, n=s, axis=axis, norm=norm, threads=_threads(workers))
+        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
                          threads=_threads(workers), plan=plan)  # fmt: skip
 
-    return _named(function, name, what)
+    return _named(function, name, what, note + _FFT_NOTE)
 
 
 def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
@@ -176,7 +180,9 @@ def _named(function: Callable[..., Any], name: str, what: str, note: str = _FFT_
     return function
 
 
-fft = _one_d("fft", "c2c", "forward", "1-D discrete Fourier transform")
+fft = _one_d("fft", "c2c", "forward", "1-D discrete Fourier transform",
+             "A real NumPy array (or array-like) is transformed through :func:`rfft`: the first ``n // 2 + 1``\n"
+             "entries of the result are ``rfft``'s, bit for bit, the others their complex conjugates.\n")
 ifft = _one_d("ifft", "c2c", "inverse", "1-D inverse discrete Fourier transform")
 rfft = _one_d("rfft", "r2c", "forward", "1-D transform of real input")
 irfft = _one_d("irfft", "c2r", "inverse", "Inverse of rfft")
