@@ -169,7 +169,7 @@ def test_potrs_column_by_column_and_through_trsm_agree_with_scipy(dtype, lower, 
 @pytest.mark.parametrize("layout", ["C", "F"])
 def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch, dtype, layout):
     import nvmathpy.scipy.linalg as nsl
-    from nvmathpy.scipy.linalg import _decomp, _structured
+    from nvmathpy.linalg import lapack
 
     used = []
     real = numpy_algorithms.for_order
@@ -179,8 +179,7 @@ def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch,
         used.extend(names if found else ())
         return found
 
-    monkeypatch.setattr(_decomp, "for_order", counted)
-    monkeypatch.setattr(_structured, "for_order", counted)
+    monkeypatch.setattr(lapack, "for_order", counted)  # the drop-in's routines come from nvmathpy.linalg.lapack
     rng = np.random.default_rng(5)
     a = rand(rng, (N, N), dtype, layout) + 4 * np.sqrt(N) * np.eye(N, dtype=dtype)
     s = hpd(rng, (N, N), dtype, layout)
