@@ -389,6 +389,16 @@ def operand(rng, shape, layout, dtype):
     return make(shape)
 
 
+def c2c_case(shape, layout, axes):
+    """A complex128 operand of ``layout``, a window ``w`` along the last transformed axis and a
+    filter ``f`` of the full shape (fresh random data from one seed)."""
+    rng = np.random.default_rng(SEED)
+    x = operand(rng, shape, layout, np.complex128)
+    k_axis = (axes or tuple(range(len(shape))))[-1]
+    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], np.complex128)
+    return x, {"w": w, "f": rng.standard_normal(shape)}
+
+
 def rel_err(x, ref):
     x, ref = np.asarray(x), np.asarray(ref)
     assert x.shape == ref.shape and np.isfinite(x).all()
@@ -422,14 +432,9 @@ EPILOG = lambda v, f, k: np.where(k < 3, v * f, v / (k + 1.0))  # noqa: E731
                                              ((2, 3, 4, 5), None), ((3, 2, 5, 2, 3), (4, 0, 2, 1))])
 @pytest.mark.parametrize("direction", ["forward", "inverse"])
 def test_c2c_callbacks_every_candidate(emu, shape, axes, layout, direction):
-    rng = np.random.default_rng(SEED)
-    x = operand(rng, shape, layout, np.complex128)
+    x, inputs = c2c_case(shape, layout, axes)
     before = x.copy()
-    k_axis = (axes or tuple(range(len(shape))))[-1]
-    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], np.complex128)
-    f = rng.standard_normal(shape)
-    check_every_candidate(x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG,
-                          callback_inputs={"w": w, "f": f})
+    check_every_candidate(x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG, callback_inputs=inputs)
     assert np.array_equal(x, before)
 
 
@@ -629,14 +634,9 @@ def check_fallback(emulator, x, tol, direction=None, **kwargs):
                                                        ("neg", (5, 6), (0,))])
 @pytest.mark.parametrize("direction", ["forward", "inverse"])
 def test_refused_callbacks_fall_back_c2c(refusing, layout, shape, axes, direction):
-    rng = np.random.default_rng(SEED)
-    x = operand(rng, shape, layout, np.complex128)
+    x, inputs = c2c_case(shape, layout, axes)
     before = x.copy()
-    k_axis = (axes or tuple(range(len(shape))))[-1]
-    w = _random(rng, [n if a == k_axis else 1 for a, n in enumerate(shape)], np.complex128)
-    f = rng.standard_normal(shape)
-    check_fallback(refusing, x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG,
-                   callback_inputs={"w": w, "f": f})
+    check_fallback(refusing, x, 1e-12, direction, axes=axes, prolog=PROLOG, epilog=EPILOG, callback_inputs=inputs)
     assert np.array_equal(x, before)  # the prolog kernel never writes into the operand
 
 
