@@ -469,14 +469,38 @@ _CACHE = PlanCache(maxsize=128)
 _NO_INPUTS: Mapping[str, Any] = {}
 
 
+#: The NumPy problems (shapes, strides, dtypes) whose cached plan, with every option at its
+#: default, is the bound ``ndarray.dot`` call: :func:`matmul` makes that call for them at once,
+#: before building a cache key (tiny products cost less than ``numpy.matmul`` this way). At most
+#: the plan cache's size; emptied with it.
+_PLAIN_DOT: set[tuple] = set()
+
+
+def _remember_plain_dot(plan: Matmul, a: Any, b: Any, key: tuple) -> None:
+    """Note ``a @ b``'s problem in :data:`_PLAIN_DOT` when ``plan``, just built for ``key``
+    (:func:`matmul`'s key of NumPy operands: shapes, strides, dtypes, then alpha, beta, epilogue,
+    execution, options, stream), has every option at its default and runs the bare ``dot`` call."""
+    alpha, *others = key[6:]
+    defaults = type(alpha) is float and alpha == 1.0 and others == [None] * 5
+    if not (defaults and plan.candidate.label == "dot" and plan._convert is None and not plan._options.check_finite):
+        return
+    if len(_PLAIN_DOT) >= _CACHE.maxsize:
+        _PLAIN_DOT.clear()
+    if _CACHE.maxsize:
+        _PLAIN_DOT.add((a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
+
+
 def set_plan_cache_size(maxsize: int) -> None:
     """Bound the number of plans :func:`matmul` keeps (``0`` disables caching)."""
     _CACHE.resize(maxsize)
+    if len(_PLAIN_DOT) > maxsize:
+        _PLAIN_DOT.clear()
 
 
 def clear_plan_cache() -> None:
     """Free every plan :func:`matmul` keeps and reset the hit/miss counters."""
     _CACHE.clear()
+    _PLAIN_DOT.clear()
 
 
 def plan_cache_info() -> dict[str, int]:
@@ -530,6 +554,12 @@ def matmul(
     array([[2., 0.],
            [6., 8.]])
     """
+    if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue is None and beta is None
+            and epilogue_inputs is None and execution is None and options is None and stream is None
+            and type(alpha) is float and alpha == 1.0
+            and (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype) in _PLAIN_DOT):
+        _CACHE.hits += 1
+        return a.dot(b)
     custom = is_custom(epilogue)
     if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue_inputs is None
             and options is None and (execution is None or type(execution) is str) and not custom):
@@ -570,6 +600,8 @@ def matmul(
         if key is None:
             with plan:
                 return plan.execute()
+        if key is not None and na is a:  # the first branch's key: NumPy operands, no c, no inputs
+            _remember_plain_dot(plan, a, b, key)
         plan._detach()  # the cache must not keep this call's arrays alive
     try:
         return plan._one_call(na, nb, nc, inputs, None)
