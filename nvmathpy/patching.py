@@ -15,8 +15,8 @@ Four namespaces can be patched, each on its own:
 
 How a function namespace is patched: each replaced attribute of the peer module (say
 ``scipy.linalg.solve``) is set to a *twin* of nvmathpy's function: a new function object with
-the same code, globals, defaults and closure (no call overhead), whose ``__wrapped__`` is
-nvmathpy's function. Names bound earlier by ``from scipy.linalg import solve`` in the globals of
+the same code, globals, defaults and closure (no call overhead), named where it is installed
+(``scipy.linalg.solve``: pickle finds it there), whose ``__wrapped__`` is nvmathpy's function. Names bound earlier by ``from scipy.linalg import solve`` in the globals of
 already-imported modules are swapped for the twin too, except in the peer's own package (SciPy's
 or NumPy's internals keep their functions, which nvmathpy's own fallbacks call) and in nvmathpy.
 Modules imported while patched bind the twins through the patched attributes. :func:`unpatch`
@@ -37,8 +37,11 @@ Examples
 >>> with nvmathpy.patched("scipy.linalg"):
 ...     print(scipy.linalg.solve.__wrapped__ is nvmathpy.scipy.linalg.solve, nvmathpy.patched_namespaces())
 True ('scipy.linalg',)
->>> scipy.linalg.solve.__module__, nvmathpy.patched_namespaces()
-('scipy.linalg._basic', ())
+>>> scipy.linalg.solve.__wrapped__
+Traceback (most recent call last):
+AttributeError: 'function' object has no attribute '__wrapped__'
+>>> nvmathpy.patched_namespaces()
+()
 """
 
 from __future__ import annotations
@@ -87,13 +90,16 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def _twin(function: FunctionType) -> FunctionType:
+def _twin(function: FunctionType, module: str, name: str) -> FunctionType:
     """A new function object running ``function``'s code with its globals, defaults and closure:
-    an identity of its own at no call cost. Its ``__wrapped__`` is ``function``."""
+    an identity of its own at no call cost. Its ``__wrapped__`` is ``function``; it is named
+    ``module.name``, where it is installed, so that pickle finds it there."""
     twin = FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
                         function.__closure__)
     twin.__kwdefaults__ = function.__kwdefaults__
-    return functools.update_wrapper(twin, function)
+    functools.update_wrapper(twin, function)
+    twin.__module__, twin.__qualname__ = module, name
+    return twin
 
 
 def _swap(replacements: dict[int, tuple[Any, Any]], skip: Callable[[str], bool]) -> list[str]:
@@ -124,7 +130,7 @@ def _functions(namespace: str, peer_name: str, source_name: str,
         original, new = getattr(peer, name, None), getattr(source, name)
         if original is None or original is new or not isinstance(new, FunctionType):
             continue
-        twin = _twin(new)
+        twin = _twin(new, peer_name, name)
         setattr(peer, name, twin)
         forward[id(original)], backward[id(twin)] = (original, twin), (twin, original)
     root = peer_name.partition(".")[0]
