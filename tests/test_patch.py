@@ -47,7 +47,9 @@ def _attributes():
 
 
 def _fft_global():
-    return scipy._lib._uarray.get_state()._pickle()[0]["numpy.scipy.fft"][0]
+    """scipy.fft's global backend: (backend, coerce, only, try_last)."""
+    (backend, coerce, only), _, try_last = scipy._lib._uarray.get_state()._pickle()[0]["numpy.scipy.fft"]
+    return backend, coerce, only, try_last
 
 
 def _python(*args, cwd, env_path=()):
@@ -285,7 +287,17 @@ def test_scipy_fft_restores_a_global_backend_set_before():
         nvmathpy.unpatch("scipy.fft")
         assert _fft_global() == mine
     finally:
-        scipy.fft.set_global_backend(default[0], coerce=default[1], only=default[2], try_last=True)
+        scipy.fft.set_global_backend(default[0], coerce=default[1], only=default[2], try_last=default[3])
+
+
+def test_scipy_fft_unreadable_backend_state_restores_scipys_default(monkeypatch):
+    default = _fft_global()
+    monkeypatch.setattr(scipy._lib._uarray, "get_state", lambda: object())  # a SciPy without uarray's layout
+    nvmathpy.patch("scipy.fft")
+    assert nvmathpy.patching._scipy_fft_backends(scipy._lib._uarray) is None
+    nvmathpy.unpatch("scipy.fft")
+    monkeypatch.undo()
+    assert _fft_global() == default and default[0].__name__ == "_ScipyBackend"
 
 
 def test_import_and_state_queries_load_no_peer():
