@@ -22,8 +22,10 @@ or NumPy's internals keep their functions, which nvmathpy's own fallbacks call) 
 Modules imported while patched bind the twins through the patched attributes. :func:`unpatch`
 puts the original object back wherever a module's globals hold a twin, so it restores
 everything the patch changed, and nothing else: a name bound from nvmathpy directly is left
-alone. References kept elsewhere (class attributes, default arguments, containers) are not
-swapped.
+alone. References kept elsewhere (class attributes, default arguments, containers, namespaces
+given to ``exec`` that are not modules) are not swapped. nvmathpy's own modules never reach a
+function the patch replaces through the peer's module (a patched call would recurse):
+``tests/test_patch.py`` checks it.
 
 The patch is process-wide, as module attributes are. A lock makes every change atomic;
 :func:`patched` contexts nest and overlap across threads: a namespace stays patched while a

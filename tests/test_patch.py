@@ -4,6 +4,7 @@ nvmathpy with one line, names bound before patching included, and everything res
 from __future__ import annotations
 
 import importlib.util
+import ast
 import json
 import logging
 import pickle
@@ -77,6 +78,59 @@ def test_module_attributes_replaced_then_restored_exactly(namespace):
         assert {"fft", "rfft", "irfftn", "hfft"} <= changed and not any(n.endswith(("freq", "shift")) for n in changed)
     nvmathpy.unpatch(namespace)
     assert _attributes()[0] == before
+
+
+def _replaced(namespace):
+    """The names of the peer module that patching ``namespace`` replaces."""
+    before = dict(vars(PEERS[namespace]))
+    with nvmathpy.patched(namespace):
+        return {name for name, value in vars(PEERS[namespace]).items() if value is not before[name]}
+
+
+def _peer_uses(tree, peers):
+    """``(line, "module.name")`` for each use of a peer function in ``tree``: ``np.fft.rfft``,
+    ``sla.solve`` after ``import scipy.linalg as sla``, ``from scipy.linalg import solve``."""
+    aliases = {"np": "numpy", "numpy": "numpy", "scipy": "scipy"}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update({a.asname or a.name: a.name for a in node.names if a.asname})
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in peers:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                elif node.module in peers:
+                    uses.append((node.lineno, f"{node.module}.{a.name}"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            path, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                path, inner = [inner.attr, *path], inner.value
+            if isinstance(inner, ast.Name) and inner.id in aliases:
+                dotted = ".".join([aliases[inner.id], *path])
+                module, _, name = dotted.rpartition(".")
+                if module in peers:
+                    uses.append((node.lineno, dotted))
+    return uses
+
+
+def test_nvmathpy_never_reaches_a_function_it_patches_through_the_peer():
+    """A call from nvmathpy to ``np.linalg.X`` / ``scipy.linalg.X`` / ``np.fft.X`` for an ``X``
+    the patch replaces would recurse once patched: nvmathpy's modules (its demos and benchmark
+    suites, which call the peers as references, aside) call the peers' own implementations."""
+    replaced = {ns: _replaced(ns) for ns in PEERS}
+    found = []
+    for path in sorted((ROOT / "nvmathpy").rglob("*.py")):
+        if path.parent.name in ("demos", "bench"):
+            continue
+        for line, dotted in _peer_uses(ast.parse(path.read_text()), set(PEERS)):
+            module, _, name = dotted.rpartition(".")
+            if name in replaced[module]:
+                found.append(f"{path.relative_to(ROOT)}:{line} uses {dotted}")
+    assert found == []
+    assert _peer_uses(ast.parse("import scipy.linalg as sla\nfrom numpy import fft\nfrom numpy.linalg import det\n"
+                                "sla.solve(a, b); fft.rfft(x); np.linalg.svdvals(a)"), set(PEERS)) == [
+        (3, "numpy.linalg.det"), (4, "scipy.linalg.solve"), (4, "numpy.fft.rfft"), (4, "numpy.linalg.svdvals")]
 
 
 def test_patched_calls_compute_the_peers_results():
