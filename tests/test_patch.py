@@ -7,6 +7,7 @@ import importlib.util
 import ast
 import json
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def _fft_global():
 def _python(*args, cwd, env_path=()):
     path = ":".join([str(ROOT), *map(str, env_path)])
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+                          env={**os.environ, "PYTHONPATH": path})
 
 
 def _rel(got, want):
