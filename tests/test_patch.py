@@ -3,8 +3,8 @@ nvmathpy with one line, names bound before patching included, and everything res
 
 from __future__ import annotations
 
-import importlib.util
 import ast
+import importlib.util
 import json
 import logging
 import os
