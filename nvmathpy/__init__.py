@@ -28,6 +28,7 @@ _NAMES = {
     **{name: name for name in _SUBMODULES},
     "ExecutionCPU": "execution",
     "ExecutionCUDA": "execution",
+    **{name: "patching" for name in ("patch", "unpatch", "patched", "patched_namespaces")},
 }
 
 __all__ = ["__version__", *sorted(_NAMES)]

@@ -1,4 +1,4 @@
-"""The command line: ``python -m nvmathpy info | demo | bench | wisdom``."""
+"""The command line: ``python -m nvmathpy info | demo | bench | wisdom | run``."""
 
 from __future__ import annotations
 
@@ -169,6 +169,27 @@ def _cmd_wisdom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    """Run a script (or ``-m`` a module) as ``__main__`` with its arguments, patched from its first line."""
+    import os
+    import runpy
+
+    from .patching import patch
+
+    try:
+        patch(*(name.strip() for name in args.patch.split(",") if name.strip()))
+    except ValueError as exc:
+        print(f"run --patch: {exc}", file=sys.stderr)
+        return 2
+    sys.argv = [args.target, *args.args]
+    if args.module:
+        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
+        runpy.run_path(args.target, run_name="__main__")
+    return 0
+
+
 def _add_space_option(parser: argparse.ArgumentParser) -> None:
     from .demos._space import CHOICES
 
@@ -211,6 +232,13 @@ def _parser() -> argparse.ArgumentParser:
     wisdom.add_argument("action", choices=["show", "export", "import", "clear"])
     wisdom.add_argument("file", nargs="?", help="the file for export/import")
     wisdom.set_defaults(func=_cmd_wisdom)
+    run = sub.add_parser("run", help="run a script (or -m a module) with NumPy/SciPy patched to nvmathpy")
+    run.add_argument("--patch", default="", metavar="NS[,NS...]",
+                     help="the namespaces to patch (default: all): scipy.linalg, numpy.linalg, numpy.fft, scipy.fft")
+    run.add_argument("-m", dest="module", action="store_true", help="TARGET is a module name, run as python -m does")
+    run.add_argument("target", metavar="TARGET", help="the script (or module) to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="its arguments (its sys.argv[1:])")
+    run.set_defaults(func=_cmd_run)
     return parser
 
 

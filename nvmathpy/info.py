@@ -1,5 +1,5 @@
 """What ``python -m nvmathpy info`` reports: versions, BLAS, threads, execution spaces,
-optional libraries and the cache directory."""
+optional libraries, the cache directory and what is patched (:mod:`nvmathpy.patching`)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ def collect_info() -> dict[str, Any]:
     from threadpoolctl import threadpool_info
 
     from .execution import cuda_unavailable_reason
+    from .patching import patched_namespaces
     from .plan.wisdom import cache_dir, default_wisdom, wisdom_enabled
 
     pools = [
@@ -74,6 +75,7 @@ def collect_info() -> dict[str, Any]:
         "optional": {name: _version_of(name, dist) for name, (dist, _) in OPTIONAL_LIBRARIES.items()},
         "cache_dir": str(cache_dir()),
         "wisdom": {"enabled": wisdom_enabled(), "entries": len(default_wisdom().entries())},
+        "patched": list(patched_namespaces()),
     }
 
 
@@ -103,4 +105,5 @@ def format_info(info: dict[str, Any]) -> str:
     wisdom = info["wisdom"]
     lines.append(f"cache dir  {info['cache_dir']}")
     lines.append(f"wisdom     {wisdom['entries']} entries" + ("" if wisdom["enabled"] else " (disabled: NVMATHPY_WISDOM=off)"))
+    lines.append(f"patched    {', '.join(info['patched']) or 'none (nvmathpy.patch(), python -m nvmathpy run)'}")
     return "\n".join(lines)
