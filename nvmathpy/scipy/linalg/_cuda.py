@@ -48,15 +48,8 @@ def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _finite(check: bool, *arrays: Any) -> None:
-    if not check:
-        return
-    from ...cuda.runtime import import_cupy
-
-    cupy = import_cupy()
-    for x in arrays:
-        native = cupy.from_dlpack(x) if not isinstance(x, cupy.ndarray) else x
-        if native.dtype.kind in "fc" and not bool(cupy.isfinite(native).all()):
-            raise ValueError("array must not contain infs or NaNs")
+    if check:
+        nl.cuda_check_finite(*arrays)
 
 
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,

@@ -18,6 +18,7 @@ from .._dispatch import engine_for
 from .._operands import batch_index
 from ..cpu._lapack import lapack_dtype
 from ..plans._base import matching
+from ._checks import defer, deferred
 from ._operands import device_arrays
 
 __all__ = ["CudaPlanMixin", "on_stream"]
@@ -55,6 +56,8 @@ class CudaPlanMixin:
 
     _route: Any = None
     _batch: tuple[int, ...]
+    #: What :meth:`check` reports (None: the plan's routines report nothing).
+    _failure: str | None = None
 
     def _device_init(self, execution: Any, stream: Any = None, **arrays: Any) -> dict[str, Any]:
         Plan.__init__(self)  # type: ignore[arg-type]
@@ -133,6 +136,17 @@ class CudaPlanMixin:
         if bad:
             where = f" (batch element {batch_index(bad[0], self._batch)})" if self._batch else ""
             raise LinAlgError(f"{message}{where}")
+
+    def _checked(self) -> Any:
+        """:meth:`check` (one synchronisation) in the ``"raise"`` mode of
+        :func:`~._checks.cuda_checks`; in ``"deferred"``, the ``info`` codes' asynchronous copy
+        enqueued instead (:func:`~._checks.defer`)."""
+        if not deferred():
+            return self.check()  # type: ignore[attr-defined]
+        route = self._route
+        if route is not None and self._failure is not None:
+            defer(self._cupy, route.info, route.count, "info", self._failure, self._batch, self._engine.stream())
+        return self
 
     def _stack(self, a: Any) -> Any:
         if a.ndim == 3:  # already a stack: no reshape on the hot path

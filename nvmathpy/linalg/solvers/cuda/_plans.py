@@ -55,6 +55,8 @@ class CudaLU(CudaPlanMixin, LU):
     ``stream=`` (keyword, CUDA only) enqueues on that stream instead of the package's current one.
     """
 
+    _failure = "Singular matrix"
+
     def __init__(self, a: Any, /, *, overwrite_a: bool = False, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a)
         self._a = as_device_stack(native["a"], "a")
@@ -112,7 +114,7 @@ class CudaLU(CudaPlanMixin, LU):
     def check(self) -> "CudaLU":
         """Raise :class:`~numpy.linalg.LinAlgError` if a factored matrix is exactly singular (one sync)."""
         self._computed()
-        self._failed("Singular matrix")
+        self._failed(self._failure)
         return self
 
     @on_stream
@@ -143,11 +145,15 @@ class CudaLU(CudaPlanMixin, LU):
         swaps = cupy.asnumpy((piv != cupy.arange(1, self._n + 1, dtype=piv.dtype)).sum(axis=-1))
         return diag, np.asarray(swaps).reshape(-1)
 
+    @on_stream
     def det(self) -> Any:
-        """Determinants from the factors (``det(A^T) = det(A)``), as a device array."""
-        diag, swaps = self._host_diagonals()
-        det = (np.prod(diag, axis=-1) * np.where(swaps % 2, -1, 1)).astype(self._dtype)
-        return self._to_caller(self._cupy.asarray(det.reshape(self._batch) if self._batch else det[0]))
+        """Determinants from the factors (``det(A^T) = det(A)``), computed on the device (no
+        synchronisation), as a device array."""
+        lu, piv = self._lu_and_pivots()
+        cupy = self._cupy
+        product = cupy.prod(cupy.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
+        odd = (piv != cupy.arange(1, self._n + 1, dtype=piv.dtype)).sum(axis=-1) % 2 == 1
+        return self._to_caller(cupy.where(odd, -product, product).reshape(self._batch))
 
     def slogdet(self) -> tuple[Any, Any]:
         """``(sign, logabsdet)`` from the factors, as device arrays."""
@@ -194,6 +200,8 @@ class CudaLU(CudaPlanMixin, LU):
 class CudaCholesky(CudaPlanMixin, Cholesky):
     """:class:`~nvmathpy.linalg.Cholesky` on CUDA operands (``potrf`` / ``potrfBatched``)."""
 
+    _failure = "Matrix is not positive definite"
+
     def __init__(self, a: Any, /, *, lower: bool = True, overwrite_a: bool = False, execution: Any = None,
                  stream: Any = None):
         native = self._device_init(execution, stream, a=a)
@@ -237,7 +245,7 @@ class CudaCholesky(CudaPlanMixin, Cholesky):
     def check(self) -> "CudaCholesky":
         """Raise :class:`~numpy.linalg.LinAlgError` if a matrix is not positive definite (one sync)."""
         self._computed()
-        self._failed("Matrix is not positive definite")
+        self._failed(self._failure)
         return self
 
     @on_stream
@@ -268,6 +276,8 @@ class CudaCholesky(CudaPlanMixin, Cholesky):
 
 class CudaSolve(CudaPlanMixin, Solve):
     """The one-shot ``A^{-1} B`` / ``A^{-1}`` behind :func:`solve` and :func:`inv` on CUDA."""
+
+    _failure = "Singular matrix"
 
     def __init__(self, a: Any, /, b: Any = None, *, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a, b=b)
@@ -322,7 +332,7 @@ class CudaSolve(CudaPlanMixin, Solve):
 
     def check(self) -> "CudaSolve":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run met a singular matrix (one sync)."""
-        self._failed("Singular matrix")
+        self._failed(self._failure)
         return self
 
 
@@ -332,6 +342,8 @@ class CudaSolve(CudaPlanMixin, Solve):
 class CudaEigh(CudaPlanMixin, Eigh):
     """:class:`~nvmathpy.linalg.Eigh` on CUDA operands: standard problems, all eigenvalues
     (``syevd``, or for stacks of n <= 32 ``syevBatched`` / ``syevjBatched``)."""
+
+    _failure = "Eigenvalues did not converge"
 
     def __init__(self, a: Any, /, b: Any = None, *, eigvals_only: bool = False, subset_by_index: Any = None,
                  subset_by_value: Any = None, lower: bool = True, itype: int = 1, driver: str | None = None,
@@ -377,7 +389,7 @@ class CudaEigh(CudaPlanMixin, Eigh):
 
     def check(self) -> "CudaEigh":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run did not converge (one sync)."""
-        self._failed("Eigenvalues did not converge")
+        self._failed(self._failure)
         return self
 
 
@@ -387,6 +399,8 @@ class CudaEigh(CudaPlanMixin, Eigh):
 class CudaSVD(CudaPlanMixin, SVD):
     """:class:`~nvmathpy.linalg.SVD` on CUDA operands (``gesvd``, ``gesvdj`` or ``gesvdp`` on the
     tall one of ``A`` and ``A^T``)."""
+
+    _failure = "SVD did not converge"
 
     def __init__(self, a: Any, /, *, full_matrices: bool = False, compute_uv: bool = True, driver: str | None = None,
                  overwrite_a: bool = False, execution: Any = None, stream: Any = None):
@@ -422,7 +436,7 @@ class CudaSVD(CudaPlanMixin, SVD):
 
     def check(self) -> "CudaSVD":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run did not converge (one sync)."""
-        self._failed("SVD did not converge")
+        self._failed(self._failure)
         return self
 
 
@@ -490,6 +504,8 @@ class CudaLstsq(CudaPlanMixin, Lstsq):
     """:class:`~nvmathpy.linalg.Lstsq` on CUDA operands: one SVD (``gesvd``/``gesvdj``/``gesvdp``), then
     ``x = V diag(1/s) U^H b`` over the singular values above ``rcond * s_max`` per solve."""
 
+    _failure = "SVD did not converge in linear least squares"
+
     def __init__(self, a: Any, /, *, rcond: float | None = None, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a)
         self._a = as_device_stack(native["a"], "a", square=False)
@@ -517,7 +533,7 @@ class CudaLstsq(CudaPlanMixin, Lstsq):
 
     def check(self) -> "CudaLstsq":
         self._computed()
-        self._failed("SVD did not converge in linear least squares")
+        self._failed(self._failure)
         return self
 
     @on_stream
