@@ -11,8 +11,8 @@ by ``scipy.linalg.lapack``, see tests/cuda_emulation_solvers.py) and reports, pe
   a kernel launch: what the host measurement here underprices), ``reads``: device-to-host reads
   (``cupy.asnumpy``, ``bool()`` / ``int()`` / ``float()`` of an array: each one synchronises).
 
-Checks are deferred (:func:`nvmathpy.scipy.linalg.cuda_checks`, ``"deferred"``) unless
-``--checks scipy`` is given. Timing: every function in one process, interleaved in rounds,
+Checks are deferred (:func:`nvmathpy.linalg.cuda_checks`, ``"deferred"``) unless
+``--checks scipy`` is given (SciPy's semantics: each call reads its flags). Timing: every function in one process, interleaved in rounds,
 median of the rounds and the min–max spread::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/main/.venv/bin/python benchmarks/cuda_host_cost.py
@@ -173,12 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated function names")
     args = parser.parse_args(argv)
     counters = install_counting()
-    from nvmathpy.scipy import linalg as nsla
+    import nvmathpy.linalg as nl
 
     fns = calls(args.n)
     if args.only:
         fns = {name: fns[name] for name in args.only.split(",")}
-    results = measure(fns, counters, args.rounds, args.per_round)
+    with nl.cuda_checks("deferred" if args.checks == "deferred" else "raise"):
+        results = measure(fns, counters, args.rounds, args.per_round)
     print(markdown(results, args.n, args.checks))
     return 0
 

@@ -48,7 +48,7 @@ DEVICE_BYTES, HOST_BYTES, LWORK = 4096 + 8, 512 + 8, 96
 
 #: The NumPy functions the solver plans call through CuPy beyond :func:`cuda_emulation.host_cupy`'s.
 EXTRA_CUPY = ("tril", "triu", "diagonal", "eye", "abs", "where", "asfortranarray", "isfinite", "ones", "indices",
-              "prod")
+              "prod", "clip")
 
 
 def solver_cupy() -> Any:
@@ -409,10 +409,13 @@ class Emulation:
             op = {cublas.Operation.N: t, cublas.Operation.T: t.T, cublas.Operation.C: t.conj().T}[trans]
             rhs = matrix(b, dtype, m, n, ldb)
             scale = _view(alpha, dtype, (1,), (1,))[0]
-            if side == cublas.SideMode.LEFT:
-                rhs[...] = np.linalg.solve(op, scale * rhs)
-            else:  # X op = B  <=>  op^T X^T = B^T
-                rhs[...] = np.linalg.solve(op.T, (scale * rhs).T).T
+            try:
+                if side == cublas.SideMode.LEFT:
+                    rhs[...] = np.linalg.solve(op, scale * rhs)
+                else:  # X op = B  <=>  op^T X^T = B^T
+                    rhs[...] = np.linalg.solve(op.T, (scale * rhs).T).T
+            except np.linalg.LinAlgError:  # a zero on the diagonal: cuBLAS divides by it, reports nothing
+                rhs[...] = np.nan
 
         if batched:
             def run(h, side, uplo, trans, diag, m, n, alpha, a_pointers, lda, b_pointers, ldb, batch):

@@ -14,7 +14,8 @@ Checking ``info`` (the device-side error codes), decided here:
   naming the first failing batch element (singular ``U``, matrix not positive definite,
   no convergence); ``LU.singular`` and ``LU.det()`` read the factors on the host anyway;
 - the one-call functions (``nvmathpy.linalg.solve``, ``inv``, ``cholesky``, ...) follow
-  NumPy's semantics and call ``check()`` (one synchronisation per call).
+  NumPy's semantics and call ``check()`` (one synchronisation per call), or within
+  ``cuda_checks("deferred")`` copy the codes asynchronously and report later (:mod:`._checks`).
 
 Keywords the CUDA plans cannot honour are refused by name (generalized and subset eigenproblems,
 QR with pivoting, SVD ``driver``); ``overwrite_a`` is accepted and ignored (the routine
@@ -30,6 +31,7 @@ import numpy as np
 from ....errors import InvalidOperandError, InvalidOptionError
 from ....plan import Problem
 from . import _layout as layout
+from ._checks import defer, deferred
 from ._engine import SvdRoute
 from ._operands import as_device_stack, storage_view, transposed_layout
 from ._plan_base import CudaPlanMixin, on_stream
@@ -98,9 +100,15 @@ class CudaLU(CudaPlanMixin, LU):
             )
         if pivots.dtype.kind not in "iu":
             raise InvalidOperandError(f"piv: pivot indices must be integers, got dtype {pivots.dtype}")
-        if pivots.size and bool(((pivots < 0) | (pivots >= self._n)).any()):
-            raise InvalidOperandError(f"piv: pivot indices out of range; 0-based pivots of an order-{self._n} "
-                                      f"factor lie in [0, {self._n})")
+        out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{self._n} factor lie in "
+                        f"[0, {self._n})")
+        if pivots.size:
+            bad = ((pivots < 0) | (pivots >= self._n)).any()
+            if deferred():  # no read: clipped into range (memory safety), the error reported later
+                defer(self._cupy, bad, 1, "info", out_of_range, (), self._engine.stream(), InvalidOperandError)
+                pivots = self._cupy.clip(pivots, 0, max(0, self._n - 1))
+            elif bool(bad):
+                raise InvalidOperandError(out_of_range)
         if not self.is_planned:
             self.plan()
         route = self._prepared

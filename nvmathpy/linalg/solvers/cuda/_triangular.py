@@ -41,9 +41,10 @@ def _one(dtype: np.dtype) -> np.ndarray:
 
 
 @functools.cache
-def _functions(dtype: np.dtype) -> tuple[Any, Any]:
+def _names(dtype: np.dtype) -> tuple[str, str]:
+    """The routines' names (looked up in the binding per call: a test may replace them)."""
     prefix = _PREFIX[dtype.name]
-    return getattr(cublas.LIB, f"cublas{prefix}trsm_v2"), getattr(cublas.LIB, f"cublas{prefix}trsmBatched")
+    return f"cublas{prefix}trsm_v2", f"cublas{prefix}trsmBatched"
 
 
 @functools.cache
@@ -121,9 +122,9 @@ def _trsm(a: Any, x: Any, args: layout.TrsmArguments, batch: tuple[int, ...], dt
     n, k = a.shape[-1], x.shape[-1]
     m, cols, ldb = (k, n, max(1, k)) if args.side == cublas.SideMode.RIGHT else (n, k, max(1, n))
     diag = int(cublas.DiagType.UNIT if unit_diagonal else cublas.DiagType.NON_UNIT)
-    handle = routes.blas_handle(device_id)
-    cublas.LIB.cublasSetStream_v2(handle, stream)
-    single, batched = _functions(dtype)
+    handle, lib = routes.blas_handle(device_id), cublas.LIB
+    lib.cublasSetStream_v2(handle, stream)
+    single, batched = (getattr(lib, name) for name in _names(dtype))
     alpha = _one(dtype).ctypes.data
     count = math.prod(batch)
     if count == 1:
