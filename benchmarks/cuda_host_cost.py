@@ -7,6 +7,8 @@ by ``scipy.linalg.lapack``, see tests/cuda_emulation_solvers.py) and reports, pe
 - ``host_us``: wall time minus the time spent inside the emulated vendor routines (what is left
   is the Python of the drop-in, the plan cache, operand intake, the array work around the call);
 - ``vendor_us``: the time inside the emulated routines (host LAPACK: not the GPU's time);
+- ``py_calls``: Python-level function calls per call outside the vendor routines (counted with
+  ``sys.setprofile``: deterministic, unlike the timings on a shared machine);
 - ``arrays``: CuPy array-making calls per call (each one is an allocation and, on a GPU, usually
   a kernel launch: what the host measurement here underprices), ``reads``: device-to-host reads
   (``cupy.asnumpy``, ``bool()`` / ``int()`` / ``float()`` of an array: each one synchronises).
@@ -42,6 +44,7 @@ class Counters:
         self.vendor = 0.0
         self.arrays = 0
         self.reads = 0
+        self.inside = False  # in a vendor routine: its Python is not the hot path's
 
     def reset(self) -> None:
         self.vendor, self.arrays, self.reads = 0.0, 0, 0
@@ -82,9 +85,11 @@ def install_counting() -> Counters:
 def _timed(fn: Callable[..., Any], counters: Counters) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
         start = time.perf_counter()
+        counters.inside = True
         try:
             return fn(*args)
         finally:
+            counters.inside = False
             counters.vendor += time.perf_counter() - start
 
     return run
@@ -136,7 +141,7 @@ def measure(fns: dict[str, Callable[[], Any]], counters: Counters, rounds: int, 
     for name, fn in fns.items():
         counters.reset()
         fn()
-        counts[name] = (counters.arrays, counters.reads)
+        counts[name] = (counters.arrays, counters.reads, python_calls(fn, counters))
     for _ in range(rounds):
         for name, fn in fns.items():  # interleaved: every function in every round
             counters.reset()
@@ -150,17 +155,33 @@ def measure(fns: dict[str, Callable[[], Any]], counters: Counters, rounds: int, 
         host = [h for h, _ in rows]
         out[name] = {"host_us": statistics.median(host), "min_us": min(host), "max_us": max(host),
                      "vendor_us": statistics.median(v for _, v in rows), "arrays": counts[name][0],
-                     "reads": counts[name][1]}
+                     "reads": counts[name][1], "py_calls": counts[name][2]}
     return out
+
+
+def python_calls(fn: Callable[[], Any], counters: Counters) -> int:
+    """Python function calls made by one ``fn()`` outside the vendor routines."""
+    seen = [0]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not counters.inside:
+            seen[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen[0] - 1  # not fn itself
 
 
 def markdown(results: dict[str, dict[str, float]], n: int, checks: str) -> str:
     lines = [f"n = {n}, float64, checks {checks}", "",
-             "| function | host µs (median) | min–max | vendor µs (emulated) | array makers | host reads |",
-             "|---|---|---|---|---|---|"]
+             "| function | host µs (median) | min–max | vendor µs (emulated) | Python calls | array makers | "
+             "host reads |", "|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         lines.append(f"| `{name}` | {r['host_us']:.1f} | {r['min_us']:.1f}–{r['max_us']:.1f} | {r['vendor_us']:.1f} | "
-                     f"{r['arrays']} | {r['reads']} |")
+                     f"{r['py_calls']} | {r['arrays']} | {r['reads']} |")
     return "\n".join(lines)
 
 

@@ -251,3 +251,28 @@ def test_workspaces_and_queries_are_taken_once_per_plan(em):
         call()
     assert len(ALLOCATIONS) == allocated  # no workspace on the hot path
     assert not [name for name in em.names() if name.endswith("bufferSize")]  # no size query either
+
+
+def test_deferred_pivot_range_check_clips_and_reports(em):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((5, 5)) + 5 * np.eye(5)
+    lu, piv = sla.lu_factor(a)
+    bad = piv.copy()
+    bad[1] = 7
+    with pytest.raises(InvalidOperandError, match="out of range"):  # the default: before any work
+        nsla.lu_solve((dev(lu), dev(bad)), dev(np.ones(5)))
+    with nl.cuda_checks("deferred"):
+        x = nsla.lu_solve((dev(lu), dev(bad)), dev(np.ones(5)))  # clipped into range: no stray index
+        assert np.asarray(x).shape == (5,)
+        with pytest.raises(InvalidOperandError, match="out of range.*reported late"):
+            nl.check_cuda_errors()
+
+
+def test_mixed_precision_computes_in_the_wider_dtype(em):
+    rng = np.random.default_rng(9)
+    a = triangular(rng, 7, "float32", "C")
+    b = rng.standard_normal((7, 2))
+    got = nl.solve_triangular(dev(a), dev(b), lower=True)
+    assert got.dtype == np.float64 and rel(got, sla.solve_triangular(a.astype(np.float64), b, lower=True)) < 1e-12
+    got = nl.solve_triangular(dev(a), dev(b.astype(np.complex64)), lower=True)
+    assert got.dtype == np.complex64

@@ -125,9 +125,9 @@ def _failure(slot: _Slot, dtype: np.dtype, count: int, kind: str, message: str, 
     values = slot.host[: max(1, count * dtype.itemsize)].view(dtype)
     if kind == "all":
         return None if bool(values[0]) else error(f"{message} (reported late: checks are deferred)")
-    bad = np.flatnonzero(values[:count] > 0)
-    if not bad.size:
+    if not count or values[:count].max() <= 0:  # the common case: one reduction, nothing failed
         return None
+    bad = np.flatnonzero(values[:count] > 0)
     where = f" (batch element {tuple(int(i) for i in np.unravel_index(int(bad[0]), batch))})" if batch else ""
     return error(f"{message}{where} (reported late: checks are deferred)")
 
