@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError, LinAlgError
 
 __all__ = ["MODES", "check_cuda_errors", "cuda_check_finite", "cuda_checks", "deferred", "defer", "settle"]
@@ -106,14 +107,16 @@ def defer(cupy: Any, flags: Any, count: int, kind: str, message: str, batch: tup
     """Enqueue the copy of ``flags`` (device, contiguous) on ``stream`` and an event after it.
 
     ``kind`` says what a failure is: ``"info"`` (element ``i`` failed where ``flags[i] > 0``)
-    or ``"all"`` (a 0-d boolean that is False on failure); ``error`` is raised for it."""
+    or ``"all"`` (where ``flags[i]`` is False: the answer of an ``all()`` reduction);
+    ``error`` is raised for it."""
     state = _state()
     nbytes = max(1, int(flags.nbytes))
-    slot = next((s for s in state.free if s.nbytes >= nbytes), None)
-    if slot is None:
-        slot = _Slot(cupy, max(nbytes, 64))
+    for slot in state.free:
+        if slot.nbytes >= nbytes:
+            state.free.remove(slot)
+            break
     else:
-        state.free.remove(slot)
+        slot = _Slot(cupy, max(nbytes, 64))
     runtime = cupy.cuda.runtime
     runtime.memcpyAsync(slot.host.ctypes.data, int(flags.data.ptr), nbytes, _D2H, stream)
     runtime.eventRecord(slot.event, stream)
@@ -122,12 +125,15 @@ def defer(cupy: Any, flags: Any, count: int, kind: str, message: str, batch: tup
 
 def _failure(slot: _Slot, dtype: np.dtype, count: int, kind: str, message: str, batch: tuple,
              error: type) -> BaseException | None:
-    values = slot.host[: max(1, count * dtype.itemsize)].view(dtype)
+    values = slot.host[: count * dtype.itemsize].view(dtype)
     if kind == "all":
-        return None if bool(values[0]) else error(f"{message} (reported late: checks are deferred)")
-    if not count or values[:count].max() <= 0:  # the common case: one reduction, nothing failed
-        return None
-    bad = np.flatnonzero(values[:count] > 0)
+        if values.all():  # the common case: one reduction, nothing failed
+            return None
+        bad = np.flatnonzero(values == 0)
+    else:
+        if not count or values.max() <= 0:
+            return None
+        bad = np.flatnonzero(values > 0)
     where = f" (batch element {tuple(int(i) for i in np.unravel_index(int(bad[0]), batch))})" if batch else ""
     return error(f"{message}{where} (reported late: checks are deferred)")
 
@@ -136,8 +142,6 @@ def _read(wait: bool) -> None:
     state = _STATE.get()
     if state is None or not state.entries:
         return
-    from ....cuda.runtime import import_cupy
-
     runtime = import_cupy().cuda.runtime
     first = None
     kept = []
@@ -186,8 +190,6 @@ def cuda_check_finite(*arrays: Any) -> None:
     synchronisation for all of them; in ``"deferred"`` the flag's asynchronous copy is enqueued
     instead and the error raised later (:func:`check_cuda_errors`). Integer arrays are finite.
     """
-    from ....cuda.runtime import import_cupy
-
     cupy = import_cupy()
     ok = None
     for x in arrays:

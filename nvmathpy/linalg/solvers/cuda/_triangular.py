@@ -47,6 +47,10 @@ def _names(dtype: np.dtype) -> tuple[str, str]:
     return f"cublas{prefix}trsm_v2", f"cublas{prefix}trsmBatched"
 
 
+#: :func:`._layout.trsm_arguments`, remembered per layout and options.
+_arguments = functools.lru_cache(maxsize=256)(layout.trsm_arguments)
+
+
 @functools.cache
 def _stream(package: str, device_id: int) -> Any:
     return runtime.current_stream_pointer(package, device_id)
@@ -99,12 +103,12 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     a, core, dtype, vector, batch = _operands(native["a"], native["b"])
     cupy = runtime.import_cupy()
     n, k, item = a.shape[-1], core.shape[-1], dtype.itemsize
-    args = layout.trsm_arguments(n, (a.strides[-2] // item, a.strides[-1] // item), lower, trans)
+    args = _arguments(n, (a.strides[-2] // item, a.strides[-1] // item), bool(lower), trans)
     stream = _stream(package, space.device_id)()
     with runtime.cupy_stream(stream, cupy, space.device_id) if package == "torch" else contextlib.nullcontext():
         if args is None:  # strided both ways: the one copy of A
             a = cupy.ascontiguousarray(a)
-            args = layout.trsm_arguments(n, (n, 1), lower, trans)
+            args = _arguments(n, (n, 1), bool(lower), trans)
         if args.x_order == "C":
             x = cupy.empty(batch + (n, k), dtype)
         else:
@@ -142,13 +146,13 @@ def _trsm(a: Any, x: Any, args: layout.TrsmArguments, batch: tuple[int, ...], dt
 def _check_diagonal(cupy: Any, a: Any, stream: int) -> None:
     """SciPy's singular-matrix error for a zero on the diagonal: read now (one synchronisation)
     or deferred (:mod:`._checks`)."""
-    zero = cupy.diagonal(a, axis1=-2, axis2=-1) == 0
+    diagonal = cupy.diagonal(a, axis1=-2, axis2=-1)
     batch = a.shape[:-2]
-    if deferred():
-        flags = zero.any(axis=-1).reshape(-1)
-        defer(cupy, flags, flags.size, "info", "singular matrix: a zero on the diagonal", batch, stream)
+    if deferred():  # one reduction: all() is False where a diagonal holds a zero
+        flags = diagonal.all(axis=-1).reshape(-1)
+        defer(cupy, flags, flags.size, "all", "singular matrix: a zero on the diagonal", batch, stream)
         return
-    host = cupy.asnumpy(zero).reshape(-1, a.shape[-1])
+    host = cupy.asnumpy(diagonal == 0).reshape(-1, a.shape[-1])
     bad = np.flatnonzero(host.any(axis=-1))
     if bad.size:
         where = f" (batch element {batch_index(int(bad[0]), batch)})" if batch else ""
