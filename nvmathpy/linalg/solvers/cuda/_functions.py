@@ -100,7 +100,7 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
 
 def _lu(a1: Any, to_caller: Callable[[Any], Any], package: str, use: Callable[[CudaLU], Any]) -> Any:
-    return to_caller(_run(_key("lu", a1, package), lambda: CudaLU(a1), lambda p: p.reset_operands(a1), use))
+    return to_caller(_run(_key("lu", a1, package), lambda: CudaLU(a1), lambda p: p._take(a1), use))
 
 
 def det(a: Any, /, *, execution: Any = None) -> Any:
@@ -123,13 +123,13 @@ def slogdet(a: Any, /, *, execution: Any = None) -> Any:
 def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
     a1, to_caller, package = _stack(a, execution)
     return to_caller(_run(_key("cholesky", a1, package, bool(upper)), lambda: CudaCholesky(a1, lower=not upper),
-                          lambda p: p.reset_operands(a1), lambda p: p.execute()._checked().factor))
+                          lambda p: p._take(a1), lambda p: p.execute()._checked().factor))
 
 
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     a1, to_caller, package = _stack(a, execution, square=False)
     return to_caller(_run(_key("qr", a1, package, mode), lambda: CudaQR(a1, mode=mode),
-                          lambda p: p.reset_operands(a1), lambda p: p._run()))
+                          lambda p: p._take(a1), lambda p: p._run()))
 
 
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
@@ -144,7 +144,7 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
 
     out = _run(_key("eigh", a1, package, uplo, vectors), lambda: CudaEigh(a1, eigvals_only=not vectors,
                                                                           lower=uplo == "L"),
-               lambda p: p.reset_operands(a1), use)
+               lambda p: p._take(a1), use)
     return to_caller(EighResult(*out) if vectors else out)
 
 
@@ -181,7 +181,7 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
 
     return to_caller(_run(_key("svd", a1, package, bool(full_matrices), bool(compute_uv)),
                           lambda: CudaSVD(a1, full_matrices=full_matrices, compute_uv=compute_uv),
-                          lambda p: p.reset_operands(a1), use))
+                          lambda p: p._take(a1), use))
 
 
 def svdvals(a: Any, /, *, execution: Any = None) -> Any:
@@ -191,7 +191,7 @@ def svdvals(a: Any, /, *, execution: Any = None) -> Any:
 def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = None) -> tuple:
     a1, to_caller, package, native = _stack_with(a, execution, square=False, b=b)
     return to_caller(_run(_key("lstsq", a1, package, rcond), lambda: CudaLstsq(a1, rcond=rcond),
-                          lambda p: p.reset_operands(a1), lambda p: p.execute()._checked().solve(native["b"])))
+                          lambda p: p._take(a1), lambda p: p.execute()._checked().solve(native["b"])))
 
 
 def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
@@ -199,7 +199,7 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
     # factors of A itself: a column-major copy is factored directly (no second factorization)
     fortran = a1.swapaxes(-1, -2).copy().swapaxes(-1, -2)
     return to_caller(_run(_key("lu_factor", fortran, package), lambda: CudaLU(fortran),
-                          lambda p: p.reset_operands(fortran), lambda p: p.execute().factors))
+                          lambda p: p._take(fortran), lambda p: p.execute().factors))
 
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
@@ -218,7 +218,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, executio
 def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
     a1, to_caller, package = _stack(a, execution)
     c = _run(_key("cho_factor", a1, package, bool(lower)), lambda: CudaCholesky(a1, lower=lower),
-             lambda p: p.reset_operands(a1), lambda p: p.execute()._checked().factor)
+             lambda p: p._take(a1), lambda p: p.execute()._checked().factor)
     return to_caller(c), bool(lower)
 
 

@@ -115,9 +115,17 @@ class CudaPlanMixin:
         with self._on_stream():  # a cast to the plan's dtype is ordered with the plan's work
             return matching(name, native[name], current)
 
+    def _take(self, a: Any) -> None:
+        """The one-call functions' swap: ``a`` is a device stack of the planned shape, strides
+        and dtype (the plan cache's key says so), so it is taken as it is: no intake, no cast,
+        and no new closure (every CUDA plan's closure reads ``self._a`` when it runs)."""
+        self._a = a
+        self._clear_derived()  # type: ignore[attr-defined]
+
     def _release(self) -> None:
         """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
-        stand-ins of their shapes and dtypes (the next reset brings real ones back)."""
+        stand-ins of their shapes and dtypes (the next swap brings real ones back; the closures
+        read the operands when they run, so they are not made again)."""
         standins = self.__dict__.setdefault("_standins", {})  # made once per shape and dtype
         for name in ("_a", "_b"):
             array = getattr(self, name, None)
@@ -127,7 +135,6 @@ class CudaPlanMixin:
                     standin = standins[name] = self._cupy.broadcast_to(self._cupy.zeros((), array.dtype), array.shape)
                 setattr(self, name, standin)
         self._clear_derived()  # type: ignore[attr-defined]
-        self._rebind()  # type: ignore[attr-defined]
 
     def _failed(self, message: str) -> None:
         """Raise ``LinAlgError(message)`` naming the first failed batch element, if any (one sync)."""
