@@ -32,7 +32,8 @@ batched 8x8 solves: >= 5x cupy.linalg.solve; planned ``execute()`` host overhead
 Sections (``--only`` takes these names, comma-separated): ``tests`` (``pytest tests/gpu -q
 -rfE --tb=short``, or ``--pytest-args``; full output in ``$OUT/pytest_gpu.log``, at most
 ``--test-timeout`` s), ``gemm``, ``fused``, ``custom``, ``overhead``, ``fft``, ``fft-callbacks``,
-``solve``, ``eigh-svd``, ``cli`` (``python -m nvmathpy demo --space cuda`` and ``bench all --quick
+``solve``, ``eigh-svd``, ``dropin`` (issue 24: ``nvmathpy.scipy.linalg`` on CuPy arrays beside CuPy's
+own functions, a row per function and size, target >= 1.0x; benchmarks/gpu_dropin.py), ``cli`` (``python -m nvmathpy demo --space cuda`` and ``bench all --quick
 --space cuda``, logs in ``$OUT``). Each section starts only while ``--budget`` (default 420 s)
 leaves the time it is sized for; benchmark sections are kept short (a few warm-ups, a dozen
 timed calls).
@@ -62,7 +63,7 @@ from typing import Any, Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the checkout, and gpu_dropin beside this file
 
 ROWS: list[dict[str, Any]] = []
 #: Where the table and JSON are (re)written after every row (set by ``main``).
@@ -719,6 +720,14 @@ def eig_svd_section() -> None:
            "cupy", lambda s: rel_error(s, reference_s), tol, reps=1)
 
 
+def dropin_section() -> None:
+    """issue 24's table: each scipy.linalg function at n = 8, 256, 2048 beside CuPy's (gpu_dropin.py)."""
+    import nvmathpy.linalg as la
+    from gpu_dropin import SIZES, cases, run_dropin
+
+    run_dropin(lambda n: cases(n, rel_error), SIZES, row, failed, interleaved_times, la.cuda_checks)
+
+
 # -- 6. the command line on the GPU (demo, bench) ----------------------------------------------------------
 
 
@@ -753,7 +762,7 @@ def cli_section(out: Path, timeout: int) -> None:
 #: The sections in run order, and the seconds of the budget each is sized for (it starts only if
 #: that much is left; ``tests`` and ``cli`` get what their own timeouts say).
 SECTIONS = {"tests": 0, "gemm": 45, "fused": 15, "custom": 60, "overhead": 10, "fft": 20, "fft-callbacks": 25,
-            "solve": 20, "eigh-svd": 30, "cli": 60}
+            "solve": 20, "eigh-svd": 30, "dropin": 60, "cli": 60}
 #: Sections that compare with torch.
 NEEDS_TORCH = ("gemm", "fused", "custom", "overhead")
 
@@ -822,7 +831,7 @@ def main(argv: list[str] | None = None) -> int:
                  "fused": lambda: fused(8192, 4096, ["bfloat16", "float16"]),
                  "custom": lambda: custom(8192, 4096, ["bfloat16", "float16"]),
                  "overhead": overhead, "fft": fft_section, "fft-callbacks": fft_callback_section,
-                 "solve": solve_section, "eigh-svd": eig_svd_section}
+                 "solve": solve_section, "eigh-svd": eig_svd_section, "dropin": dropin_section}
         for name in benchmarks:
             if torch is None and name in NEEDS_TORCH:
                 row(name, "section", not_run="torch is not installed")

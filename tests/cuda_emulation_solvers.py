@@ -4,13 +4,18 @@ without a GPU.
 Every routine the engine calls (``cusolverDnXgetrf``, ``Xgetrs``, ``Xpotrf``, ``Xpotrs``,
 ``Xsyevd``, ``XsyevBatched``, ``<t>syevjBatched``, ``Xgesvd``, ``Xgesvdp``, ``<t>gesvdj``, ``Xgeqrf``,
 ``<t>orgqr``/``ungqr``,
-``<t>potrfBatched``/``potrsBatched``, ``cublas<t>getrfBatched``/``getrsBatched`` and their
-``_bufferSize`` queries) is replaced by a function that does what the cuSOLVER documentation says
+``<t>potrfBatched``/``potrsBatched``, ``cublas<t>getrfBatched``/``getrsBatched``,
+``cublas<t>trsm_v2``/``trsmBatched`` and the ``_bufferSize`` queries) is replaced by a function that does what the cuSOLVER documentation says
 on host memory with ``scipy.linalg.lapack``: it reads the column-major matrices at the pointers
 and leading dimensions the engine passed (through the pointer arrays for the batched routines),
 writes results and ``info`` codes back there, and records each call's arguments in
 :attr:`Emulation.calls`. It also insists on what the library insists on: ``gesvd`` gets
-``m >= n``, ``potrsBatched`` one right-hand side, every run the workspace its query asked for.
+``m >= n``, ``potrsBatched`` one right-hand side, every run the workspace its query asked for,
+``trsm`` leading dimensions of at least the rows.
+
+The deferred checks' pinned copies and events (``cupy.cuda.alloc_pinned_memory``,
+``cupy.cuda.runtime.memcpyAsync`` / ``eventRecord`` / ``eventQuery``) are host copies and events
+that have always completed (:attr:`Emulation.ready` False makes them pending).
 
 The arrays are NumPy arrays answering ``.data.ptr`` with their host address
 (:class:`cuda_emulation.HostArray`, through :func:`cuda_emulation.host_cupy`, extended here with
@@ -19,7 +24,9 @@ the few CuPy functions the solver plans use).
 
 from __future__ import annotations
 
+import ctypes
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -40,7 +47,8 @@ DEVICE_BYTES, HOST_BYTES, LWORK = 4096 + 8, 512 + 8, 96
 
 
 #: The NumPy functions the solver plans call through CuPy beyond :func:`cuda_emulation.host_cupy`'s.
-EXTRA_CUPY = ("tril", "triu", "diagonal", "eye", "abs", "where", "asfortranarray", "isfinite", "ones")
+EXTRA_CUPY = ("tril", "triu", "diagonal", "eye", "abs", "where", "asfortranarray", "isfinite", "ones", "indices",
+              "prod", "clip")
 
 
 def solver_cupy() -> Any:
@@ -77,6 +85,8 @@ class Emulation:
     """The installed emulation: recorded calls ``(name, args)`` and the queried sizes."""
 
     calls: list[tuple[str, tuple]] = field(default_factory=list)
+    #: Whether recorded events have completed (``eventQuery``'s answer).
+    ready: bool = True
 
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]
@@ -382,6 +392,60 @@ class Emulation:
         return run
 
 
+    def trsm(self, prefix: str, batched: bool) -> Callable[..., int]:
+        """``cublas<t>trsm_v2`` / ``trsmBatched``: ``op(A) X = alpha B`` (LEFT, ``A`` m x m) or
+        ``X op(A) = alpha B`` (RIGHT, ``A`` n x n) with the ``uplo`` triangle of the column-major
+        ``A``, ``X`` written over ``B`` (m x n, column-major)."""
+        dtype = PREFIX_DTYPE[prefix]
+        name = f"cublas{prefix}trsm{'Batched' if batched else '_v2'}"
+
+        def one(side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
+            order = m if side == cublas.SideMode.LEFT else n
+            assert lda >= max(1, order) and ldb >= max(1, m), (lda, ldb, m, n)
+            full = matrix(a, dtype, order, order, lda)
+            t = np.tril(full) if uplo == cublas.FillMode.LOWER else np.triu(full)
+            if diag == cublas.DiagType.UNIT:
+                t = t - np.diag(np.diag(t)) + np.eye(order, dtype=dtype)
+            op = {cublas.Operation.N: t, cublas.Operation.T: t.T, cublas.Operation.C: t.conj().T}[trans]
+            rhs = matrix(b, dtype, m, n, ldb)
+            scale = _view(alpha, dtype, (1,), (1,))[0]
+            try:
+                if side == cublas.SideMode.LEFT:
+                    rhs[...] = np.linalg.solve(op, scale * rhs)
+                else:  # X op = B  <=>  op^T X^T = B^T
+                    rhs[...] = np.linalg.solve(op.T, (scale * rhs).T).T
+            except np.linalg.LinAlgError:  # a zero on the diagonal: cuBLAS divides by it, reports nothing
+                rhs[...] = np.nan
+
+        if batched:
+            def run(h, side, uplo, trans, diag, m, n, alpha, a_pointers, lda, b_pointers, ldb, batch):
+                self.record(name, (side, uplo, trans, diag, m, n, lda, ldb, batch))
+                a_list, b_list = ints(a_pointers, np.uint64, batch), ints(b_pointers, np.uint64, batch)
+                for i in range(batch):
+                    one(side, uplo, trans, diag, m, n, alpha, int(a_list[i]), lda, int(b_list[i]), ldb)
+                return 0
+        else:
+            def run(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
+                self.record(name, (side, uplo, trans, diag, m, n, lda, ldb))
+                one(side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+                return 0
+
+        return run
+
+    def pinned_runtime(self) -> Any:
+        """``cupy.cuda.runtime``'s copies and events on the host (recorded; events complete
+        unless :attr:`ready` is False)."""
+        def memcpy(dst, src, nbytes, kind, stream):
+            self.record("memcpyAsync", (nbytes, kind, stream))
+            ctypes.memmove(dst, src, nbytes)
+
+        return types.SimpleNamespace(
+            memcpyAsync=memcpy, eventCreateWithFlags=lambda flags: self.record("eventCreate", (flags,)) or 1,
+            eventRecord=lambda event, stream: self.record("eventRecord", (stream,)),
+            eventQuery=lambda event: 0 if self.ready else 600,
+            eventSynchronize=lambda event: self.record("eventSynchronize", ()))
+
+
 #: ``(bytes, stream)`` of every device workspace the engine asked for.
 ALLOCATIONS: list[tuple[int, Any]] = []
 
@@ -407,6 +471,10 @@ def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], No
             setattr_(current, name, _host(getattr(np, name)))
     else:
         setitem(sys.modules, "cupy", solver_cupy())
+    cupy_module = sys.modules["cupy"]
+    cuda = types.SimpleNamespace(**vars(cupy_module.cuda))  # a new namespace: put back whole on undo
+    cuda.alloc_pinned_memory, cuda.runtime = bytearray, em.pinned_runtime()
+    setattr_(cupy_module, "cuda", cuda)
     setattr_(driver, "cuda_status", lambda: driver.CudaStatus(True, None, 1))
     setattr_(runtime, "allocate", _allocate)
     setattr_(runtime, "event_timer", lambda stream, device_id: perf_counter_timer)
@@ -446,6 +514,8 @@ def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], No
     for prefix in "SDCZ":
         blas[f"cublas{prefix}getrfBatched"] = em.getrf_batched(prefix)
         blas[f"cublas{prefix}getrsBatched"] = em.getrs_batched(prefix)
+        blas[f"cublas{prefix}trsm_v2"] = em.trsm(prefix, batched=False)
+        blas[f"cublas{prefix}trsmBatched"] = em.trsm(prefix, batched=True)
     for name, fn in blas.items():
         assert name in cublas.LIB.functions, f"the binding declares no {name}"
         setattr_(cublas.LIB, name, fn)

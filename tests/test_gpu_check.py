@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,41 @@ def test_only_and_pytest_args(gc):
     command = gc.pytest_command("tests/gpu/test_gpu_matmul.py::test_fp8_scales_exactly -x --tb=long")
     assert "--tb=short" not in command
     assert command[-3:] == ["tests/gpu/test_gpu_matmul.py::test_fp8_scales_exactly", "-x", "--tb=long"]
+
+
+def test_dropin_rows_carry_error_ratio_and_target(gc):
+    import gpu_dropin
+
+    modes = []
+
+    @contextmanager
+    def checks(mode):
+        modes.append(mode)
+        yield
+
+    def fake_times(fns, rounds, reps):
+        assert set(fns) == {"ours", "theirs"} and rounds * reps <= gpu_dropin.timed_calls(8)
+        return {"ours": 2e-5, "theirs": 1e-5}
+
+    def make(n):
+        if n == 2048:
+            raise RuntimeError("out of memory")
+        return [gpu_dropin.Case("solve", lambda: 1.0, lambda: 1.0, lambda ours, theirs: 1e-16),
+                gpu_dropin.Case("det", lambda: 2.0, lambda: 1.0, lambda ours, theirs: 1.0)]
+
+    gpu_dropin.run_dropin(make, (8, 2048), gc.row, gc.failed, fake_times, checks)
+    by_case = {r["case"]: r for r in gc.ROWS}
+    solve = by_case["solve n=8"]
+    assert solve["verdict"] == "miss target" and solve["cupy/nvmathpy"] == 0.5 and solve["nvmathpy_ms"] == 0.02
+    assert by_case["det n=8"]["verdict"] == "FAIL correctness"  # an error of 1.0 is over the 1e-10 threshold
+    assert by_case["solve n=8, SciPy's per-call checks"]["verdict"] == "-"
+    assert by_case["n=2048"]["verdict"] == "FAIL error"  # the size's operands could not be made: said so
+    assert modes == ["deferred", "raise", "deferred"]  # timed with deferred checks; solve once more per call
+
+
+def test_dropin_sizes_fit_the_section(gc):
+    import gpu_dropin
+
+    assert "dropin" in gc.SECTIONS and gc.parse_sections("dropin") == ["dropin"]
+    assert {8, 256, 2048} <= set(gpu_dropin.SIZES)
+    assert gpu_dropin.timed_calls(2048) <= 2 < gpu_dropin.timed_calls(8)  # 0.5 s SVDs: two timed calls

@@ -47,6 +47,10 @@ _NAMES = {
     "lu_solve": "solvers",
     "cho_factor": "solvers",
     "cho_solve": "solvers",
+    # when CUDA solver functions read their device-side error flags (per call, or deferred)
+    "cuda_checks": "solvers.cuda._checks",
+    "check_cuda_errors": "solvers.cuda._checks",
+    "cuda_check_finite": "solvers.cuda._checks",
 }
 
 __all__ = sorted(_NAMES)

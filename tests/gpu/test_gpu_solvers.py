@@ -270,3 +270,70 @@ def test_numpy_operands_on_an_explicit_stream_are_read_back_after_it():
     a2 = a.T.astype(np.float32)  # a float32 replacement: cast to the plan's float64 on its stream
     lu.reset_operands(a=a2)
     assert rel(lu.solve(b), np.linalg.solve(a2.astype(np.float64), b)) < 1e-6
+
+
+# -- issue 24: solve_triangular through trsm, deferred checks ------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("shape", [(1, 1), (13, 13), (3, 9, 9), (300, 300)])
+def test_solve_triangular_through_trsm(dtype, layout, shape):
+    from nvmathpy.scipy import linalg as nsla
+
+    rng = np.random.default_rng(13)
+    n = shape[-1]
+    # off-diagonals of order 1/n: random triangular matrices are otherwise exponentially ill-conditioned
+    a, da = pair((host_rand(rng, shape, dtype) / n + 2 * np.eye(n)).astype(dtype), layout)
+    for lower in (True, False):
+        for trans in (0, 1, 2):
+            for unit in (False, True):
+                b = host_rand(rng, shape[:-1] + (3,), dtype)
+                x = nsla.solve_triangular(da, cupy.asarray(b), lower=lower, trans=trans, unit_diagonal=unit)
+                assert isinstance(x, cupy.ndarray) and x.dtype == np.dtype(dtype)
+                t = np.tril(a) if lower else np.triu(a)
+                if unit:
+                    t = t - t * np.eye(n) + np.eye(n)
+                op = {0: t, 1: np.swapaxes(t, -1, -2), 2: np.swapaxes(t.conj(), -1, -2)}[trans]
+                # the forward error of a triangular solve grows with its condition: compare the residual
+                res = np.linalg.norm(up(op) @ up(x) - up(b)) / (np.linalg.norm(up(op)) * np.linalg.norm(up(x)))
+                assert res < TOL[dtype], (lower, trans, unit)
+    vector = host_rand(rng, (n,), dtype)
+    if len(shape) == 2:
+        ref = sla.solve_triangular(up(a), up(vector), lower=True)
+        assert rel(nsla.solve_triangular(da, cupy.asarray(vector), lower=True), ref) < TOL[dtype] * n
+
+
+def test_deferred_checks_report_a_singular_matrix_later():
+    singular, b = cupy.ones((4, 4)), cupy.ones((4, 2))
+    with nl.cuda_checks("deferred"):
+        x = nl.solve(singular, b)  # returns without reading the info codes
+        with pytest.raises(LinAlgError, match="Singular matrix .*reported late"):
+            cupy.cuda.get_current_stream().synchronize()
+            nl.check_cuda_errors()
+    assert not np.isfinite(up(x)).all()
+    nl.check_cuda_errors()  # reported once
+
+
+def test_deferred_scipy_calls_never_synchronise():
+    cupyx = pytest.importorskip("cupyx")
+    if not hasattr(cupyx, "allow_synchronize"):
+        pytest.skip("cupyx.allow_synchronize is CuPy's; not in the host emulation")
+    from nvmathpy.scipy import linalg as nsla
+
+    rng = np.random.default_rng(14)
+    a = cupy.asarray(rng.standard_normal((8, 8)) + 8 * np.eye(8))
+    spd, b = a @ a.T + 8 * cupy.eye(8), cupy.asarray(rng.standard_normal((8, 4)))
+    lu, c = nsla.lu_factor(a), nsla.cho_factor(spd)
+    calls = [lambda: nsla.solve(a, b), lambda: nsla.lu_factor(a), lambda: nsla.lu_solve(lu, b),
+             lambda: nsla.cho_factor(spd), lambda: nsla.cho_solve(c, b), lambda: nsla.cholesky(spd),
+             lambda: nsla.eigh(spd), lambda: nsla.svd(a), lambda: nsla.qr(a), lambda: nsla.inv(a),
+             lambda: nsla.det(a), lambda: nsla.solve_triangular(a, b, lower=True)]
+    with nl.cuda_checks("deferred"):
+        for call in calls:
+            call()  # plans made (planning may synchronise)
+        cupy.cuda.get_current_stream().synchronize()
+        with cupyx.allow_synchronize(False):
+            for call in calls:
+                call()
+    nl.check_cuda_errors()

@@ -1,7 +1,9 @@
-"""cuBLAS binding (``cublas_api.h``): the enums cuBLASLt and cuSOLVER share, and the batched LU.
+"""cuBLAS binding (``cublas_api.h``): the enums cuBLASLt and cuSOLVER share, the batched LU and
+the triangular solves.
 
 The legacy cuBLAS handle is needed only for ``cublas<t>getrfBatched`` / ``getrsBatched``, the
-batched small-matrix LU that cuSOLVER does not offer.
+batched small-matrix LU that cuSOLVER does not offer, and ``cublas<t>trsm_v2`` /
+``trsmBatched`` (``scipy.linalg.solve_triangular``: cuSOLVER has no dense ``trtrs``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from ..driver import device_unavailable
 from ..ffi import STATUS, Fn, Library, enum_names, new_handle
 from .library_types import property_version
 
-__all__ = ["LIB", "ComputeType", "FillMode", "Operation", "SideMode", "Status", "create", "version"]
+__all__ = ["LIB", "ComputeType", "DiagType", "FillMode", "Operation", "SideMode", "Status", "create", "version"]
 
 
 class Status(enum.IntEnum):
@@ -54,6 +56,13 @@ class SideMode(enum.IntEnum):
     RIGHT = 1
 
 
+class DiagType(enum.IntEnum):
+    """``cublasDiagType_t``: whether a triangular matrix's diagonal is read or taken as ones."""
+
+    NON_UNIT = 0
+    UNIT = 1
+
+
 class ComputeType(enum.IntEnum):
     """``cublasComputeType_t``: precision of the multiply-accumulate."""
 
@@ -85,6 +94,14 @@ def _batched_lu(prefix: str) -> list[Fn]:
     ]
 
 
+def _triangular(prefix: str) -> list[Fn]:
+    # trsm_v2(handle, side, uplo, trans, diag, m, n, *alpha, A, lda, B, ldb) and trsmBatched(...,
+    # *alpha, A[], lda, B[], ldb, batchCount): alpha on the host (the default pointer mode), B
+    # overwritten by X; the pointer arrays live in device memory.
+    head = (c_void_p, c_int, c_int, c_int, c_int, c_int, c_int, c_void_p, c_void_p, c_int, c_void_p, c_int)
+    return [Fn(f"cublas{prefix}trsm_v2", STATUS, head), Fn(f"cublas{prefix}trsmBatched", STATUS, head + (c_int,))]
+
+
 LIB = Library(
     "cublas",
     enum_names(Status),
@@ -95,6 +112,7 @@ LIB = Library(
         Fn("cublasSetWorkspace_v2", STATUS, (c_void_p, c_void_p, c_size_t)),
         Fn("cublasGetProperty", STATUS, (c_int, POINTER(c_int))),
         *(fn for prefix in "SDCZ" for fn in _batched_lu(prefix)),
+        *(fn for prefix in "SDCZ" for fn in _triangular(prefix)),
     ],
     unavailable=device_unavailable,
 )

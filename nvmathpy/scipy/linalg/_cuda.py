@@ -4,7 +4,16 @@ the cuSOLVER engine of :mod:`nvmathpy.linalg` (CuPy arrays, torch CUDA tensors).
 :func:`routed` wraps each public function: a call whose first operand lives on a GPU goes to
 the function of the same name here; NumPy calls pay one type check.
 
-On CUDA: ``check_finite=True`` costs one device reduction and one synchronisation;
+Errors found on the device - singular or non-positive-definite matrices, ``check_finite``'s
+infs and NaNs - keep SciPy's semantics by default: each call reads its flags and raises there
+(one reduction per checked array plus one synchronisation for ``check_finite``, one for the
+``info`` codes). That read is most of a small call's cost and stops the host from queueing the
+next call, so ``nvmathpy.linalg.cuda_checks("deferred")`` offers the other choice: the flags
+are copied asynchronously to pinned memory behind an event and raised at a later call (once the
+GPU got there) or at ``nvmathpy.linalg.check_cuda_errors()``, CuPy's behaviour plus a late
+report (see :func:`nvmathpy.linalg.cuda_checks`). Deferred, no call reads the device
+except ``lstsq`` (its rank is a Python int) and the diagonal ``solve``. ``solve_triangular``
+(and ``solve`` with a triangular ``assume_a``) is one cuBLAS ``trsm`` on the caller's ``A``.
 ``overwrite_*`` are accepted and ignored; ill-conditioned solves do not warn (no condition
 estimate is computed); ``solve(assume_a=...)`` uses Cholesky for ``'pos'``, the named triangle
 for the triangular structures, the diagonal for ``'diagonal'`` and the general LU otherwise
@@ -48,15 +57,8 @@ def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _finite(check: bool, *arrays: Any) -> None:
-    if not check:
-        return
-    from ...cuda.runtime import import_cupy
-
-    cupy = import_cupy()
-    for x in arrays:
-        native = cupy.from_dlpack(x) if not isinstance(x, cupy.ndarray) else x
-        if native.dtype.kind in "fc" and not bool(cupy.isfinite(native).all()):
-            raise ValueError("array must not contain infs or NaNs")
+    if check:
+        nl.cuda_check_finite(*arrays)
 
 
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,

@@ -5,8 +5,9 @@ Same signatures and NumPy / Array-API semantics as :mod:`..functions`; each call
 cached CUDA plan (keyed by function, shape, strides, dtype, device, package and options),
 points it at the new operands, runs it, and checks the ``info`` codes once (one
 synchronisation; singular / non-positive-definite matrices raise ``LinAlgError`` naming the
-batch element), as NumPy's functions raise. Plans used directly never synchronise unless
-asked (``plan.check()``).
+batch element), as NumPy's functions raise; within ``cuda_checks("deferred")`` the codes are
+copied asynchronously instead and reported later (:mod:`._checks`). Plans used directly never
+synchronise unless asked (``plan.check()``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from ._plans import (
     CudaSolve,
     CudaSVD,
 )
+from ._checks import settle
 from ._operands import as_device_stack, device_arrays, on_device
-from ..cpu._factored import check_trans
+from ._triangular import solve_triangular
 from .._operands import solve_operands
 
 __all__ = ["plan_cache"]
@@ -75,7 +77,7 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
     else:
         def use(plan: CudaSolve) -> Any:
             out = plan._run()
-            plan.check()
+            plan._checked()
             return out
 
         x = _run(_key("solve", a1, b2.shape, package), lambda: CudaSolve(a1, b2, execution=execution),
@@ -90,7 +92,7 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
     def use(plan: CudaSolve) -> Any:
         out = plan._run()
-        plan.check()
+        plan._checked()
         return out
 
     return to_caller(_run(_key("inv", a1, package), lambda: CudaSolve(a1, execution=execution),
@@ -98,7 +100,7 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
 
 
 def _lu(a1: Any, to_caller: Callable[[Any], Any], package: str, use: Callable[[CudaLU], Any]) -> Any:
-    return to_caller(_run(_key("lu", a1, package), lambda: CudaLU(a1), lambda p: p.reset_operands(a1), use))
+    return to_caller(_run(_key("lu", a1, package), lambda: CudaLU(a1), lambda p: p._take(a1), use))
 
 
 def det(a: Any, /, *, execution: Any = None) -> Any:
@@ -121,13 +123,13 @@ def slogdet(a: Any, /, *, execution: Any = None) -> Any:
 def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
     a1, to_caller, package = _stack(a, execution)
     return to_caller(_run(_key("cholesky", a1, package, bool(upper)), lambda: CudaCholesky(a1, lower=not upper),
-                          lambda p: p.reset_operands(a1), lambda p: p.execute().check().factor))
+                          lambda p: p._take(a1), lambda p: p.execute()._checked().factor))
 
 
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     a1, to_caller, package = _stack(a, execution, square=False)
     return to_caller(_run(_key("qr", a1, package, mode), lambda: CudaQR(a1, mode=mode),
-                          lambda p: p.reset_operands(a1), lambda p: p._run()))
+                          lambda p: p._take(a1), lambda p: p._run()))
 
 
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
@@ -137,12 +139,12 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any) -> Any:
 
     def use(plan: CudaEigh) -> Any:
         out = plan._run()
-        plan.check()
+        plan._checked()
         return out
 
     out = _run(_key("eigh", a1, package, uplo, vectors), lambda: CudaEigh(a1, eigvals_only=not vectors,
                                                                           lower=uplo == "L"),
-               lambda p: p.reset_operands(a1), use)
+               lambda p: p._take(a1), use)
     return to_caller(EighResult(*out) if vectors else out)
 
 
@@ -174,12 +176,12 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
 
     def use(plan: CudaSVD) -> Any:
         out = plan._run()
-        plan.check()
+        plan._checked()
         return out
 
     return to_caller(_run(_key("svd", a1, package, bool(full_matrices), bool(compute_uv)),
                           lambda: CudaSVD(a1, full_matrices=full_matrices, compute_uv=compute_uv),
-                          lambda p: p.reset_operands(a1), use))
+                          lambda p: p._take(a1), use))
 
 
 def svdvals(a: Any, /, *, execution: Any = None) -> Any:
@@ -189,7 +191,7 @@ def svdvals(a: Any, /, *, execution: Any = None) -> Any:
 def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = None) -> tuple:
     a1, to_caller, package, native = _stack_with(a, execution, square=False, b=b)
     return to_caller(_run(_key("lstsq", a1, package, rcond), lambda: CudaLstsq(a1, rcond=rcond),
-                          lambda p: p.reset_operands(a1), lambda p: p.execute().check().solve(native["b"])))
+                          lambda p: p._take(a1), lambda p: p.execute()._checked().solve(native["b"])))
 
 
 def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
@@ -197,7 +199,7 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
     # factors of A itself: a column-major copy is factored directly (no second factorization)
     fortran = a1.swapaxes(-1, -2).copy().swapaxes(-1, -2)
     return to_caller(_run(_key("lu_factor", fortran, package), lambda: CudaLU(fortran),
-                          lambda p: p.reset_operands(fortran), lambda p: p.execute().factors))
+                          lambda p: p._take(fortran), lambda p: p.execute().factors))
 
 
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
@@ -206,7 +208,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, executio
     piv1 = native["piv"]
 
     def use(plan: CudaLU) -> Any:
-        plan.check()
+        plan._checked()
         return plan.solve(native["b"], trans)
 
     return to_caller(_run(_key("lu_solve", lu1, package), lambda: CudaLU.from_factors(lu1, piv1),
@@ -216,7 +218,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, executio
 def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tuple[Any, bool]:
     a1, to_caller, package = _stack(a, execution)
     c = _run(_key("cho_factor", a1, package, bool(lower)), lambda: CudaCholesky(a1, lower=lower),
-             lambda p: p.reset_operands(a1), lambda p: p.execute().check().factor)
+             lambda p: p._take(a1), lambda p: p.execute()._checked().factor)
     return to_caller(c), bool(lower)
 
 
@@ -227,32 +229,16 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None
                           lambda p: p.use_factor(c1), lambda p: p.solve(native["b"])))
 
 
-def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, unit_diagonal: bool = False,
-                     execution: Any = None) -> Any:
-    """``op(T) x = b`` for the triangle of ``a`` named by ``lower`` (the other one is ignored),
-    solved through an LU factorization of that triangle (cuSOLVER has no dense ``trtrs``)."""
-    trans = check_trans(trans)
-    a1, to_caller, package, native = _stack_with(a, execution, b=b)
-    cupy = import_cupy()
-    triangle = cupy.tril(a1) if lower else cupy.triu(a1)
-    if unit_diagonal:
-        eye = cupy.eye(a1.shape[-1], dtype=a1.dtype)
-        triangle = triangle - triangle * eye + eye
-    key = _key("solve_triangular", triangle, package)
-
-    def use(plan: CudaLU) -> Any:
-        plan.execute().check()
-        return plan.solve(native["b"], trans)
-
-    return to_caller(_run(key, lambda: CudaLU(triangle), lambda p: p.reset_operands(triangle), use))
-
-
 def _on_its_device(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` run with the device ``execution=`` names current (NumPy operands are copied there,
-    and every array the function makes must be made there too)."""
+    and every array the function makes must be made there too), after the deferred checks
+    that have completed are read (:func:`._checks.settle`)."""
 
     @functools.wraps(fn)
     def run(*args: Any, execution: Any = None, **kwargs: Any) -> Any:
+        settle()
+        if execution is None:
+            return fn(*args, **kwargs)
         with on_device(execution):
             return fn(*args, execution=execution, **kwargs)
 

@@ -28,12 +28,14 @@ __all__ = [
     "getrs_operation",
     "pointer_offsets",
     "svd_outputs",
+    "trsm_arguments",
 ]
 
-# cublasOperation_t / cublasFillMode_t values (cublas_api.h), repeated here so this module
-# imports no binding.
+# cublasOperation_t / cublasFillMode_t / cublasSideMode_t values (cublas_api.h), repeated here
+# so this module imports no binding.
 _N, _T = 0, 1
 _LOWER, _UPPER = 0, 1
+_LEFT, _RIGHT = 0, 1
 
 
 @dataclass(frozen=True)
@@ -211,3 +213,56 @@ def svd_outputs(m: int, n: int, transposed: bool, full_matrices: bool) -> SvdOut
     u_cols = rows if full_matrices else k
     vt_rows = cols if full_matrices else k
     return SvdOutputs(rows, u_cols, vt_rows, cols, "vt" if transposed else "u")
+
+
+@dataclass(frozen=True)
+class TrsmArguments:
+    """How ``trsm`` solves ``op(A) X = B`` for one triangular ``A`` as the caller holds it.
+
+    Attributes
+    ----------
+    side
+        ``cublasSideMode_t``: LEFT (``op(M) X = B``, ``X`` column-major) or RIGHT
+        (``X^T op(M) = B^T`` on the row-major ``X``, read column-major as ``X^T``).
+    fill
+        ``cublasFillMode_t`` of the library matrix ``M``.
+    operation
+        ``cublasOperation_t`` applied to ``M``.
+    ld
+        ``M``'s leading dimension in elements.
+    x_order
+        ``"F"`` (each solution matrix column-major, LEFT) or ``"C"`` (row-major, RIGHT).
+    """
+
+    side: int
+    fill: int
+    operation: int
+    ld: int
+    x_order: str
+
+
+def trsm_arguments(n: int, strides: Sequence[int], lower: bool, trans: int) -> TrsmArguments | None:
+    """The ``trsm`` call for the ``n x n`` matrix with element ``strides`` (last two axes), or
+    None when neither reading is column-major (a copy is needed).
+
+    A column-major ``A`` is the library matrix: LEFT, ``A``'s triangle, ``op = trans``, ``X``
+    column-major. A row-major ``A`` is read as ``M = A^T`` (the other triangle) and solved from
+    the right on the row-major ``X``: ``op(A) X = B`` is ``X^T op(A)^T = B^T``, and
+    ``op(A)^T`` is ``M`` for ``trans`` 0, ``M^T`` for 1 and ``M^H`` (``= conj(A)``) for 2: the
+    operation stays ``trans``. Neither copies ``A`` nor transposes ``X``.
+
+    Examples
+    --------
+    >>> trsm_arguments(5, (5, 1), True, 2)       # C order, lower: M = A^T is upper, from the right
+    TrsmArguments(side=1, fill=1, operation=2, ld=5, x_order='C')
+    >>> trsm_arguments(5, (1, 6), True, 0)       # column-major with ld 6
+    TrsmArguments(side=0, fill=0, operation=0, ld=6, x_order='F')
+    >>> trsm_arguments(5, (10, 2), True, 0) is None
+    True
+    """
+    view = column_major((n, n), strides)
+    if view is None:
+        return None
+    if view.transposed:
+        return TrsmArguments(_RIGHT, _UPPER if lower else _LOWER, trans, view.ld, "C")
+    return TrsmArguments(_LEFT, _LOWER if lower else _UPPER, trans, view.ld, "F")

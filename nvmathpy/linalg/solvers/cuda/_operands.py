@@ -32,7 +32,14 @@ def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callab
 
     Raises the :class:`~nvmathpy.errors.ExecutionSpaceUnavailableError` of
     :func:`~nvmathpy.execution.resolve_execution` where CUDA cannot be used, and
-    :class:`InvalidOperandError` for host operands without ``execution="cuda"``."""
+    :class:`InvalidOperandError` for host operands without ``execution="cuda"``.
+
+    CuPy arrays on one device without ``execution=`` (the common call) take a short way: no
+    wrapping, the space of their device remembered."""
+    if execution is None:
+        found = _cupy_arrays(arrays)
+        if found is not None:
+            return found
     asked = as_execution(execution)
     if isinstance(asked, ExecutionCUDA):
         from ....cuda.driver import require_cuda
@@ -56,6 +63,38 @@ def device_arrays(execution: Any, **arrays: Any) -> tuple[dict[str, Any], Callab
             cupy.cuda.get_current_stream().synchronize()
         return native, host_converter(cupy, space.device_id), space, package
     return {k: op.array for k, op in wrapped.items()}, converter(package), space, package
+
+
+#: The execution space of each device the short way met.
+_SPACES: dict[int, ExecutionCUDA] = {}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _cupy_arrays(arrays: dict[str, Any]) -> tuple[dict[str, Any], Callable[[Any], Any], ExecutionCUDA, str] | None:
+    """:func:`device_arrays`'s answer for CuPy arrays on one device (None for anything else)."""
+    kind = getattr(sys.modules.get("cupy"), "ndarray", None)
+    device_id = None
+    native = {}
+    for name, x in arrays.items():
+        if x is None:
+            continue
+        if type(x) is not kind:
+            return None
+        device = x.device.id
+        if device_id is None:
+            device_id = device
+        elif device != device_id:
+            return None  # the general way names the mismatch
+        native[name] = x
+    if device_id is None:
+        return None
+    space = _SPACES.get(device_id)
+    if space is None:
+        space = _SPACES[device_id] = ExecutionCUDA(device_id)
+    return native, _same, space, "cupy"
 
 
 def _host_cast(name: str, array: np.ndarray) -> np.ndarray:

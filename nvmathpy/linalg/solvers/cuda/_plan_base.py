@@ -18,6 +18,7 @@ from .._dispatch import engine_for
 from .._operands import batch_index
 from ..cpu._lapack import lapack_dtype
 from ..plans._base import matching
+from ._checks import defer, deferred
 from ._operands import device_arrays
 
 __all__ = ["CudaPlanMixin", "on_stream"]
@@ -55,6 +56,8 @@ class CudaPlanMixin:
 
     _route: Any = None
     _batch: tuple[int, ...]
+    #: What :meth:`check` reports (None: the plan's routines report nothing).
+    _failure: str | None = None
 
     def _device_init(self, execution: Any, stream: Any = None, **arrays: Any) -> dict[str, Any]:
         Plan.__init__(self)  # type: ignore[arg-type]
@@ -112,9 +115,17 @@ class CudaPlanMixin:
         with self._on_stream():  # a cast to the plan's dtype is ordered with the plan's work
             return matching(name, native[name], current)
 
+    def _take(self, a: Any) -> None:
+        """The one-call functions' swap: ``a`` is a device stack of the planned shape, strides
+        and dtype (the plan cache's key says so), so it is taken as it is: no intake, no cast,
+        and no new closure (every CUDA plan's closure reads ``self._a`` when it runs)."""
+        self._a = a
+        self._clear_derived()  # type: ignore[attr-defined]
+
     def _release(self) -> None:
         """Keep no caller arrays alive in the plan cache: operands become zero-size broadcast
-        stand-ins of their shapes and dtypes (the next reset brings real ones back)."""
+        stand-ins of their shapes and dtypes (the next swap brings real ones back; the closures
+        read the operands when they run, so they are not made again)."""
         standins = self.__dict__.setdefault("_standins", {})  # made once per shape and dtype
         for name in ("_a", "_b"):
             array = getattr(self, name, None)
@@ -124,7 +135,6 @@ class CudaPlanMixin:
                     standin = standins[name] = self._cupy.broadcast_to(self._cupy.zeros((), array.dtype), array.shape)
                 setattr(self, name, standin)
         self._clear_derived()  # type: ignore[attr-defined]
-        self._rebind()  # type: ignore[attr-defined]
 
     def _failed(self, message: str) -> None:
         """Raise ``LinAlgError(message)`` naming the first failed batch element, if any (one sync)."""
@@ -133,6 +143,17 @@ class CudaPlanMixin:
         if bad:
             where = f" (batch element {batch_index(bad[0], self._batch)})" if self._batch else ""
             raise LinAlgError(f"{message}{where}")
+
+    def _checked(self) -> Any:
+        """:meth:`check` (one synchronisation) in the ``"raise"`` mode of
+        :func:`~._checks.cuda_checks`; in ``"deferred"``, the ``info`` codes' asynchronous copy
+        enqueued instead (:func:`~._checks.defer`)."""
+        if not deferred():
+            return self.check()  # type: ignore[attr-defined]
+        route = self._route
+        if route is not None and self._failure is not None:
+            defer(self._cupy, route.info, route.count, "info", self._failure, self._batch, self._engine.stream())
+        return self
 
     def _stack(self, a: Any) -> Any:
         if a.ndim == 3:  # already a stack: no reshape on the hot path

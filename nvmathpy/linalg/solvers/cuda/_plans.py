@@ -14,7 +14,8 @@ Checking ``info`` (the device-side error codes), decided here:
   naming the first failing batch element (singular ``U``, matrix not positive definite,
   no convergence); ``LU.singular`` and ``LU.det()`` read the factors on the host anyway;
 - the one-call functions (``nvmathpy.linalg.solve``, ``inv``, ``cholesky``, ...) follow
-  NumPy's semantics and call ``check()`` (one synchronisation per call).
+  NumPy's semantics and call ``check()`` (one synchronisation per call), or within
+  ``cuda_checks("deferred")`` copy the codes asynchronously and report later (:mod:`._checks`).
 
 Keywords the CUDA plans cannot honour are refused by name (generalized and subset eigenproblems,
 QR with pivoting, SVD ``driver``); ``overwrite_a`` is accepted and ignored (the routine
@@ -30,6 +31,7 @@ import numpy as np
 from ....errors import InvalidOperandError, InvalidOptionError
 from ....plan import Problem
 from . import _layout as layout
+from ._checks import defer, deferred
 from ._engine import SvdRoute
 from ._operands import as_device_stack, storage_view, transposed_layout
 from ._plan_base import CudaPlanMixin, on_stream
@@ -54,6 +56,8 @@ class CudaLU(CudaPlanMixin, LU):
 
     ``stream=`` (keyword, CUDA only) enqueues on that stream instead of the package's current one.
     """
+
+    _failure = "Singular matrix"
 
     def __init__(self, a: Any, /, *, overwrite_a: bool = False, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a)
@@ -96,9 +100,15 @@ class CudaLU(CudaPlanMixin, LU):
             )
         if pivots.dtype.kind not in "iu":
             raise InvalidOperandError(f"piv: pivot indices must be integers, got dtype {pivots.dtype}")
-        if pivots.size and bool(((pivots < 0) | (pivots >= self._n)).any()):
-            raise InvalidOperandError(f"piv: pivot indices out of range; 0-based pivots of an order-{self._n} "
-                                      f"factor lie in [0, {self._n})")
+        out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{self._n} factor lie in "
+                        f"[0, {self._n})")
+        if pivots.size:
+            bad = ((pivots < 0) | (pivots >= self._n)).any()
+            if deferred():  # no read: clipped into range (memory safety), the error reported later
+                defer(self._cupy, bad, 1, "info", out_of_range, (), self._engine.stream(), InvalidOperandError)
+                pivots = self._cupy.clip(pivots, 0, max(0, self._n - 1))
+            elif bool(bad):
+                raise InvalidOperandError(out_of_range)
         if not self.is_planned:
             self.plan()
         route = self._prepared
@@ -112,7 +122,7 @@ class CudaLU(CudaPlanMixin, LU):
     def check(self) -> "CudaLU":
         """Raise :class:`~numpy.linalg.LinAlgError` if a factored matrix is exactly singular (one sync)."""
         self._computed()
-        self._failed("Singular matrix")
+        self._failed(self._failure)
         return self
 
     @on_stream
@@ -143,11 +153,15 @@ class CudaLU(CudaPlanMixin, LU):
         swaps = cupy.asnumpy((piv != cupy.arange(1, self._n + 1, dtype=piv.dtype)).sum(axis=-1))
         return diag, np.asarray(swaps).reshape(-1)
 
+    @on_stream
     def det(self) -> Any:
-        """Determinants from the factors (``det(A^T) = det(A)``), as a device array."""
-        diag, swaps = self._host_diagonals()
-        det = (np.prod(diag, axis=-1) * np.where(swaps % 2, -1, 1)).astype(self._dtype)
-        return self._to_caller(self._cupy.asarray(det.reshape(self._batch) if self._batch else det[0]))
+        """Determinants from the factors (``det(A^T) = det(A)``), computed on the device (no
+        synchronisation), as a device array."""
+        lu, piv = self._lu_and_pivots()
+        cupy = self._cupy
+        product = cupy.prod(cupy.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
+        odd = (piv != cupy.arange(1, self._n + 1, dtype=piv.dtype)).sum(axis=-1) % 2 == 1
+        return self._to_caller(cupy.where(odd, -product, product).reshape(self._batch))
 
     def slogdet(self) -> tuple[Any, Any]:
         """``(sign, logabsdet)`` from the factors, as device arrays."""
@@ -194,6 +208,8 @@ class CudaLU(CudaPlanMixin, LU):
 class CudaCholesky(CudaPlanMixin, Cholesky):
     """:class:`~nvmathpy.linalg.Cholesky` on CUDA operands (``potrf`` / ``potrfBatched``)."""
 
+    _failure = "Matrix is not positive definite"
+
     def __init__(self, a: Any, /, *, lower: bool = True, overwrite_a: bool = False, execution: Any = None,
                  stream: Any = None):
         native = self._device_init(execution, stream, a=a)
@@ -237,7 +253,7 @@ class CudaCholesky(CudaPlanMixin, Cholesky):
     def check(self) -> "CudaCholesky":
         """Raise :class:`~numpy.linalg.LinAlgError` if a matrix is not positive definite (one sync)."""
         self._computed()
-        self._failed("Matrix is not positive definite")
+        self._failed(self._failure)
         return self
 
     @on_stream
@@ -268,6 +284,8 @@ class CudaCholesky(CudaPlanMixin, Cholesky):
 
 class CudaSolve(CudaPlanMixin, Solve):
     """The one-shot ``A^{-1} B`` / ``A^{-1}`` behind :func:`solve` and :func:`inv` on CUDA."""
+
+    _failure = "Singular matrix"
 
     def __init__(self, a: Any, /, b: Any = None, *, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a, b=b)
@@ -322,7 +340,7 @@ class CudaSolve(CudaPlanMixin, Solve):
 
     def check(self) -> "CudaSolve":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run met a singular matrix (one sync)."""
-        self._failed("Singular matrix")
+        self._failed(self._failure)
         return self
 
 
@@ -332,6 +350,8 @@ class CudaSolve(CudaPlanMixin, Solve):
 class CudaEigh(CudaPlanMixin, Eigh):
     """:class:`~nvmathpy.linalg.Eigh` on CUDA operands: standard problems, all eigenvalues
     (``syevd``, or for stacks of n <= 32 ``syevBatched`` / ``syevjBatched``)."""
+
+    _failure = "Eigenvalues did not converge"
 
     def __init__(self, a: Any, /, b: Any = None, *, eigvals_only: bool = False, subset_by_index: Any = None,
                  subset_by_value: Any = None, lower: bool = True, itype: int = 1, driver: str | None = None,
@@ -377,7 +397,7 @@ class CudaEigh(CudaPlanMixin, Eigh):
 
     def check(self) -> "CudaEigh":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run did not converge (one sync)."""
-        self._failed("Eigenvalues did not converge")
+        self._failed(self._failure)
         return self
 
 
@@ -387,6 +407,8 @@ class CudaEigh(CudaPlanMixin, Eigh):
 class CudaSVD(CudaPlanMixin, SVD):
     """:class:`~nvmathpy.linalg.SVD` on CUDA operands (``gesvd``, ``gesvdj`` or ``gesvdp`` on the
     tall one of ``A`` and ``A^T``)."""
+
+    _failure = "SVD did not converge"
 
     def __init__(self, a: Any, /, *, full_matrices: bool = False, compute_uv: bool = True, driver: str | None = None,
                  overwrite_a: bool = False, execution: Any = None, stream: Any = None):
@@ -422,7 +444,7 @@ class CudaSVD(CudaPlanMixin, SVD):
 
     def check(self) -> "CudaSVD":
         """Raise :class:`~numpy.linalg.LinAlgError` if the last run did not converge (one sync)."""
-        self._failed("SVD did not converge")
+        self._failed(self._failure)
         return self
 
 
@@ -490,6 +512,8 @@ class CudaLstsq(CudaPlanMixin, Lstsq):
     """:class:`~nvmathpy.linalg.Lstsq` on CUDA operands: one SVD (``gesvd``/``gesvdj``/``gesvdp``), then
     ``x = V diag(1/s) U^H b`` over the singular values above ``rcond * s_max`` per solve."""
 
+    _failure = "SVD did not converge in linear least squares"
+
     def __init__(self, a: Any, /, *, rcond: float | None = None, execution: Any = None, stream: Any = None):
         native = self._device_init(execution, stream, a=a)
         self._a = as_device_stack(native["a"], "a", square=False)
@@ -517,7 +541,7 @@ class CudaLstsq(CudaPlanMixin, Lstsq):
 
     def check(self) -> "CudaLstsq":
         self._computed()
-        self._failed("SVD did not converge in linear least squares")
+        self._failed(self._failure)
         return self
 
     @on_stream
