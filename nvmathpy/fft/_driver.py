@@ -18,22 +18,37 @@ from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
 from ._layout import check_norm, describe, no_axes, normalize_axes
+from ._quick import RunnerCache, quick_runner
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
+__all__ = ["plan_cache", "runner_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
-_CACHE = PlanCache(maxsize=64)
+_CACHE = PlanCache(maxsize=256)
+_RUNNERS = RunnerCache(maxsize=2048)
 
 
 def plan_cache() -> PlanCache:
-    """The plan cache of the one-call FFT functions (``resize``/``clear``/``hits``/``misses``).
+    """The plan cache of the one-call FFT functions (``resize``/``clear``/``hits``/``misses``):
+    the plans of transforms the quick path (:func:`runner_cache`) leaves to plans.
 
     Examples
     --------
     >>> plan_cache().maxsize
-    64
+    256
     """
     return _CACHE
+
+
+def runner_cache() -> RunnerCache:
+    """The quick path's cache of runners for small transforms of NumPy arrays, one per call
+    signature (``resize``/``clear``/``hits``/``misses``; see :mod:`nvmathpy.fft._quick`).
+
+    Examples
+    --------
+    >>> runner_cache().maxsize
+    2048
+    """
+    return _RUNNERS
 
 
 def wrap_input(a: Any, name: str = "a") -> Operand:
@@ -107,7 +122,12 @@ def transform(
     out: Any = None,
     plan: Any = None,
 ) -> Any:
-    """Run one transform through the plan cache (or through ``plan`` when one is given)."""
+    """Run one transform through the plan cache (or through ``plan`` when one is given); a
+    small transform of a NumPy array runs on the quick path (:mod:`._quick`) instead."""
+    if plan is None and type(a) is np.ndarray:
+        run = _quick(a, kind, direction, s, axes, norm, threads, False)
+        if run:
+            return run(a) if out is None else _deliver(run(a), out)
     op = wrap_input(a)
     if op.package == "numpy" and op.array is not a:  # converted (an array-like, byte order): use the copy
         a = op.array
@@ -153,6 +173,9 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
     entries are the r2c transform's, bit for bit, and the others follow from Hermitian
     symmetry, ``X[k] = conj(X[m - k])``."""
+    run = _quick(a, "r2c", "forward", n, (axis,), norm, threads, True)
+    if run:
+        return run(a) if out is None else _deliver(run(a), out)
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
     axis = operator.index(axis) % a.ndim  # the transform has checked it
     length = a.shape[axis] if n is None else n[0]
@@ -161,6 +184,21 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     tail = full[lead + (slice(half.shape[axis], None),)].imag
     np.subtract(0, tail, out=tail)  # the conjugate; a zero imaginary part stays +0 (negating would give -0)
     return _deliver(full, out)
+
+
+def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Any,
+           full: bool) -> Any:
+    """The quick-path runner of this call's signature (``False``/``None``: plans run it)."""
+    key = (kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads)
+    try:
+        run = _RUNNERS.get(key)
+    except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+        return None
+    if run is None:
+        run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
+                           full=full) or False
+        _RUNNERS.put(key, run)
+    return run
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:

@@ -23,11 +23,11 @@ import numpy as np
 from ..execution import ExecutionCPU, cpu_description
 from ..plan import Candidate, Engine, Problem
 from ..errors import MissingDependencyError
-from ._heuristic import rank
+from ._heuristic import library_order, rank, threads_guess
 from ._layout import Layout
 from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
 
-__all__ = ["CPUFFTEngine", "engine_for", "layout_of", "thread_options"]
+__all__ = ["CPUFFTEngine", "engine_for", "first_candidate", "layout_of", "prepare_candidate", "thread_options"]
 
 
 def thread_options(budget: int) -> list[int]:
@@ -88,17 +88,36 @@ class CPUFFTEngine(Engine):
         return list(_ranked(problem, self.libraries, self.budget))
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
-        library, layout = LIBRARIES[candidate.label], layout_of(problem)
-        if candidate.label == "pyfftw":
-            prepared = library.build(layout, candidate, extra, time_limit=self.fftw_time_limit)
-        else:
-            prepared = library.build(layout, candidate, extra)
-        if _strides_matter(candidate.label, layout) and not _c_ordered(problem.get("strides"), layout.in_shape):
-            _on_c_ordered_input(prepared)
-        return prepared
+        return prepare_candidate(layout_of(problem), candidate, problem.get("strides"), extra, self.fftw_time_limit)
 
     def device(self) -> dict[str, Any]:
         return _device(self.libraries)
+
+
+def prepare_candidate(layout: Layout, candidate: Candidate, strides: Any, extra: Mapping[str, Any] | None = None,
+                      fftw_time_limit: float | None = None) -> FFTPrepared:
+    """``candidate`` built for ``layout``, reading an input of element ``strides``: the plans'
+    engine and the one-call functions' quick path (:mod:`._quick`) prepare candidates here
+    alike, so one logical problem gets the same computation whichever path runs it."""
+    library = LIBRARIES[candidate.label]
+    if candidate.label == "pyfftw":
+        prepared = library.build(layout, candidate, extra, time_limit=fftw_time_limit)
+    else:
+        prepared = library.build(layout, candidate, extra)
+    if _strides_matter(candidate.label, layout) and not _c_ordered(strides, layout.in_shape):
+        _on_c_ordered_input(prepared)
+    return prepared
+
+
+def first_candidate(layout: Layout, budget: int) -> Candidate:
+    """The heuristic's first candidate for ``layout`` among the installed libraries under a
+    thread ``budget``: what ``plan()`` takes without wisdom (``rank(...)[0]``), found
+    without ranking the others."""
+    libraries = installed_libraries()
+    name = next(n for n in library_order(layout) if n in libraries and LIBRARIES[n].supports(layout))
+    threads = threads_guess(layout, thread_options(budget))
+    return Candidate.of(name, threads=threads, effort="estimate") if name == "pyfftw" else Candidate.of(
+        name, threads=threads)
 
 
 def _strides_matter(library: str, layout: Layout) -> bool:
@@ -130,10 +149,13 @@ def _on_c_ordered_input(prepared: FFTPrepared) -> None:
     prepared.forward, prepared.inverse = c_ordered(prepared.forward), c_ordered(prepared.inverse)
 
 
-@functools.lru_cache(maxsize=256)
 def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
     """The candidates of a problem in heuristic order (memoised: a wisdom hit must plan fast)."""
-    layout = layout_of(problem)
+    return _ranked_layout(layout_of(problem), libraries, budget)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranked_layout(layout: Layout, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
     usable = [name for name in libraries if LIBRARIES[name].supports(layout)]
     return tuple(rank(layout, usable, thread_options(budget)))
 

@@ -21,6 +21,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import sys
 import types
 from typing import Any, Callable, Mapping
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "installed_libraries"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "import_pyfftw", "installed_libraries"]
 
 Call = Callable[..., np.ndarray]
 
@@ -253,6 +254,30 @@ class MklLibrary(Library):
         return FFTPrepared(candidate, wrapped("forward"), wrapped("inverse"))
 
 
+def import_pyfftw() -> Any:
+    """Import pyFFTW without its dask interface, unless dask.array is loaded already.
+
+    ``import pyfftw`` imports ``pyfftw.interfaces``, which imports ``dask.array`` when dask is
+    installed (about 200 ms, and scipy.fftpack) for ``pyfftw.interfaces.dask_fft``, which
+    nvmathpy never uses; the FFTW plans need only the core. ``dask.array.fft`` is hidden for
+    the import (pyFFTW skips that interface when it cannot be imported), so the first FFT
+    that runs on FFTW costs ~10 ms instead. ``import pyfftw.interfaces.dask_fft`` still
+    works afterwards.
+    """
+    module = sys.modules.get("pyfftw")
+    if module is not None:
+        return module
+    hide = "dask.array.fft" not in sys.modules
+    if hide:
+        sys.modules["dask.array.fft"] = None  # type: ignore[assignment]  # "not importable" to the import system
+    try:
+        import pyfftw
+    finally:
+        if hide and sys.modules.get("dask.array.fft", 0) is None:
+            del sys.modules["dask.array.fft"]
+    return pyfftw
+
+
 #: FFTW wisdom texts this process has imported already, so a hit imports each once.
 _IMPORTED_FFTW_WISDOM: set[tuple] = set()
 #: Up to this many bytes per array, FFTW runs on the plan's own buffers (see PyfftwLibrary).
@@ -276,8 +301,7 @@ def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
     key = tuple(sorted(stored.items()))
     if key in _IMPORTED_FFTW_WISDOM:
         return
-    import pyfftw
-
+    pyfftw = import_pyfftw()
     pyfftw.import_wisdom(tuple(base64.b64decode(stored.get(p, "")) for p in _FFTW_PRECISIONS))
     _IMPORTED_FFTW_WISDOM.add(key)
 
@@ -287,8 +311,7 @@ class _FFTWPrepared(FFTPrepared):
         # Even an FFTW_ESTIMATE candidate is stored with the process's wisdom: FFTW plans an
         # ESTIMATE request from MEASURE wisdom when it has some (as after autotune timed the
         # MEASURE candidate), and without it the same candidate can be many times slower.
-        import pyfftw
-
+        pyfftw = import_pyfftw()
         precision = self.state["precision"]
         text = pyfftw.export_wisdom()[_FFTW_PRECISIONS.index(precision)]
         # FFTW does not reuse wisdom of a time-limited search when planning without the limit.
@@ -310,8 +333,7 @@ class PyfftwLibrary(Library):
     module = "pyfftw"
 
     def build(self, layout, candidate, extra=None, time_limit: float | None = None):
-        import pyfftw
-
+        pyfftw = import_pyfftw()
         import_fftw_wisdom(extra)
         if extra and extra.get("fftw_time_limit") is not None:
             time_limit = extra["fftw_time_limit"]  # plan as the wisdom was made, so it applies

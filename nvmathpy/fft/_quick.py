@@ -1,0 +1,239 @@
+"""The one-call functions' quick path: small transforms of NumPy arrays run without a plan object.
+
+A plan (:class:`~nvmathpy.fft.fft_plan.FFT`) is made for repeated use; a one-call function on a
+small array pays for each layer above the library call (the plan-cache checkout, the operand
+wrapper, the closure rebinding) every time, and on a new shape for the problem key, the wisdom
+lookup and the candidate ranking. For the common call - a NumPy array in native float32/64 or
+complex64/128, at most :data:`QUICK_ELEMENTS` elements in and out, no ``out`` - this module
+builds a *runner* instead: the heuristic's first candidate prepared exactly as a plan would
+prepare it (:func:`~nvmathpy.fft._engines_cpu.prepare_candidate`; the same library, thread
+count and layout handling, so the same bits), wrapped in a closure that crops or zero-pads the
+operand and calls the library. Runners hold no buffers and no operands, so one is shared by
+every thread; :class:`RunnerCache` keeps them per call signature (shape, strides, dtype and
+the raw arguments).
+
+Problems the quick path leaves to plans: those whose first candidate keeps state between
+calls (pyFFTW's aligned buffers), those a wisdom entry may name a tuned choice for
+(:func:`wisdom_may_know`), other dtypes and packages, and large ones (where a plan's reused
+buffers and kept results save more than the call overhead costs).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable
+
+import numpy as np
+
+from ..plan.wisdom import default_wisdom
+from . import _engines_cpu
+from ._layout import Layout, check_norm, describe, engine_strides, no_axes
+
+__all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
+
+#: The most elements (input or output) a transform may have to run on the quick path.
+QUICK_ELEMENTS = 1 << 16
+#: Libraries whose prepared candidates keep no state between calls (safe to share).
+_STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
+_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
+
+Runner = Callable[[np.ndarray], np.ndarray]
+
+
+class RunnerCache:
+    """A bounded LRU of quick-path runners (``False`` marks a call signature left to plans).
+
+    Runners are shared, not taken out: a hit is one dictionary lookup.
+
+    Parameters
+    ----------
+    maxsize
+        The most signatures kept (``0``: none).
+
+    Examples
+    --------
+    >>> cache = RunnerCache(maxsize=2)
+    >>> cache.get("k") is None, cache.misses
+    (True, 1)
+    >>> cache.put("k", len); cache.get("k") is len, cache.hits
+    (True, 1)
+    """
+
+    def __init__(self, maxsize: int = 2048):
+        self._check(maxsize)
+        self._maxsize = maxsize
+        self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def _check(maxsize: int) -> None:
+        if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
+            raise ValueError(f"runner cache maxsize must be a non-negative int, got {maxsize!r}")
+
+    @property
+    def maxsize(self) -> int:
+        return self._maxsize
+
+    def __len__(self) -> int:
+        return len(self._runners)
+
+    def get(self, key: Hashable) -> Runner | bool | None:
+        """The runner for ``key`` (``False``: left to plans), or ``None`` on a miss."""
+        found = self._runners.get(key)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, key: Hashable, runner: Runner | bool) -> None:
+        """Keep ``runner`` under ``key``, dropping the least recently added beyond the bound."""
+        with self._lock:
+            self._runners[key] = runner
+            while len(self._runners) > self._maxsize:
+                self._runners.popitem(last=False)
+
+    def resize(self, maxsize: int) -> None:
+        """Change the bound, dropping the oldest runners beyond it."""
+        self._check(maxsize)
+        with self._lock:
+            self._maxsize = maxsize
+            while len(self._runners) > maxsize:
+                self._runners.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every runner and reset the hit/miss counters."""
+        with self._lock:
+            self._runners.clear()
+            self.hits = self.misses = 0
+
+
+_WISDOM_MEMO: dict[str, Any] = {"stamp": None, "problems": frozenset()}
+
+
+#: The environment variables the wisdom file's location depends on (see ``cache_dir``).
+_PATH_VARIABLES = ("NVMATHPY_CACHE_DIR", "XDG_CACHE_HOME", "HOME")
+
+
+@functools.lru_cache(maxsize=8)
+def _wisdom_path(wisdom: Any, *environment: str | None) -> str:
+    """The wisdom store's file, resolved once per store and value of :data:`_PATH_VARIABLES`."""
+    return str(wisdom.path)
+
+
+def wisdom_may_know(layout: Layout) -> bool:
+    """Whether the wisdom store holds an FFT entry of ``layout``'s kind, input shape and
+    dtype (then a plan looks the exact problem up). The store's FFT entries are read again
+    only when its file changes."""
+    wisdom = default_wisdom()
+    if not wisdom.enabled:
+        return False
+    path = _wisdom_path(wisdom, *(os.environ.get(name) for name in _PATH_VARIABLES))
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return False
+    if stamp != _WISDOM_MEMO["stamp"]:
+        problems = set()
+        for entry in wisdom.entries():
+            problem = entry.get("problem") if isinstance(entry, dict) else None
+            if not isinstance(problem, dict) or problem.get("operation") != "fft":
+                continue
+            fields = problem.get("fields", {})
+            try:
+                problems.add((fields.get("kind"), tuple(fields.get("in_shape", ())), fields.get("in_dtype")))
+            except TypeError:
+                continue
+        _WISDOM_MEMO.update(stamp=stamp, problems=frozenset(problems))
+    return (layout.kind, layout.in_shape, layout.in_dtype.name) in _WISDOM_MEMO["problems"]
+
+
+def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
+                 threads: int | None, full: bool = False) -> Runner | None:
+    """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
+    (see the module's notes; bad arguments also give ``None``: the plan path raises the error).
+
+    ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
+    input, the r2c result followed by the conjugates of its mirror image, so its first
+    ``m // 2 + 1`` entries are the r2c transform's bit for bit (as
+    :func:`~nvmathpy.fft._driver.real_forward` computes them).
+    """
+    if a.dtype not in _DTYPES or 0 in a.shape:
+        return None
+    try:
+        if no_axes(a.ndim, axes, s):
+            return None
+        norm = check_norm(norm)
+        if kind == "c2r":
+            from ._driver import c2r_lengths
+
+            s, axes = c2r_lengths(a.shape, s, axes)
+        layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
+    except Exception:  # noqa: BLE001 - the plan path raises the caller's error
+        return None
+    if (layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS
+            or wisdom_may_know(layout)):
+        return None
+    candidate = _engines_cpu.first_candidate(layout, threads or os.cpu_count() or 1)
+    if candidate.label not in _STATELESS:
+        return None
+    prepared = _engines_cpu.prepare_candidate(layout, candidate, engine_strides(layout, a))
+    call = prepared.forward if direction == "forward" else prepared.inverse
+    fill = _filler(layout, a.shape)
+    if full:
+        return _full_spectrum(layout, call, fill, writes_views=candidate.label == "ducc0")
+    if fill is None:
+        return call
+    return lambda x: call(fill(x))
+
+
+def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
+    needed): a view when cropping only, else a fresh zeroed array per call (runners are
+    shared between threads, so they own no buffer)."""
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
+    if all(n == m for n, m in zip(shape, layout.in_shape)):
+        return None
+    if all(m <= n for n, m in zip(shape, layout.in_shape)):
+        return lambda x: x[region]
+    in_shape, in_dtype = layout.in_shape, layout.in_dtype
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        buffer = np.zeros(in_shape, in_dtype)
+        buffer[region] = x[region]
+        return buffer
+
+    return pad
+
+
+def _full_spectrum(layout: Layout, call: Runner, fill: Any, writes_views: bool) -> Runner:
+    """The runner of a real input's full complex spectrum over one axis (see :func:`quick_runner`)."""
+    axis, length = layout.axes[0], layout.lengths[0]
+    half = layout.out_shape[axis]
+    lead = (slice(None),) * axis
+    head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
+    mirror = lead + (slice(length - half, 0, -1),)
+    shape = layout.in_shape[:axis] + (length,) + layout.in_shape[axis + 1:]
+    dtype = layout.out_dtype
+
+    def run(x: np.ndarray) -> np.ndarray:
+        result = np.empty(shape, dtype)
+        first = result[head]
+        if writes_views:
+            call(x if fill is None else fill(x), first)
+        else:
+            first[...] = call(x if fill is None else fill(x))
+        rest = result[tail]
+        np.conjugate(result[mirror], out=rest)
+        imag = rest.imag
+        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
+        return result
+
+    return run
