@@ -9,7 +9,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -21,10 +21,14 @@ from ._layout import check_norm, describe, no_axes, normalize_axes
 from ._quick import RunnerCache, quick_runner
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "runner_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
+__all__ = ["plan_cache", "runner_cache", "lookup_runner", "Threads", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
 _CACHE = PlanCache(maxsize=256)
 _RUNNERS = RunnerCache(maxsize=2048)
+#: The quick-path runner of a call signature (``False``: plans run it; ``None``: not seen yet).
+lookup_runner = _RUNNERS.lookup
+#: A thread budget: a count, ``None`` (every core) or a function returning the count.
+Threads = Union[int, None, Callable[[], int]]
 
 
 def plan_cache() -> PlanCache:
@@ -118,16 +122,26 @@ def transform(
     s: Any = None,
     axes: Any = None,
     norm: Any = None,
-    threads: int | None = None,
+    threads: Threads = None,
     out: Any = None,
     plan: Any = None,
 ) -> Any:
     """Run one transform through the plan cache (or through ``plan`` when one is given); a
-    small transform of a NumPy array runs on the quick path (:mod:`._quick`) instead."""
+    small transform of a NumPy array runs on the quick path (:mod:`._quick`) instead.
+
+    ``threads``: the thread budget; ``None`` is every core, and a function (such as
+    :func:`scipy.fft.get_workers`) is asked for it when a plan or a runner is made."""
     if plan is None and type(a) is np.ndarray:
-        run = _quick(a, kind, direction, s, axes, norm, threads, False)
+        try:
+            run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
+        except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+            run = False
+        if run is None:
+            run = _quick(a, kind, direction, s, axes, norm, threads, False)
         if run:
             return run(a) if out is None else _deliver(run(a), out)
+    if callable(threads):
+        threads = threads()
     op = wrap_input(a)
     if op.package == "numpy" and op.array is not a:  # converted (an array-like, byte order): use the copy
         a = op.array
@@ -167,13 +181,16 @@ def transform(
     return _deliver(result, out)
 
 
-def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: int | None = None,
+def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: Threads = None,
                  out: Any = None) -> Any:
     """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
     one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
     entries are the r2c transform's, bit for bit, and the others follow from Hermitian
     symmetry, ``X[k] = conj(X[m - k])``."""
-    run = _quick(a, "r2c", "forward", n, (axis,), norm, threads, True)
+    axes = (axis,)
+    run = lookup_runner(("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads))
+    if run is None:
+        run = _quick(a, "r2c", "forward", n, axes, norm, threads, True)
     if run:
         return run(a) if out is None else _deliver(run(a), out)
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
@@ -186,18 +203,13 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     return _deliver(full, out)
 
 
-def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Any,
+def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
            full: bool) -> Any:
-    """The quick-path runner of this call's signature (``False``/``None``: plans run it)."""
-    key = (kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads)
-    try:
-        run = _RUNNERS.get(key)
-    except TypeError:  # axes or s given as a list: not a signature the quick path keeps
-        return None
-    if run is None:
-        run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
-                           full=full) or False
-        _RUNNERS.put(key, run)
+    """Make and keep the quick-path runner of a call signature seen the first time (``False``:
+    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up."""
+    run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
+                       full=full) or False
+    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run)
     return run
 
 

@@ -153,21 +153,23 @@ class Ducc0Library(Library):
     def build(self, layout, candidate, extra=None):
         import ducc0
 
-        axes, nthreads = list(layout.axes), candidate.params["threads"]
+        axes, nthreads = tuple(layout.axes), candidate.params["threads"]
         inorm = {
             d: {1.0: 0, 1.0 / layout.size: 2}.get(scale_factor(layout, d), 1) for d in ("forward", "inverse")
         }
-        transform = {
-            "c2c": ducc0.fft.c2c,
-            "r2c": ducc0.fft.r2c,
-            "c2r": functools.partial(ducc0.fft.c2r, lastsize=layout.lengths[-1]),
-        }[layout.kind]
 
-        def runner(direction: str) -> Call:
-            kwargs = {"axes": axes, "forward": direction == "forward", "inorm": inorm[direction], "nthreads": nthreads}
+        def runner(direction: str) -> Call:  # positional arguments: ducc0 parses keywords slowly
+            forward, scale = direction == "forward", inorm[direction]
+            if layout.kind == "c2r":
+                c2r, lastsize = ducc0.fft.c2r, layout.lengths[-1]
 
-            def run(a, out=None):
-                return transform(a, out=out, **kwargs)
+                def run(a, out=None):
+                    return c2r(a, axes, lastsize, forward, scale, out, nthreads)
+            else:
+                transform = ducc0.fft.c2c if layout.kind == "c2c" else ducc0.fft.r2c
+
+                def run(a, out=None):
+                    return transform(a, axes, forward, scale, out, nthreads)
 
             return run
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
+from ._heuristic import threads_guess
 from ._layout import Layout, check_norm, describe, engine_strides, no_axes
 
 __all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
@@ -45,9 +46,11 @@ Runner = Callable[[np.ndarray], np.ndarray]
 
 
 class RunnerCache:
-    """A bounded LRU of quick-path runners (``False`` marks a call signature left to plans).
+    """A bounded cache of quick-path runners (``False`` marks a call signature left to plans).
 
-    Runners are shared, not taken out: a hit is one dictionary lookup.
+    Runners are shared, not taken out: a hit is one dictionary lookup (:attr:`lookup`, the
+    dictionary's own ``get``), so hits are not counted; :attr:`misses` counts the runners made.
+    Beyond ``maxsize`` the oldest entries go first.
 
     Parameters
     ----------
@@ -57,10 +60,10 @@ class RunnerCache:
     Examples
     --------
     >>> cache = RunnerCache(maxsize=2)
-    >>> cache.get("k") is None, cache.misses
-    (True, 1)
-    >>> cache.put("k", len); cache.get("k") is len, cache.hits
-    (True, 1)
+    >>> cache.lookup("k") is None
+    True
+    >>> cache.put("k", len); cache.lookup("k") is len, cache.misses, len(cache)
+    (True, 1, 1)
     """
 
     def __init__(self, maxsize: int = 2048):
@@ -68,7 +71,8 @@ class RunnerCache:
         self._maxsize = maxsize
         self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
         self._lock = threading.Lock()
-        self.hits = 0
+        #: The runner for a key (``False``: left to plans), or ``None`` when none is kept.
+        self.lookup: Callable[[Hashable], Runner | bool | None] = self._runners.get
         self.misses = 0
 
     @staticmethod
@@ -83,18 +87,10 @@ class RunnerCache:
     def __len__(self) -> int:
         return len(self._runners)
 
-    def get(self, key: Hashable) -> Runner | bool | None:
-        """The runner for ``key`` (``False``: left to plans), or ``None`` on a miss."""
-        found = self._runners.get(key)
-        if found is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return found
-
     def put(self, key: Hashable, runner: Runner | bool) -> None:
-        """Keep ``runner`` under ``key``, dropping the least recently added beyond the bound."""
+        """Keep ``runner`` under ``key``, dropping the oldest entries beyond the bound."""
         with self._lock:
+            self.misses += 1
             self._runners[key] = runner
             while len(self._runners) > self._maxsize:
                 self._runners.popitem(last=False)
@@ -108,10 +104,10 @@ class RunnerCache:
                 self._runners.popitem(last=False)
 
     def clear(self) -> None:
-        """Drop every runner and reset the hit/miss counters."""
+        """Drop every runner and reset the miss counter."""
         with self._lock:
             self._runners.clear()
-            self.hits = self.misses = 0
+            self.misses = 0
 
 
 _WISDOM_MEMO: dict[str, Any] = {"stamp": None, "problems": frozenset()}
@@ -156,7 +152,7 @@ def wisdom_may_know(layout: Layout) -> bool:
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
-                 threads: int | None, full: bool = False) -> Runner | None:
+                 threads: int | None | Callable[[], int], full: bool = False) -> Runner | None:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
     (see the module's notes; bad arguments also give ``None``: the plan path raises the error).
 
@@ -181,6 +177,10 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     if (layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS
             or wisdom_may_know(layout)):
         return None
+    if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
+        if threads_guess(layout, [1, 2]) != 1:
+            return None
+        threads = threads()
     candidate = _engines_cpu.first_candidate(layout, threads or os.cpu_count() or 1)
     if candidate.label not in _STATELESS:
         return None

@@ -39,7 +39,7 @@ TRIG_LIBRARIES = ("scipy", "ducc0")
 #: DCT/DST type computing the inverse of each type (up to scaling).
 _INVERSE_TYPE = {1: 1, 2: 3, 3: 2, 4: 4}
 #: From this many elements, the heuristic tries every thread of the budget first.
-_THREADED_FROM = 1 << 15
+THREADED_FROM = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[
         usable.remove("ducc0")
         usable.insert(0, "ducc0")
     counts = thread_options(budget)
-    first = budget if int(np.prod(layout.shape)) >= _THREADED_FROM else 1
+    first = budget if int(np.prod(layout.shape)) >= THREADED_FROM else 1
     counts = [first] + [t for t in counts if t != first]
     return tuple(Candidate.of(name, threads=t) for t in counts for name in usable)
 

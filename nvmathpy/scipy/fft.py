@@ -55,10 +55,11 @@ __all__ = [
 
 
 
-def _threads(workers: Any) -> int:
-    """SciPy's ``workers`` rule: None -> the context's default, negatives wrap around the CPU count."""
+def _threads(workers: Any) -> Any:
+    """SciPy's ``workers`` rule: None -> the context's default (:func:`scipy.fft.get_workers`
+    itself, which the transform asks when it plans), negatives wrap around the CPU count."""
     if workers is None:
-        return get_workers()
+        return get_workers
     w = operator.index(workers)
     if w == 0:
         raise ValueError("workers must not be zero")
@@ -106,13 +107,20 @@ def _one_d(name: str, kind: str, direction: str, what: str, note: str = "") -> C
     through_rfft = kind == "c2c" and direction == "forward"
 
     def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        s, x = _n(n), as_scipy_input(x)
+        s = None if n is None else _n(n)
+        threads = get_workers if workers is None else _threads(workers)
+        if type(x) is not np.ndarray or x.dtype not in _NATIVE:
+            x = as_scipy_input(x)
         if through_rfft and plan is None and type(x) is np.ndarray and x.dtype.kind in "biuf" and x.ndim:
-            return real_forward(x, n=s, axis=axis, norm=norm, threads=_threads(workers))
-        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
-                         threads=_threads(workers), plan=plan)  # fmt: skip
+            return real_forward(x, n=s, axis=axis, norm=norm, threads=threads)
+        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm, threads=threads,
+                         plan=plan)  # fmt: skip
 
     return _named(function, name, what, note + _FFT_NOTE)
+
+
+#: Dtypes :func:`as_scipy_input` passes unchanged (checked first: it saves the call).
+_NATIVE = frozenset(np.dtype(c) for c in "fdgFDG")
 
 
 def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
@@ -139,8 +147,9 @@ def _scipy_orthogonalize(x: Any, orthogonalize: Any) -> Any:
 
 def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
-        s, type = _n(n), _type(type, inverse)
-        x = as_scipy_input(x)
+        s, type = None if n is None else _n(n), _type(type, inverse)
+        if x.__class__ is not np.ndarray or x.dtype not in _NATIVE:  # (``type`` is the DCT type here)
+            x = as_scipy_input(x)
         return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
