@@ -103,6 +103,9 @@ def test_large_or_unusual_calls_are_left_to_plans(fresh) -> None:
 
 def test_wisdom_entry_sends_the_problem_to_a_plan(fresh, tmp_path, monkeypatch) -> None:
     """A problem the wisdom store may hold a tuned choice for is planned (the plan looks it up)."""
+    from nvmathpy.fft import _quick
+
+    monkeypatch.setattr(_quick, "WISDOM_RECHECK", 0.0)  # look at the store on every new signature
     monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NVMATHPY_WISDOM", "on")
     x = _operand(np.random.default_rng(7), (48,), np.float64)

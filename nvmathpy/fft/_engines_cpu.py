@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -27,7 +27,14 @@ from ._heuristic import library_order, rank, threads_guess
 from ._layout import Layout
 from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
 
-__all__ = ["CPUFFTEngine", "engine_for", "first_candidate", "layout_of", "prepare_candidate", "thread_options"]
+__all__ = ["CPUFFTEngine", "cores", "engine_for", "first_candidate", "layout_of", "prepare_candidate", "thread_options"]
+
+
+@functools.lru_cache(maxsize=1)
+def cores() -> int:
+    """The machine's core count, the default thread budget (``os.cpu_count()`` costs
+    microseconds a call: asked once)."""
+    return os.cpu_count() or 1
 
 
 def thread_options(budget: int) -> list[int]:
@@ -88,23 +95,25 @@ class CPUFFTEngine(Engine):
         return list(_ranked(problem, self.libraries, self.budget))
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
-        return prepare_candidate(layout_of(problem), candidate, problem.get("strides"), extra, self.fftw_time_limit)
+        return prepare_candidate(layout_of(problem), candidate, lambda: problem.get("strides"), extra,
+                                 self.fftw_time_limit)
 
     def device(self) -> dict[str, Any]:
         return _device(self.libraries)
 
 
-def prepare_candidate(layout: Layout, candidate: Candidate, strides: Any, extra: Mapping[str, Any] | None = None,
-                      fftw_time_limit: float | None = None) -> FFTPrepared:
-    """``candidate`` built for ``layout``, reading an input of element ``strides``: the plans'
-    engine and the one-call functions' quick path (:mod:`._quick`) prepare candidates here
-    alike, so one logical problem gets the same computation whichever path runs it."""
+def prepare_candidate(layout: Layout, candidate: Candidate, strides: Callable[[], Any],
+                      extra: Mapping[str, Any] | None = None, fftw_time_limit: float | None = None) -> FFTPrepared:
+    """``candidate`` built for ``layout``, reading an input whose element strides ``strides()``
+    gives (asked only where they matter): the plans' engine and the one-call functions' quick
+    path (:mod:`._quick`) prepare candidates here alike, so one logical problem gets the same
+    computation whichever path runs it."""
     library = LIBRARIES[candidate.label]
     if candidate.label == "pyfftw":
         prepared = library.build(layout, candidate, extra, time_limit=fftw_time_limit)
     else:
         prepared = library.build(layout, candidate, extra)
-    if _strides_matter(candidate.label, layout) and not _c_ordered(strides, layout.in_shape):
+    if _strides_matter(candidate.label, layout) and not _c_ordered(strides(), layout.in_shape):
         _on_c_ordered_input(prepared)
     return prepared
 
@@ -115,7 +124,17 @@ def first_candidate(layout: Layout, budget: int) -> Candidate:
     without ranking the others."""
     libraries = installed_libraries()
     name = next(n for n in library_order(layout) if n in libraries and LIBRARIES[n].supports(layout))
-    threads = threads_guess(layout, thread_options(budget))
+    return _candidate_of(name, threads_guess(layout, _options(budget)))
+
+
+@functools.lru_cache(maxsize=64)
+def _options(budget: int) -> tuple[int, ...]:
+    return tuple(thread_options(budget))
+
+
+@functools.lru_cache(maxsize=64)
+def _candidate_of(name: str, threads: int) -> Candidate:
+    """The heuristic's candidate of ``name`` at ``threads`` (pyFFTW at FFTW_ESTIMATE)."""
     return Candidate.of(name, threads=threads, effort="estimate") if name == "pyfftw" else Candidate.of(
         name, threads=threads)
 
@@ -172,7 +191,7 @@ def engine_for(space: Any, libraries: tuple[str, ...] | None, fftw_time_limit: f
     """The CPU FFT engine for ``space`` (an :class:`~nvmathpy.ExecutionCPU`); the FFT plan
     builds its cuFFT engine (:mod:`._cuda_engine`) itself for CUDA spaces."""
     if isinstance(space, ExecutionCPU):
-        return CPUFFTEngine(space.num_threads or os.cpu_count() or 1, libraries, fftw_time_limit)
+        return CPUFFTEngine(space.num_threads or cores(), libraries, fftw_time_limit)
     from ..errors import ExecutionSpaceUnavailableError
 
     raise ExecutionSpaceUnavailableError(f"no FFT engine for execution space {space!r} in this build")

@@ -144,6 +144,11 @@ class ScipyLibrary(Library):
         )
 
 
+#: ducc0's ``inorm`` per direction for each ``norm``: 0 unscaled, 1 by 1/sqrt(n), 2 by 1/n.
+_DUCC0_INORM = {"backward": {"forward": 0, "inverse": 2}, "forward": {"forward": 2, "inverse": 0},
+                "ortho": {"forward": 1, "inverse": 1}}
+
+
 class Ducc0Library(Library):
     """ducc0.fft: c2c/r2c/c2r with a sign argument, normalisation and ``nthreads``."""
 
@@ -154,9 +159,7 @@ class Ducc0Library(Library):
         import ducc0
 
         axes, nthreads = tuple(layout.axes), candidate.params["threads"]
-        inorm = {
-            d: {1.0: 0, 1.0 / layout.size: 2}.get(scale_factor(layout, d), 1) for d in ("forward", "inverse")
-        }
+        inorm = _DUCC0_INORM[layout.norm]
 
         def runner(direction: str) -> Call:  # positional arguments: ducc0 parses keywords slowly
             forward, scale = direction == "forward", inorm[direction]

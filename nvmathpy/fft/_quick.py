@@ -24,6 +24,7 @@ import functools
 import math
 import os
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
@@ -110,45 +111,55 @@ class RunnerCache:
             self.misses = 0
 
 
-_WISDOM_MEMO: dict[str, Any] = {"stamp": None, "problems": frozenset()}
+#: How often, in seconds, the quick path looks at the wisdom store again (its location, and its
+#: FFT entries when the file changed): reading the environment and the file's status on every
+#: new call signature would cost more than the transform.
+WISDOM_RECHECK = 0.5
+_WISDOM_MEMO: dict[str, Any] = {"checked": -math.inf, "stamp": None, "problems": frozenset()}
 
 
-#: The environment variables the wisdom file's location depends on (see ``cache_dir``).
-_PATH_VARIABLES = ("NVMATHPY_CACHE_DIR", "XDG_CACHE_HOME", "HOME")
+def wisdom_may_know(problem: tuple[str, str, tuple[int, ...], np.dtype]) -> bool:
+    """Whether the wisdom store holds an entry of ``problem``: ``("fft", kind, input shape,
+    input dtype)`` or ``("trig", "dct"/"dst", shape, dtype)`` (then a plan looks the exact
+    problem up). The store's entries are read again when its file changed, looked at every
+    :data:`WISDOM_RECHECK` seconds at most."""
+    memo = _WISDOM_MEMO
+    now = time.monotonic()
+    if now - memo["checked"] >= WISDOM_RECHECK:
+        _refresh(memo)
+        memo["checked"] = now
+    return problem in memo["problems"]
 
 
-@functools.lru_cache(maxsize=8)
-def _wisdom_path(wisdom: Any, *environment: str | None) -> str:
-    """The wisdom store's file, resolved once per store and value of :data:`_PATH_VARIABLES`."""
-    return str(wisdom.path)
+#: Per operation, the problem fields :func:`wisdom_may_know` compares.
+_FIELDS = {"fft": ("kind", "in_shape", "in_dtype"), "trig": ("transform", "shape", "dtype")}
 
 
-def wisdom_may_know(layout: Layout) -> bool:
-    """Whether the wisdom store holds an FFT entry of ``layout``'s kind, input shape and
-    dtype (then a plan looks the exact problem up). The store's FFT entries are read again
-    only when its file changes."""
+def _refresh(memo: dict[str, Any]) -> None:
+    """Re-read the wisdom store's FFT problems into ``memo`` if its file changed (none: off or absent)."""
     wisdom = default_wisdom()
-    if not wisdom.enabled:
-        return False
-    path = _wisdom_path(wisdom, *(os.environ.get(name) for name in _PATH_VARIABLES))
-    try:
-        st = os.stat(path)
-        stamp = (path, st.st_mtime_ns, st.st_size)
-    except OSError:
-        return False
-    if stamp != _WISDOM_MEMO["stamp"]:
-        problems = set()
-        for entry in wisdom.entries():
-            problem = entry.get("problem") if isinstance(entry, dict) else None
-            if not isinstance(problem, dict) or problem.get("operation") != "fft":
-                continue
-            fields = problem.get("fields", {})
-            try:
-                problems.add((fields.get("kind"), tuple(fields.get("in_shape", ())), fields.get("in_dtype")))
-            except TypeError:
-                continue
-        _WISDOM_MEMO.update(stamp=stamp, problems=frozenset(problems))
-    return (layout.kind, layout.in_shape, layout.in_dtype.name) in _WISDOM_MEMO["problems"]
+    stamp = None
+    if wisdom.enabled:
+        path = str(wisdom.path)
+        try:
+            st = os.stat(path)
+            stamp = (path, st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
+    if stamp == memo["stamp"]:
+        return
+    problems = set()
+    for entry in wisdom.entries() if stamp is not None else ():
+        problem = entry.get("problem") if isinstance(entry, dict) else None
+        operation = problem.get("operation") if isinstance(problem, dict) else None
+        if operation not in _FIELDS:
+            continue
+        name, shape, dtype = (problem.get("fields", {}).get(field) for field in _FIELDS[operation])
+        try:
+            problems.add((operation, name, tuple(shape), np.dtype(dtype)))
+        except TypeError:
+            continue
+    memo.update(stamp=stamp, problems=frozenset(problems))
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
@@ -175,16 +186,16 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     except Exception:  # noqa: BLE001 - the plan path raises the caller's error
         return None
     if (layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS
-            or wisdom_may_know(layout)):
+            or wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype))):
         return None
     if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
         if threads_guess(layout, [1, 2]) != 1:
             return None
         threads = threads()
-    candidate = _engines_cpu.first_candidate(layout, threads or os.cpu_count() or 1)
+    candidate = _engines_cpu.first_candidate(layout, threads or _engines_cpu.cores())
     if candidate.label not in _STATELESS:
         return None
-    prepared = _engines_cpu.prepare_candidate(layout, candidate, engine_strides(layout, a))
+    prepared = _engines_cpu.prepare_candidate(layout, candidate, lambda: engine_strides(layout, a))
     call = prepared.forward if direction == "forward" else prepared.inverse
     fill = _filler(layout, a.shape)
     if full:

@@ -21,8 +21,8 @@ from ..plan import PlanCache, Problem
 from ._driver import Threads, _frozen, lookup_runner, runner_cache, wrap_input
 from ._layout import DIRECTIONS, no_axes
 from ._one_operand import OneOperandPlan
-from ._quick import QUICK_ELEMENTS
-from ._trig_engine import THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig
+from ._quick import QUICK_ELEMENTS, wisdom_may_know
+from ._trig_engine import THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig, quick_runner
 
 __all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
 
@@ -203,6 +203,11 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
             run, key = False, None
         if run:
             return run(x)
+        if run is None:
+            run = _first_runner(x, transform, type, s, axes, norm, orthogonalize, threads, inverse)
+            if run:
+                runner_cache().put(key, run)
+                return run(x)
         if run is False:
             key = None
     if callable(threads):
@@ -232,6 +237,33 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
     plan._release()
     _CACHE.give(plan_key, plan)
     return result
+
+
+def _first_runner(x: np.ndarray, transform: str, type: Any, s: Any, axes: Any, norm: Any, orthogonalize: Any,
+                  threads: Threads, inverse: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The quick-path runner of a signature seen the first time, made without a plan: for a
+    small real float32/float64 operand, no wisdom entry of its problem, and a thread count that
+    does not depend on a budget asked each call (``None``: a plan makes it, see :func:`_runner`)."""
+    if x.dtype not in _REAL or x.ndim == 0 or 0 in x.shape:
+        return None
+    try:
+        if no_axes(x.ndim, axes, s):
+            return None
+        layout = describe_trig(x.shape, x.dtype, transform=transform, type=type, axes=axes, s=s, norm=norm,
+                               orthogonalize=orthogonalize)
+    except Exception:  # noqa: BLE001 - the plan path raises the caller's error
+        return None
+    size = max(math.prod(x.shape), math.prod(layout.shape))
+    if size > QUICK_ELEMENTS or (callable(threads) and size >= THREADED_FROM):
+        return None
+    if wisdom_may_know(("trig", layout.transform, layout.shape, layout.dtype)):
+        return None
+    fn = quick_runner(layout, default_budget(threads() if callable(threads) else threads), inverse)
+    stage = _stage(layout, x.shape)
+    return lambda a: fn(stage(a))
+
+
+_REAL = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def _runner(plan: DCT, x: np.ndarray, inverse: bool, budget_free: bool) -> Callable[[np.ndarray], np.ndarray] | None:
