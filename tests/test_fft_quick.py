@@ -144,6 +144,17 @@ def test_memory_order_does_not_change_results(namespace, dtype, name, tolerance)
             assert np.linalg.norm(other - results[0]) <= tolerance * np.linalg.norm(results[0])
 
 
+def test_one_problem_key_whatever_the_layout() -> None:
+    """Plans of one logical problem share their problem key (so wisdom - an autotuned choice -
+    picks one library for it, whatever layout it was tuned on) and give the same bits."""
+    x = _operand(np.random.default_rng(11), (24, 36, 5), np.complex128)
+    views = [x, np.asfortranarray(x), np.ascontiguousarray(x[::-1])[::-1]]
+    plans = [FFT(v, axes=(0, 1)) for v in views]
+    assert plans[0].problem == plans[1].problem == plans[2].problem
+    results = [p.plan().execute() for p in plans]
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
 @pytest.mark.parametrize("dtype,atol", [(np.complex64, 2e-6), (np.complex128, 2e-15)])
 @pytest.mark.parametrize("shape,axis", [((129, 9), 0), ((9, 129), 1), ((9, 256), 1)])
 def test_batched_and_sliced_transforms_agree(dtype, atol, shape, axis) -> None:
@@ -187,3 +198,25 @@ def test_pyfftw_is_imported_without_dask() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_fftw_after_mkl_computes_right() -> None:
+    """An MKL transform first, pyFFTW planned afterwards: FFTW's c2r still gives NumPy's result
+    (MKL's FFTW3 wrappers must not take over pyFFTW's symbols)."""
+    pytest.importorskip("pyfftw")
+    pytest.importorskip("mkl_fft")
+    code = textwrap.dedent("""
+        import numpy as np
+        from nvmathpy.fft import FFT
+        rng = np.random.default_rng(0)
+        FFT(np.ones((64, 64), np.float32), options={"engines": ("mkl_fft",)}).plan().execute()
+        x = rng.standard_normal((9, 4, 3)) + 1j * rng.standard_normal((9, 4, 3))
+        got = FFT(x, axes=(2, 0), s=[5, 9], kind="c2r", options={"engines": ("pyfftw",)}).plan().execute()
+        ref = np.fft.irfftn(x, s=[5, 9], axes=(2, 0))
+        print(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NVMATHPY_WISDOM": "off"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 1e-12
+

@@ -7,7 +7,9 @@ engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`),
 
 Results do not depend on the operand's memory layout: a library whose rounding does (ducc0
 over several axes, mkl_fft) is handed a C-ordered copy of any other layout, so one logical
-problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do.
+problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do. The
+problem key holds no strides either, so the library chosen - by the heuristic, or by wisdom
+after autotune - is one per logical problem, whatever layout it was tuned on.
 
 CUDA execution uses the cuFFT engine of :mod:`._cuda_engine` instead.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -95,25 +97,23 @@ class CPUFFTEngine(Engine):
         return list(_ranked(problem, self.libraries, self.budget))
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
-        return prepare_candidate(layout_of(problem), candidate, lambda: problem.get("strides"), extra,
-                                 self.fftw_time_limit)
+        return prepare_candidate(layout_of(problem), candidate, extra, self.fftw_time_limit)
 
     def device(self) -> dict[str, Any]:
         return _device(self.libraries)
 
 
-def prepare_candidate(layout: Layout, candidate: Candidate, strides: Callable[[], Any],
-                      extra: Mapping[str, Any] | None = None, fftw_time_limit: float | None = None) -> FFTPrepared:
-    """``candidate`` built for ``layout``, reading an input whose element strides ``strides()``
-    gives (asked only where they matter): the plans' engine and the one-call functions' quick
+def prepare_candidate(layout: Layout, candidate: Candidate, extra: Mapping[str, Any] | None = None,
+                      fftw_time_limit: float | None = None) -> FFTPrepared:
+    """``candidate`` built for ``layout``: the plans' engine and the one-call functions' quick
     path (:mod:`._quick`) prepare candidates here alike, so one logical problem gets the same
-    computation whichever path runs it."""
+    computation whichever path runs it, and whatever the operand's memory layout."""
     library = LIBRARIES[candidate.label]
     if candidate.label == "pyfftw":
         prepared = library.build(layout, candidate, extra, time_limit=fftw_time_limit)
     else:
         prepared = library.build(layout, candidate, extra)
-    if _strides_matter(candidate.label, layout) and not _c_ordered(strides(), layout.in_shape):
+    if _strides_matter(candidate.label, layout):
         _on_c_ordered_input(prepared)
     return prepared
 
@@ -146,19 +146,10 @@ def _strides_matter(library: str, layout: Layout) -> bool:
     return library == "mkl_fft" or (library == "ducc0" and len(layout.axes) > 1)
 
 
-def _c_ordered(strides: Any, shape: tuple[int, ...]) -> bool:
-    """Whether element ``strides`` are those of a C-contiguous array of ``shape``."""
-    step = 1
-    for n, stride in zip(reversed(shape), reversed(list(strides))):
-        if n > 1 and stride != step:
-            return False
-        step *= n
-    return True
-
-
 def _on_c_ordered_input(prepared: FFTPrepared) -> None:
-    """Make ``prepared`` transform a C-ordered copy of its input, so that one logical problem
-    gives the same bits whatever the strides of the operand (NumPy's transforms do)."""
+    """Make ``prepared`` transform a C-ordered copy of any input that is not C-ordered (a
+    C-ordered one is passed as it is), so that one logical problem gives the same bits
+    whatever the strides of the operand (NumPy's transforms do)."""
     def c_ordered(call: Any) -> Any:
         def run(a: Any, out: Any = None) -> Any:
             return call(np.ascontiguousarray(a), out)

@@ -20,7 +20,7 @@ from numpy.exceptions import AxisError
 
 from ..errors import InvalidOperandError, InvalidOptionError
 
-__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "describe", "engine_strides", "make_stage", "scale_factor"]
+__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "describe", "make_stage", "scale_factor"]
 
 KINDS = ("c2c", "r2c", "c2r")
 NORMS = ("backward", "ortho", "forward")
@@ -273,17 +273,3 @@ def make_stage(
         return buffer
 
     return stage
-
-
-def engine_strides(layout: Layout, x: np.ndarray, staged: bool = False) -> tuple[int, ...]:
-    """Element strides of the array the engine will read for operand ``x`` (without staging it);
-    ``staged`` says the pre-pass always copies (as with a prolog)."""
-    region = tuple(slice(0, m) for m in layout.in_shape)
-    if not staged and x.dtype == layout.in_dtype and all(m <= n for n, m in zip(x.shape, layout.in_shape)):
-        view = x[region]
-        return tuple(st // view.itemsize for st in view.strides)
-    strides, step = [], 1
-    for n in reversed(layout.in_shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))

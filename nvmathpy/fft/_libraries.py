@@ -187,6 +187,11 @@ def _import_mkl_fft() -> Any:
     away from whatever runs next - another FFT library being timed by autotune included.
     """
     os.environ.setdefault("KMP_BLOCKTIME", "0")
+    if "mkl_fft" not in sys.modules and LIBRARIES["pyfftw"].available():
+        # MKL's FFTW3-compatible entry points, loaded with MKL's kernels on its first transform,
+        # would otherwise take over the FFTW symbols pyFFTW binds when it is imported later
+        # (its c2r plans then compute wrong results): pyFFTW binds them first.
+        import_pyfftw()
     import mkl_fft
 
     return mkl_fft

@@ -33,7 +33,7 @@ import numpy as np
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
 from ._heuristic import threads_guess
-from ._layout import Layout, check_norm, describe, engine_strides, no_axes
+from ._layout import Layout, check_norm, describe, no_axes
 
 __all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
 
@@ -195,7 +195,7 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     candidate = _engines_cpu.first_candidate(layout, threads or _engines_cpu.cores())
     if candidate.label not in _STATELESS:
         return None
-    prepared = _engines_cpu.prepare_candidate(layout, candidate, lambda: engine_strides(layout, a))
+    prepared = _engines_cpu.prepare_candidate(layout, candidate)
     call = prepared.forward if direction == "forward" else prepared.inverse
     fill = _filler(layout, a.shape)
     if full:
