@@ -9,7 +9,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..errors import InvalidOperandError, InvalidOptionError
 from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
-from ._layout import check_norm, describe, no_axes, normalize_axes
+from ._layout import c2r_lengths, check_norm, describe, no_axes
 from ._quick import RunnerCache, quick_runner
 from .fft_plan import FFT
 
@@ -93,25 +93,6 @@ def _frozen(value: Any) -> Any:
         return tuple(value)
     except TypeError:
         return repr(value)
-
-
-def c2r_lengths(shape: tuple[int, ...], s: Sequence[Any] | None, axes: Any) -> tuple[list[int], tuple[int, ...]]:
-    """NumPy's output lengths for c2r/hfft: ``s`` where given (``-1``: the input's length), else
-    the input's lengths with ``2*(m-1)`` on the last axis."""
-    if s is not None and isinstance(s, (int, np.integer)):
-        s = [s]
-    ax = normalize_axes(len(shape), axes, s)
-    requested = [None] * len(ax) if s is None else list(s)
-    if len(requested) != len(ax):
-        raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(requested)}, axes={ax}")
-    lengths = []
-    for i, (value, axis) in enumerate(zip(requested, ax)):
-        if value is None:
-            value = 2 * (shape[axis] - 1) if i == len(ax) - 1 else shape[axis]
-        elif isinstance(value, (int, np.integer)) and value == -1:
-            value = shape[axis]
-        lengths.append(value)
-    return lengths, ax
 
 
 def transform(

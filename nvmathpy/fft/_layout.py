@@ -20,7 +20,7 @@ from numpy.exceptions import AxisError
 
 from ..errors import InvalidOperandError, InvalidOptionError
 
-__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "describe", "make_stage", "scale_factor"]
+__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "c2r_lengths", "describe", "make_stage", "scale_factor"]
 
 KINDS = ("c2c", "r2c", "c2r")
 NORMS = ("backward", "ortho", "forward")
@@ -141,6 +141,25 @@ def no_axes(ndim: int, axes: Any, s: Any) -> bool:
     if axes is not None:  # named axes of a 0-d operand are out of bounds: normalize_axes says so
         return not isinstance(axes, (int, np.integer)) and len(axes) == 0
     return not ndim or s is not None and not isinstance(s, (int, np.integer)) and len(s) == 0
+
+
+def c2r_lengths(shape: tuple[int, ...], s: Sequence[Any] | None, axes: Any) -> tuple[list[int], tuple[int, ...]]:
+    """NumPy's output lengths for c2r/hfft: ``s`` where given (``-1``: the input's length), else
+    the input's lengths with ``2*(m-1)`` on the last axis."""
+    if s is not None and isinstance(s, (int, np.integer)):
+        s = [s]
+    ax = normalize_axes(len(shape), axes, s)
+    requested = [None] * len(ax) if s is None else list(s)
+    if len(requested) != len(ax):
+        raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(requested)}, axes={ax}")
+    lengths = []
+    for i, (value, axis) in enumerate(zip(requested, ax)):
+        if value is None:
+            value = 2 * (shape[axis] - 1) if i == len(ax) - 1 else shape[axis]
+        elif isinstance(value, (int, np.integer)) and value == -1:
+            value = shape[axis]
+        lengths.append(value)
+    return lengths, ax
 
 
 def describe(

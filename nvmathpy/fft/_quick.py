@@ -33,7 +33,7 @@ import numpy as np
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
 from ._heuristic import threads_guess
-from ._layout import Layout, check_norm, describe, no_axes
+from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
 __all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
 
@@ -179,8 +179,6 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
             return None
         norm = check_norm(norm)
         if kind == "c2r":
-            from ._driver import c2r_lengths
-
             s, axes = c2r_lengths(a.shape, s, axes)
         layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
     except Exception:  # noqa: BLE001 - the plan path raises the caller's error
