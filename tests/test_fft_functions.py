@@ -145,13 +145,16 @@ def test_inputs_are_not_modified(rng, name):
 
 
 def test_repeated_call_reuses_cached_plan(rng, monkeypatch):
+    """Transforms beyond the quick path (here more than QUICK_ELEMENTS elements) run on cached plans."""
     from nvmathpy.fft import fft_plan
+    from nvmathpy.fft._quick import QUICK_ELEMENTS
 
     plan_cache().clear()
     planned = []
     original = fft_plan.FFT.plan
     monkeypatch.setattr(fft_plan.FFT, "plan", lambda self: planned.append(1) or original(self))
-    x, y = cplx(rng, (5, 48)), cplx(rng, (5, 48))
+    rows = QUICK_ELEMENTS // 48 + 1
+    x, y = cplx(rng, (rows, 48)), cplx(rng, (rows, 48))
     first = nfft.fft(x)
     second = nfft.fft(y)
     assert len(planned) == 1
@@ -159,7 +162,7 @@ def test_repeated_call_reuses_cached_plan(rng, monkeypatch):
     assert rel_err(first, np.fft.fft(x)) < 1e-12 and rel_err(second, np.fft.fft(y)) < 1e-12
     nfft.ifft(y)  # same problem, other direction: same plan
     assert len(planned) == 1
-    nfft.fft(cplx(rng, (5, 49)))  # another problem plans again
+    nfft.fft(cplx(rng, (rows, 49)))  # another problem plans again
     assert len(planned) == 2
 
 

@@ -183,16 +183,23 @@ def test_torch_cpu_tensors_come_back_as_tensors(rng):
 
 
 def test_one_call_functions_reuse_cached_plans(rng):
+    from nvmathpy.fft._driver import runner_cache
     from nvmathpy.fft.trig_plan import trig_plan_cache
 
     cache = trig_plan_cache()
-    x = operand(rng, (4, 33), np.float64)
+    x = operand(rng, (4, 33), np.complex128)  # complex operands run on cached plans
     nsf.dst(x, type=2, workers=2)
     hits = cache.hits
     for _ in range(3):
-        y = operand(rng, (4, 33), np.float64)
+        y = operand(rng, (4, 33), np.complex128)
         assert rel_err(nsf.dst(y, type=2, workers=2), scipy.fft.dst(y, type=2)) < 1e-12
     assert cache.hits == hits + 3
+    runner_cache().clear()  # small real ones on the quick path: planned once, then a shared runner
+    misses = cache.misses
+    for _ in range(3):
+        y = operand(rng, (4, 33), np.float64)
+        assert rel_err(nsf.dst(y, type=2, workers=2), scipy.fft.dst(y, type=2)) < 1e-12
+    assert runner_cache().misses == 1 and cache.misses <= misses + 1
     assert rel_err(nsf.dct([1.0, 2.0, 5.0]), scipy.fft.dct([1.0, 2.0, 5.0])) < 1e-12  # array-likes
 
 

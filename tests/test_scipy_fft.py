@@ -88,8 +88,10 @@ def test_plan_argument_accepts_an_nvmathpy_plan(rng):
 
 
 def test_cached_plans_are_reused(rng):
+    from nvmathpy.fft._quick import QUICK_ELEMENTS
+
     nsf.plan_cache().clear()
-    x = rng.standard_normal((3, 40))
+    x = rng.standard_normal((QUICK_ELEMENTS // 40 + 1, 40))  # beyond the quick path: a plan runs it
     nsf.rfft(x, workers=2)
     nsf.rfft(x + 1, workers=2)
     assert nsf.plan_cache().hits == 1 and nsf.plan_cache().misses == 1
@@ -161,7 +163,6 @@ class TestBackend:
 
     def test_declines_what_it_does_not_handle(self):
         method = scipy.fft.fft
-        assert nsf.__ua_function__(scipy.fft.fht, (np.ones(4), 1.0, 0.0), {}) is NotImplemented
         assert nsf.__ua_function__(method, (np.ones(4, dtype=object),), {}) is NotImplemented
         assert nsf.__ua_function__(method, (np.ones(4),), {"plan": object()}) is NotImplemented
         subclass = type("Sub", (np.ndarray,), {})
@@ -261,3 +262,26 @@ def test_a_boolean_length_is_refused(name):
             getattr(np.fft, name)(np.ones(4), n=True)
     with pytest.raises(TypeError, match="booleans"):
         getattr(nf, name)(np.ones(4), n=True)
+
+
+def test_every_scipy_fft_name_is_here():
+    assert set(scipy.fft.__all__) <= set(nsf.__all__)
+    for name in ("fhtoffset", "next_fast_len", "prev_fast_len", "set_backend", "get_workers"):
+        assert getattr(nsf, name) is getattr(scipy.fft, name)  # SciPy's own object
+
+
+@pytest.mark.parametrize("mu,offset,bias", [(0.0, 0.0, 0.0), (0.5, 0.1, 0.3), (-0.5, 0.0, 0.7)])
+def test_fht_runs_its_ffts_here(rng, monkeypatch, mu, offset, bias):
+    calls = []
+    original = nsf.__ua_function__
+    monkeypatch.setattr(nsf, "__ua_function__", lambda m, a, k: calls.append(m.__name__) or original(m, a, k))
+    r = np.logspace(-3, 3, 65)
+    dln = np.log(r[1] / r[0])
+    a = rng.standard_normal((2, 65)) * np.exp(-r**2 / 8)
+    got = nsf.fht(a, dln, mu, offset=offset, bias=bias)
+    back = nsf.ifht(got, dln, mu, offset=offset, bias=bias)
+    assert {"fht", "rfft", "irfft", "ifht"} <= set(calls)  # the transforms ran on nvmathpy
+    assert rel_err(got, scipy.fft.fht(a, dln, mu, offset=offset, bias=bias)) < 1e-12
+    assert rel_err(back, scipy.fft.ifht(got, dln, mu, offset=offset, bias=bias)) < 1e-12
+    with scipy.fft.set_backend(nsf, only=True):  # through the backend alone too
+        assert rel_err(scipy.fft.fht(a, dln, mu, offset=offset, bias=bias), got) < 1e-12

@@ -9,7 +9,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -17,23 +17,42 @@ from ..errors import InvalidOperandError, InvalidOptionError
 from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
-from ._layout import check_norm, describe, no_axes, normalize_axes
+from ._layout import c2r_lengths, check_norm, describe, no_axes
+from ._quick import RunnerCache, quick_runner
 from .fft_plan import FFT
 
-__all__ = ["plan_cache", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
+__all__ = ["plan_cache", "runner_cache", "lookup_runner", "Threads", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
-_CACHE = PlanCache(maxsize=64)
+_CACHE = PlanCache(maxsize=256)
+_RUNNERS = RunnerCache(maxsize=2048)
+#: The quick-path runner of a call signature (``False``: plans run it; ``None``: not seen yet).
+lookup_runner = _RUNNERS.lookup
+#: A thread budget: a count, ``None`` (every core) or a function returning the count.
+Threads = Union[int, None, Callable[[], int]]
 
 
 def plan_cache() -> PlanCache:
-    """The plan cache of the one-call FFT functions (``resize``/``clear``/``hits``/``misses``).
+    """The plan cache of the one-call FFT functions (``resize``/``clear``/``hits``/``misses``):
+    the plans of transforms the quick path (:func:`runner_cache`) leaves to plans.
 
     Examples
     --------
     >>> plan_cache().maxsize
-    64
+    256
     """
     return _CACHE
+
+
+def runner_cache() -> RunnerCache:
+    """The quick path's cache of runners for small transforms of NumPy arrays, one per call
+    signature (``resize``/``clear``/``hits``/``misses``; see :mod:`nvmathpy.fft._quick`).
+
+    Examples
+    --------
+    >>> runner_cache().maxsize
+    2048
+    """
+    return _RUNNERS
 
 
 def wrap_input(a: Any, name: str = "a") -> Operand:
@@ -76,25 +95,6 @@ def _frozen(value: Any) -> Any:
         return repr(value)
 
 
-def c2r_lengths(shape: tuple[int, ...], s: Sequence[Any] | None, axes: Any) -> tuple[list[int], tuple[int, ...]]:
-    """NumPy's output lengths for c2r/hfft: ``s`` where given (``-1``: the input's length), else
-    the input's lengths with ``2*(m-1)`` on the last axis."""
-    if s is not None and isinstance(s, (int, np.integer)):
-        s = [s]
-    ax = normalize_axes(len(shape), axes, s)
-    requested = [None] * len(ax) if s is None else list(s)
-    if len(requested) != len(ax):
-        raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(requested)}, axes={ax}")
-    lengths = []
-    for i, (value, axis) in enumerate(zip(requested, ax)):
-        if value is None:
-            value = 2 * (shape[axis] - 1) if i == len(ax) - 1 else shape[axis]
-        elif isinstance(value, (int, np.integer)) and value == -1:
-            value = shape[axis]
-        lengths.append(value)
-    return lengths, ax
-
-
 def transform(
     a: Any,
     *,
@@ -103,11 +103,26 @@ def transform(
     s: Any = None,
     axes: Any = None,
     norm: Any = None,
-    threads: int | None = None,
+    threads: Threads = None,
     out: Any = None,
     plan: Any = None,
 ) -> Any:
-    """Run one transform through the plan cache (or through ``plan`` when one is given)."""
+    """Run one transform through the plan cache (or through ``plan`` when one is given); a
+    small transform of a NumPy array runs on the quick path (:mod:`._quick`) instead.
+
+    ``threads``: the thread budget; ``None`` is every core, and a function (such as
+    :func:`scipy.fft.get_workers`) is asked for it when a plan or a runner is made."""
+    if plan is None and type(a) is np.ndarray:
+        try:
+            run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
+        except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+            run = False
+        if run is None:
+            run = _quick(a, kind, direction, s, axes, norm, threads, False)
+        if run:
+            return run(a) if out is None else _deliver(run(a), out)
+    if callable(threads):
+        threads = threads()
     op = wrap_input(a)
     if op.package == "numpy" and op.array is not a:  # converted (an array-like, byte order): use the copy
         a = op.array
@@ -147,12 +162,18 @@ def transform(
     return _deliver(result, out)
 
 
-def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: int | None = None,
+def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: Threads = None,
                  out: Any = None) -> Any:
     """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
     one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
     entries are the r2c transform's, bit for bit, and the others follow from Hermitian
     symmetry, ``X[k] = conj(X[m - k])``."""
+    axes = (axis,)
+    run = lookup_runner(("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads))
+    if run is None:
+        run = _quick(a, "r2c", "forward", n, axes, norm, threads, True)
+    if run:
+        return run(a) if out is None else _deliver(run(a), out)
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
     axis = operator.index(axis) % a.ndim  # the transform has checked it
     length = a.shape[axis] if n is None else n[0]
@@ -161,6 +182,16 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     tail = full[lead + (slice(half.shape[axis], None),)].imag
     np.subtract(0, tail, out=tail)  # the conjugate; a zero imaginary part stays +0 (negating would give -0)
     return _deliver(full, out)
+
+
+def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
+           full: bool) -> Any:
+    """Make and keep the quick-path runner of a call signature seen the first time (``False``:
+    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up."""
+    run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
+                       full=full) or False
+    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run)
+    return run
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:

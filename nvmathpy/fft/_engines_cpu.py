@@ -7,7 +7,9 @@ engine lists them in the heuristic's order (see :mod:`nvmathpy.fft._heuristic`),
 
 Results do not depend on the operand's memory layout: a library whose rounding does (ducc0
 over several axes, mkl_fft) is handed a C-ordered copy of any other layout, so one logical
-problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do.
+problem gives the same bits for C-, Fortran-ordered and strided operands, as NumPy's do. The
+problem key holds no strides either, so the library chosen - by the heuristic, or by wisdom
+after autotune - is one per logical problem, whatever layout it was tuned on.
 
 CUDA execution uses the cuFFT engine of :mod:`._cuda_engine` instead.
 """
@@ -23,11 +25,18 @@ import numpy as np
 from ..execution import ExecutionCPU, cpu_description
 from ..plan import Candidate, Engine, Problem
 from ..errors import MissingDependencyError
-from ._heuristic import rank
+from ._heuristic import library_order, rank, threads_guess
 from ._layout import Layout
 from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
 
-__all__ = ["CPUFFTEngine", "engine_for", "layout_of", "thread_options"]
+__all__ = ["CPUFFTEngine", "cores", "engine_for", "first_candidate", "layout_of", "prepare_candidate", "thread_options"]
+
+
+@functools.lru_cache(maxsize=1)
+def cores() -> int:
+    """The machine's core count, the default thread budget (``os.cpu_count()`` costs
+    microseconds a call: asked once)."""
+    return os.cpu_count() or 1
 
 
 def thread_options(budget: int) -> list[int]:
@@ -88,17 +97,46 @@ class CPUFFTEngine(Engine):
         return list(_ranked(problem, self.libraries, self.budget))
 
     def prepare(self, problem: Problem, candidate: Candidate, extra: Mapping[str, Any] | None = None) -> FFTPrepared:
-        library, layout = LIBRARIES[candidate.label], layout_of(problem)
-        if candidate.label == "pyfftw":
-            prepared = library.build(layout, candidate, extra, time_limit=self.fftw_time_limit)
-        else:
-            prepared = library.build(layout, candidate, extra)
-        if _strides_matter(candidate.label, layout) and not _c_ordered(problem.get("strides"), layout.in_shape):
-            _on_c_ordered_input(prepared)
-        return prepared
+        return prepare_candidate(layout_of(problem), candidate, extra, self.fftw_time_limit)
 
     def device(self) -> dict[str, Any]:
         return _device(self.libraries)
+
+
+def prepare_candidate(layout: Layout, candidate: Candidate, extra: Mapping[str, Any] | None = None,
+                      fftw_time_limit: float | None = None) -> FFTPrepared:
+    """``candidate`` built for ``layout``: the plans' engine and the one-call functions' quick
+    path (:mod:`._quick`) prepare candidates here alike, so one logical problem gets the same
+    computation whichever path runs it, and whatever the operand's memory layout."""
+    library = LIBRARIES[candidate.label]
+    if candidate.label == "pyfftw":
+        prepared = library.build(layout, candidate, extra, time_limit=fftw_time_limit)
+    else:
+        prepared = library.build(layout, candidate, extra)
+    if _strides_matter(candidate.label, layout):
+        _on_c_ordered_input(prepared)
+    return prepared
+
+
+def first_candidate(layout: Layout, budget: int) -> Candidate:
+    """The heuristic's first candidate for ``layout`` among the installed libraries under a
+    thread ``budget``: what ``plan()`` takes without wisdom (``rank(...)[0]``), found
+    without ranking the others."""
+    libraries = installed_libraries()
+    name = next(n for n in library_order(layout) if n in libraries and LIBRARIES[n].supports(layout))
+    return _candidate_of(name, threads_guess(layout, _options(budget)))
+
+
+@functools.lru_cache(maxsize=64)
+def _options(budget: int) -> tuple[int, ...]:
+    return tuple(thread_options(budget))
+
+
+@functools.lru_cache(maxsize=64)
+def _candidate_of(name: str, threads: int) -> Candidate:
+    """The heuristic's candidate of ``name`` at ``threads`` (pyFFTW at FFTW_ESTIMATE)."""
+    return Candidate.of(name, threads=threads, effort="estimate") if name == "pyfftw" else Candidate.of(
+        name, threads=threads)
 
 
 def _strides_matter(library: str, layout: Layout) -> bool:
@@ -108,19 +146,10 @@ def _strides_matter(library: str, layout: Layout) -> bool:
     return library == "mkl_fft" or (library == "ducc0" and len(layout.axes) > 1)
 
 
-def _c_ordered(strides: Any, shape: tuple[int, ...]) -> bool:
-    """Whether element ``strides`` are those of a C-contiguous array of ``shape``."""
-    step = 1
-    for n, stride in zip(reversed(shape), reversed(list(strides))):
-        if n > 1 and stride != step:
-            return False
-        step *= n
-    return True
-
-
 def _on_c_ordered_input(prepared: FFTPrepared) -> None:
-    """Make ``prepared`` transform a C-ordered copy of its input, so that one logical problem
-    gives the same bits whatever the strides of the operand (NumPy's transforms do)."""
+    """Make ``prepared`` transform a C-ordered copy of any input that is not C-ordered (a
+    C-ordered one is passed as it is), so that one logical problem gives the same bits
+    whatever the strides of the operand (NumPy's transforms do)."""
     def c_ordered(call: Any) -> Any:
         def run(a: Any, out: Any = None) -> Any:
             return call(np.ascontiguousarray(a), out)
@@ -130,10 +159,13 @@ def _on_c_ordered_input(prepared: FFTPrepared) -> None:
     prepared.forward, prepared.inverse = c_ordered(prepared.forward), c_ordered(prepared.inverse)
 
 
-@functools.lru_cache(maxsize=256)
 def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
     """The candidates of a problem in heuristic order (memoised: a wisdom hit must plan fast)."""
-    layout = layout_of(problem)
+    return _ranked_layout(layout_of(problem), libraries, budget)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranked_layout(layout: Layout, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
     usable = [name for name in libraries if LIBRARIES[name].supports(layout)]
     return tuple(rank(layout, usable, thread_options(budget)))
 
@@ -150,7 +182,7 @@ def engine_for(space: Any, libraries: tuple[str, ...] | None, fftw_time_limit: f
     """The CPU FFT engine for ``space`` (an :class:`~nvmathpy.ExecutionCPU`); the FFT plan
     builds its cuFFT engine (:mod:`._cuda_engine`) itself for CUDA spaces."""
     if isinstance(space, ExecutionCPU):
-        return CPUFFTEngine(space.num_threads or os.cpu_count() or 1, libraries, fftw_time_limit)
+        return CPUFFTEngine(space.num_threads or cores(), libraries, fftw_time_limit)
     from ..errors import ExecutionSpaceUnavailableError
 
     raise ExecutionSpaceUnavailableError(f"no FFT engine for execution space {space!r} in this build")

@@ -20,7 +20,7 @@ from numpy.exceptions import AxisError
 
 from ..errors import InvalidOperandError, InvalidOptionError
 
-__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "describe", "engine_strides", "make_stage", "scale_factor"]
+__all__ = ["KINDS", "NORMS", "DIRECTIONS", "FFTTypeError", "Layout", "c2r_lengths", "describe", "make_stage", "scale_factor"]
 
 KINDS = ("c2c", "r2c", "c2r")
 NORMS = ("backward", "ortho", "forward")
@@ -141,6 +141,25 @@ def no_axes(ndim: int, axes: Any, s: Any) -> bool:
     if axes is not None:  # named axes of a 0-d operand are out of bounds: normalize_axes says so
         return not isinstance(axes, (int, np.integer)) and len(axes) == 0
     return not ndim or s is not None and not isinstance(s, (int, np.integer)) and len(s) == 0
+
+
+def c2r_lengths(shape: tuple[int, ...], s: Sequence[Any] | None, axes: Any) -> tuple[list[int], tuple[int, ...]]:
+    """NumPy's output lengths for c2r/hfft: ``s`` where given (``-1``: the input's length), else
+    the input's lengths with ``2*(m-1)`` on the last axis."""
+    if s is not None and isinstance(s, (int, np.integer)):
+        s = [s]
+    ax = normalize_axes(len(shape), axes, s)
+    requested = [None] * len(ax) if s is None else list(s)
+    if len(requested) != len(ax):
+        raise InvalidOperandError(f"Shape and axes have different lengths: s={tuple(requested)}, axes={ax}")
+    lengths = []
+    for i, (value, axis) in enumerate(zip(requested, ax)):
+        if value is None:
+            value = 2 * (shape[axis] - 1) if i == len(ax) - 1 else shape[axis]
+        elif isinstance(value, (int, np.integer)) and value == -1:
+            value = shape[axis]
+        lengths.append(value)
+    return lengths, ax
 
 
 def describe(
@@ -273,17 +292,3 @@ def make_stage(
         return buffer
 
     return stage
-
-
-def engine_strides(layout: Layout, x: np.ndarray, staged: bool = False) -> tuple[int, ...]:
-    """Element strides of the array the engine will read for operand ``x`` (without staging it);
-    ``staged`` says the pre-pass always copies (as with a prolog)."""
-    region = tuple(slice(0, m) for m in layout.in_shape)
-    if not staged and x.dtype == layout.in_dtype and all(m <= n for n, m in zip(x.shape, layout.in_shape)):
-        view = x[region]
-        return tuple(st // view.itemsize for st in view.strides)
-    strides, step = [], 1
-    for n in reversed(layout.in_shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))

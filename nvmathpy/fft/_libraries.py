@@ -21,6 +21,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import sys
 import types
 from typing import Any, Callable, Mapping
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "installed_libraries"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "import_pyfftw", "installed_libraries"]
 
 Call = Callable[..., np.ndarray]
 
@@ -143,6 +144,11 @@ class ScipyLibrary(Library):
         )
 
 
+#: ducc0's ``inorm`` per direction for each ``norm``: 0 unscaled, 1 by 1/sqrt(n), 2 by 1/n.
+_DUCC0_INORM = {"backward": {"forward": 0, "inverse": 2}, "forward": {"forward": 2, "inverse": 0},
+                "ortho": {"forward": 1, "inverse": 1}}
+
+
 class Ducc0Library(Library):
     """ducc0.fft: c2c/r2c/c2r with a sign argument, normalisation and ``nthreads``."""
 
@@ -152,21 +158,21 @@ class Ducc0Library(Library):
     def build(self, layout, candidate, extra=None):
         import ducc0
 
-        axes, nthreads = list(layout.axes), candidate.params["threads"]
-        inorm = {
-            d: {1.0: 0, 1.0 / layout.size: 2}.get(scale_factor(layout, d), 1) for d in ("forward", "inverse")
-        }
-        transform = {
-            "c2c": ducc0.fft.c2c,
-            "r2c": ducc0.fft.r2c,
-            "c2r": functools.partial(ducc0.fft.c2r, lastsize=layout.lengths[-1]),
-        }[layout.kind]
+        axes, nthreads = tuple(layout.axes), candidate.params["threads"]
+        inorm = _DUCC0_INORM[layout.norm]
 
-        def runner(direction: str) -> Call:
-            kwargs = {"axes": axes, "forward": direction == "forward", "inorm": inorm[direction], "nthreads": nthreads}
+        def runner(direction: str) -> Call:  # positional arguments: ducc0 parses keywords slowly
+            forward, scale = direction == "forward", inorm[direction]
+            if layout.kind == "c2r":
+                c2r, lastsize = ducc0.fft.c2r, layout.lengths[-1]
 
-            def run(a, out=None):
-                return transform(a, out=out, **kwargs)
+                def run(a, out=None):
+                    return c2r(a, axes, lastsize, forward, scale, out, nthreads)
+            else:
+                transform = ducc0.fft.c2c if layout.kind == "c2c" else ducc0.fft.r2c
+
+                def run(a, out=None):
+                    return transform(a, axes, forward, scale, out, nthreads)
 
             return run
 
@@ -181,6 +187,11 @@ def _import_mkl_fft() -> Any:
     away from whatever runs next - another FFT library being timed by autotune included.
     """
     os.environ.setdefault("KMP_BLOCKTIME", "0")
+    if "mkl_fft" not in sys.modules and LIBRARIES["pyfftw"].available():
+        # MKL's FFTW3-compatible entry points, loaded with MKL's kernels on its first transform,
+        # would otherwise take over the FFTW symbols pyFFTW binds when it is imported later
+        # (its c2r plans then compute wrong results): pyFFTW binds them first.
+        import_pyfftw()
     import mkl_fft
 
     return mkl_fft
@@ -253,6 +264,30 @@ class MklLibrary(Library):
         return FFTPrepared(candidate, wrapped("forward"), wrapped("inverse"))
 
 
+def import_pyfftw() -> Any:
+    """Import pyFFTW without its dask interface, unless dask.array is loaded already.
+
+    ``import pyfftw`` imports ``pyfftw.interfaces``, which imports ``dask.array`` when dask is
+    installed (about 200 ms, and scipy.fftpack) for ``pyfftw.interfaces.dask_fft``, which
+    nvmathpy never uses; the FFTW plans need only the core. ``dask.array.fft`` is hidden for
+    the import (pyFFTW skips that interface when it cannot be imported), so the first FFT
+    that runs on FFTW costs ~10 ms instead. ``import pyfftw.interfaces.dask_fft`` still
+    works afterwards.
+    """
+    module = sys.modules.get("pyfftw")
+    if module is not None:
+        return module
+    hide = "dask.array.fft" not in sys.modules
+    if hide:
+        sys.modules["dask.array.fft"] = None  # type: ignore[assignment]  # "not importable" to the import system
+    try:
+        import pyfftw
+    finally:
+        if hide and sys.modules.get("dask.array.fft", 0) is None:
+            del sys.modules["dask.array.fft"]
+    return pyfftw
+
+
 #: FFTW wisdom texts this process has imported already, so a hit imports each once.
 _IMPORTED_FFTW_WISDOM: set[tuple] = set()
 #: Up to this many bytes per array, FFTW runs on the plan's own buffers (see PyfftwLibrary).
@@ -276,8 +311,7 @@ def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
     key = tuple(sorted(stored.items()))
     if key in _IMPORTED_FFTW_WISDOM:
         return
-    import pyfftw
-
+    pyfftw = import_pyfftw()
     pyfftw.import_wisdom(tuple(base64.b64decode(stored.get(p, "")) for p in _FFTW_PRECISIONS))
     _IMPORTED_FFTW_WISDOM.add(key)
 
@@ -287,8 +321,7 @@ class _FFTWPrepared(FFTPrepared):
         # Even an FFTW_ESTIMATE candidate is stored with the process's wisdom: FFTW plans an
         # ESTIMATE request from MEASURE wisdom when it has some (as after autotune timed the
         # MEASURE candidate), and without it the same candidate can be many times slower.
-        import pyfftw
-
+        pyfftw = import_pyfftw()
         precision = self.state["precision"]
         text = pyfftw.export_wisdom()[_FFTW_PRECISIONS.index(precision)]
         # FFTW does not reuse wisdom of a time-limited search when planning without the limit.
@@ -310,8 +343,7 @@ class PyfftwLibrary(Library):
     module = "pyfftw"
 
     def build(self, layout, candidate, extra=None, time_limit: float | None = None):
-        import pyfftw
-
+        pyfftw = import_pyfftw()
         import_fftw_wisdom(extra)
         if extra and extra.get("fftw_time_limit") is not None:
             time_limit = extra["fftw_time_limit"]  # plan as the wisdom was made, so it applies

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -26,7 +25,7 @@ import numpy as np
 from ..errors import InvalidOperandError, InvalidOptionError, MissingDependencyError
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
-from ._engines_cpu import thread_options
+from ._engines_cpu import cores, thread_options
 from ._layout import check_norm, normalize_axes, NoAxisError
 from ._libraries import LIBRARIES, _scipy_fft_functions
 
@@ -39,7 +38,7 @@ TRIG_LIBRARIES = ("scipy", "ducc0")
 #: DCT/DST type computing the inverse of each type (up to scaling).
 _INVERSE_TYPE = {1: 1, 2: 3, 3: 2, 4: 4}
 #: From this many elements, the heuristic tries every thread of the budget first.
-_THREADED_FROM = 1 << 15
+THREADED_FROM = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -135,8 +134,8 @@ def _ducc0_runner(layout: TrigLayout, threads: int, inverse: bool) -> Runner:
     kind = _INVERSE_TYPE[layout.type] if inverse else layout.type
     # inorm: 0 none, 1 orthonormal, 2 divide by the logical length (the backward inverse, the forward forward)
     inorm = 1 if layout.norm == "ortho" else 2 if (layout.norm == "backward") == inverse else 0
-    axes = list(layout.axes)
-    return lambda a: function(a, type=kind, axes=axes, inorm=inorm, nthreads=threads)
+    axes = tuple(layout.axes)
+    return lambda a: function(a, kind, axes, inorm, None, threads)  # positional: ducc0 parses keywords slowly
 
 
 def _ducc0_supports(layout: TrigLayout) -> bool:
@@ -192,16 +191,33 @@ class TrigEngine(Engine):
         return _device(self.libraries)
 
 
-@functools.lru_cache(maxsize=256)
 def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
     """Candidates in the heuristic's order (see the module docstring for the measurements)."""
-    layout = trig_layout_of(problem)
+    return ranked_layout(trig_layout_of(problem), libraries, budget)
+
+
+def quick_runner(layout: TrigLayout, budget: int, inverse: bool) -> Runner:
+    """The heuristic's first candidate for ``layout`` among the installed libraries, as the
+    ``inverse`` or forward runner ``plan()`` would prepare without wisdom (for the one-call
+    functions' quick path; its runners keep no state)."""
+    candidate = ranked_layout(layout, _installed_once(), budget)[0]
+    return _RUNNERS[candidate.label](layout, candidate.params["threads"], inverse)
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_once() -> tuple[str, ...]:
+    return _installed()
+
+
+@functools.lru_cache(maxsize=1024)
+def ranked_layout(layout: TrigLayout, libraries: tuple[str, ...], budget: int) -> tuple[Candidate, ...]:
+    """:func:`_ranked` for a layout (memoised per layout, libraries and budget)."""
     usable = [name for name in libraries if name == "scipy" or _ducc0_supports(layout)]
     if "ducc0" in usable and not (layout.dtype == np.float32 and layout.batched_or_multi_axis):
         usable.remove("ducc0")
         usable.insert(0, "ducc0")
     counts = thread_options(budget)
-    first = budget if int(np.prod(layout.shape)) >= _THREADED_FROM else 1
+    first = budget if int(np.prod(layout.shape)) >= THREADED_FROM else 1
     counts = [first] + [t for t in counts if t != first]
     return tuple(Candidate.of(name, threads=t) for t in counts for name in usable)
 
@@ -215,4 +231,4 @@ def _device(libraries: tuple[str, ...]) -> dict[str, Any]:
 
 def default_budget(threads: int | None) -> int:
     """The thread budget of a plan: ``threads``, else every core."""
-    return threads or os.cpu_count() or 1
+    return threads or cores()

@@ -31,7 +31,7 @@ from ..operands import Operand, unwrapper, wrap
 from ..plan import Problem, as_options
 from ._callbacks import _convert_input, check_inputs_used, make_callback
 from ._engines_cpu import engine_for
-from ._layout import DIRECTIONS, describe, engine_strides, make_stage
+from ._layout import DIRECTIONS, describe, make_stage
 from ._libraries import LIBRARIES
 from ._one_operand import OneOperandPlan
 
@@ -257,7 +257,6 @@ class FFT(OneOperandPlan):
             in_dtype=layout.in_dtype.name,
             out_shape=list(layout.out_shape),
             out_dtype=layout.out_dtype.name,
-            strides=list(engine_strides(layout, operand.array, staged=self._prolog is not None)),
             norm=layout.norm,
             threads=self._engine.budget,
             inplace=self._inplace,

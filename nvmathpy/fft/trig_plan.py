@@ -9,6 +9,7 @@ through a plan cache. CPU only: cuFFT has no real-to-real transforms.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -17,10 +18,11 @@ from ..errors import ExecutionSpaceUnavailableError, InvalidOptionError, PlanSta
 from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ..operands import Operand, to_package, unwrapper, wrap
 from ..plan import PlanCache, Problem
-from ._driver import _frozen, wrap_input
+from ._driver import Threads, _frozen, lookup_runner, runner_cache, wrap_input
 from ._layout import DIRECTIONS, no_axes
 from ._one_operand import OneOperandPlan
-from ._trig_engine import TrigEngine, TrigLayout, default_budget, describe_trig
+from ._quick import QUICK_ELEMENTS, wisdom_may_know
+from ._trig_engine import THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig, quick_runner
 
 __all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
 
@@ -185,17 +187,40 @@ def trig_plan_cache() -> PlanCache:
 
 
 def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm: Any, orthogonalize: Any,
-                   threads: int, inverse: bool) -> Any:
-    """Run one DCT/DST through the plan cache: a hit binds ``x`` to a ready plan (no re-planning)."""
+                   threads: Threads, inverse: bool) -> Any:
+    """Run one DCT/DST through the plan cache: a hit binds ``x`` to a ready plan (no re-planning).
+
+    A small one of a real NumPy array runs on the quick path instead: the first call of a
+    signature plans as usual, and keeps the plan's prepared candidate and staging as a shared
+    runner (:data:`~nvmathpy.fft._driver.runner_cache`); later calls run that directly.
+    ``threads`` as :func:`~nvmathpy.fft._driver.transform` takes it."""
+    key = None
+    if x.__class__ is np.ndarray:  # (``type`` is the DCT/DST type here)
+        key = ("trig", transform, type, inverse, x.shape, x.strides, x.dtype, axes, s, norm, orthogonalize, threads)
+        try:
+            run = lookup_runner(key)
+        except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+            run, key = False, None
+        if run:
+            return run(x)
+        if run is None:
+            run = _first_runner(x, transform, type, s, axes, norm, orthogonalize, threads, inverse)
+            if run:
+                runner_cache().put(key, run)
+                return run(x)
+        if run is False:
+            key = None
+    if callable(threads):
+        threads = threads()
     operand = wrap_input(x, "x")
     if operand.array is not x and operand.package == "numpy":  # a list or another array-like
         x = operand.array
     if operand.device == "cpu" and operand.ndim and (0 in operand.shape or no_axes(operand.ndim, axes, s)):
         return _degenerate(operand, x, transform=transform, type=type, s=s, axes=axes, norm=norm,
                            orthogonalize=orthogonalize)
-    key = (transform, type, operand.package, operand.shape, operand.strides, operand.dtype.str, _frozen(axes),
-           _frozen(s), norm, orthogonalize, threads)
-    plan = _CACHE.take(key)
+    plan_key = (transform, type, operand.package, operand.shape, operand.strides, operand.dtype.str, _frozen(axes),
+                _frozen(s), norm, orthogonalize, threads)
+    plan = _CACHE.take(plan_key)
     try:
         if plan is None:
             plan = _PLANS[transform](x, type=type, axes=axes, s=s, norm=norm, orthogonalize=orthogonalize,
@@ -207,9 +232,54 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
         if plan is not None:
             plan.free()
         raise
+    if key is not None:
+        runner_cache().put(key, _runner(plan, x, inverse, budget_free=callable(key[-1])) or False)
     plan._release()
-    _CACHE.give(key, plan)
+    _CACHE.give(plan_key, plan)
     return result
+
+
+def _first_runner(x: np.ndarray, transform: str, type: Any, s: Any, axes: Any, norm: Any, orthogonalize: Any,
+                  threads: Threads, inverse: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The quick-path runner of a signature seen the first time, made without a plan: for a
+    small real float32/float64 operand, no wisdom entry of its problem, and a thread count that
+    does not depend on a budget asked each call (``None``: a plan makes it, see :func:`_runner`)."""
+    if x.dtype not in _REAL or x.ndim == 0 or 0 in x.shape:
+        return None
+    try:
+        if no_axes(x.ndim, axes, s):
+            return None
+        layout = describe_trig(x.shape, x.dtype, transform=transform, type=type, axes=axes, s=s, norm=norm,
+                               orthogonalize=orthogonalize)
+    except Exception:  # noqa: BLE001 - the plan path raises the caller's error
+        return None
+    size = max(math.prod(x.shape), math.prod(layout.shape))
+    if size > QUICK_ELEMENTS or (callable(threads) and size >= THREADED_FROM):
+        return None
+    if wisdom_may_know(("trig", layout.transform, layout.shape, layout.dtype)):
+        return None
+    fn = quick_runner(layout, default_budget(threads() if callable(threads) else threads), inverse)
+    stage = _stage(layout, x.shape)
+    return lambda a: fn(stage(a))
+
+
+_REAL = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _runner(plan: DCT, x: np.ndarray, inverse: bool, budget_free: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The quick-path runner of ``plan`` for operands like ``x`` (``None``: plans keep running
+    them): for small real float32/float64 operands, whose staging allocates afresh each call
+    and whose candidates keep no state, so one runner serves every thread. ``budget_free``:
+    the thread budget is asked for each call, so only problems run on one thread whatever the
+    budget get one."""
+    layout = plan._layout
+    size = max(math.prod(x.shape), math.prod(layout.shape))
+    if x.dtype not in (np.float32, np.float64) or not x.dtype.isnative or size > QUICK_ELEMENTS:
+        return None
+    if budget_free and size >= THREADED_FROM:
+        return None
+    fn, stage = plan._prepared.inverse if inverse else plan._prepared.forward, plan._stage
+    return lambda a: fn(stage(a))
 
 
 def _degenerate(operand: Any, x: Any, **request: Any) -> Any:

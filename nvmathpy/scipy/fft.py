@@ -15,10 +15,12 @@ This module is also a uarray backend for :mod:`scipy.fft`::
 The DCT/DST functions (``dct``, ``idct``, ``dst``, ``idst`` and their ``n`` forms) run on
 :class:`nvmathpy.fft.DCT`/:class:`~nvmathpy.fft.DST` plans, choosing between scipy.fft and ducc0.
 
-It declines (returns ``NotImplemented``, so SciPy falls back to its own backend) any function
-it does not implement (FHT), any operand that is not a NumPy array or a plain
-array-like of numbers (CuPy, torch, dask, object arrays...), and any ``plan`` that is not an
-nvmathpy FFT plan.
+``fht``/``ifht`` run SciPy's own FFTLog code with its FFTs here; ``fhtoffset``, the helpers
+(``next_fast_len``, ``fftfreq``...), the workers and backend controls are SciPy's own objects.
+
+As a backend it declines (returns ``NotImplemented``, so SciPy falls back to its own backend)
+any operand that is not a NumPy array or a plain array-like of numbers (CuPy, torch, dask,
+object arrays, ndarray subclasses...), and any ``plan`` that is not an nvmathpy FFT plan.
 
 Examples
 --------
@@ -35,12 +37,18 @@ True
 
 from __future__ import annotations
 
+import importlib
 import operator
 import os
+import sys
 from typing import Any, Callable
 
 import numpy as np
-from scipy.fft import fftfreq, fftshift, get_workers, ifftshift, next_fast_len, prev_fast_len, rfftfreq, set_workers
+import scipy.fft as scipy_fft
+from scipy.fft import (
+    fftfreq, fftshift, fhtoffset, get_workers, ifftshift, next_fast_len, prev_fast_len, register_backend, rfftfreq,
+    set_backend, set_global_backend, set_workers, skip_backend,
+)  # fmt: skip
 
 from ..fft._driver import as_scipy_input, plan_cache, real_forward, transform
 from ..fft.fft_plan import FFT
@@ -50,15 +58,17 @@ __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
     "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
     "next_fast_len", "prev_fast_len", "get_workers", "set_workers", "plan_cache",
-    "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn",
+    "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn", "fht", "ifht", "fhtoffset",
+    "set_backend", "skip_backend", "set_global_backend", "register_backend",
 ]  # fmt: skip
 
 
 
-def _threads(workers: Any) -> int:
-    """SciPy's ``workers`` rule: None -> the context's default, negatives wrap around the CPU count."""
+def _threads(workers: Any) -> Any:
+    """SciPy's ``workers`` rule: None -> the context's default (:func:`scipy.fft.get_workers`
+    itself, which the transform asks when it plans), negatives wrap around the CPU count."""
     if workers is None:
-        return get_workers()
+        return get_workers
     w = operator.index(workers)
     if w == 0:
         raise ValueError("workers must not be zero")
@@ -106,13 +116,20 @@ def _one_d(name: str, kind: str, direction: str, what: str, note: str = "") -> C
     through_rfft = kind == "c2c" and direction == "forward"
 
     def function(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        s, x = _n(n), as_scipy_input(x)
+        s = None if n is None else _n(n)
+        threads = get_workers if workers is None else _threads(workers)
+        if type(x) is not np.ndarray or x.dtype not in _NATIVE:
+            x = as_scipy_input(x)
         if through_rfft and plan is None and type(x) is np.ndarray and x.dtype.kind in "biuf" and x.ndim:
-            return real_forward(x, n=s, axis=axis, norm=norm, threads=_threads(workers))
-        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm,
-                         threads=_threads(workers), plan=plan)  # fmt: skip
+            return real_forward(x, n=s, axis=axis, norm=norm, threads=threads)
+        return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm, threads=threads,
+                         plan=plan)  # fmt: skip
 
     return _named(function, name, what, note + _FFT_NOTE)
+
+
+#: Dtypes :func:`as_scipy_input` passes unchanged (checked first: it saves the call).
+_NATIVE = frozenset(np.dtype(c) for c in "fdgFDG")
 
 
 def _multi_d(name: str, kind: str, direction: str, axes_default: Any, what: str) -> Callable[..., Any]:
@@ -139,8 +156,9 @@ def _scipy_orthogonalize(x: Any, orthogonalize: Any) -> Any:
 
 def _trig_one_d(name: str, transform: str, inverse: bool, what: str) -> Callable[..., Any]:
     def function(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, orthogonalize=None):
-        s, type = _n(n), _type(type, inverse)
-        x = as_scipy_input(x)
+        s, type = None if n is None else _n(n), _type(type, inverse)
+        if x.__class__ is not np.ndarray or x.dtype not in _NATIVE:  # (``type`` is the DCT type here)
+            x = as_scipy_input(x)
         return trig_transform(x, transform=transform, type=type, s=s, axes=(axis,), norm=norm,
                               orthogonalize=_scipy_orthogonalize(x, orthogonalize), threads=_threads(workers),
                               inverse=inverse)  # fmt: skip
@@ -209,6 +227,39 @@ idctn = _trig_multi_d("idctn", "dct", True, "N-D inverse discrete cosine transfo
 dstn = _trig_multi_d("dstn", "dst", False, "N-D discrete sine transform")
 idstn = _trig_multi_d("idstn", "dst", True, "N-D inverse discrete sine transform")
 
+def _fftlog(name: str) -> Callable[..., Any] | None:
+    """SciPy's own FHT computation (``scipy.fft._fftlog_backend``, checked in SciPy 1.17), whose
+    ``rfft``/``irfft`` dispatch to the active backend; ``None`` should that private module move."""
+    try:
+        return getattr(importlib.import_module("scipy.fft._fftlog_backend"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def fht(a, dln, mu, offset=0.0, bias=0.0):
+    """Fast Hankel transform (as :func:`scipy.fft.fht`, same signature and results).
+
+    SciPy's FFTLog algorithm, with its ``rfft`` and ``irfft`` run here (this module as the
+    :mod:`scipy.fft` backend for the call, SciPy's own behind it).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft
+    >>> r = np.logspace(-2, 2, 32)
+    >>> a = r * np.exp(-r**2 / 2)
+    >>> bool(np.allclose(fht(a, np.log(r[1] / r[0]), mu=0.0), scipy.fft.fht(a, np.log(r[1] / r[0]), mu=0.0)))
+    True
+    """
+    with set_backend(sys.modules[__name__]):
+        return scipy_fft.fht(a, dln, mu, offset=offset, bias=bias)
+
+
+def ifht(A, dln, mu, offset=0.0, bias=0.0):
+    """Inverse fast Hankel transform (as :func:`scipy.fft.ifht`); its FFTs run here, as :func:`fht`'s."""
+    with set_backend(sys.modules[__name__]):
+        return scipy_fft.ifht(A, dln, mu, offset=offset, bias=bias)
+
+
 # -- the uarray backend ------------------------------------------------------------------------
 
 __ua_domain__ = "numpy.scipy.fft"
@@ -234,8 +285,14 @@ def _handled(x: Any) -> bool:
 
 
 def __ua_function__(method: Any, args: tuple, kwargs: dict) -> Any:
-    """Run ``method`` (a scipy.fft multimethod) here, or return ``NotImplemented`` to decline."""
-    function = _TRANSFORMS.get(getattr(method, "__name__", ""))
+    """Run ``method`` (a scipy.fft multimethod) here, or return ``NotImplemented`` to decline.
+
+    ``fht``/``ifht`` run SciPy's own FFTLog computation, whose FFTs come back here."""
+    name = getattr(method, "__name__", "")
+    if name in ("fht", "ifht"):
+        computation = _fftlog(name)
+        return NotImplemented if computation is None else computation(*args, **kwargs)
+    function = _TRANSFORMS.get(name)
     if function is None:
         return NotImplemented
     x = args[0] if args else kwargs.get("x")

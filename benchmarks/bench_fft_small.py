@@ -1,0 +1,166 @@
+"""Small FFT calls: nvmathpy's one-call functions against scipy.fft and numpy.fft.
+
+The mix real code makes: 1-D transforms of n = 8..1024 points (powers of two, odd and prime
+lengths) and a small batch; ``fft`` of complex and of real input, ``rfft``, ``irfft``,
+``ifft`` and (SciPy only) ``dct``; repeated calls on one shape, and first calls on lengths
+neither side has seen in this process. ``nvmathpy.scipy.fft`` is compared with ``scipy.fft``,
+``nvmathpy.fft`` with ``numpy.fft``.
+
+Both sides run in one process, interleaved: each round times a burst of calls of one side,
+then of the other (the order alternating between rounds), so a noisy machine slows both
+alike. Reported: the median per-call time over the rounds, its min-max spread, and the
+ratio reference / nvmathpy (>= 1.0 means nvmathpy is at least as fast, the target per case).
+
+Run from the repository root (the OpenBLAS variables unset, as for every CPU benchmark)::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_fft_small.py
+    python benchmarks/bench_fft_small.py --rounds 5 --json small.json   # quicker, saved
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: Lengths of the repeated-call cases: powers of two, odd, prime and 5-smooth sizes.
+LENGTHS = (8, 16, 60, 64, 97, 128, 255, 256, 509, 512, 1000, 1024)
+#: (function, input) pairs per namespace: "c" complex input, "r" real, "h" a half spectrum.
+FUNCTIONS = {"scipy": (("fft", "c"), ("fft", "r"), ("ifft", "c"), ("rfft", "r"), ("irfft", "h"), ("dct", "r")),
+             "numpy": (("fft", "c"), ("fft", "r"), ("ifft", "c"), ("rfft", "r"), ("irfft", "h"))}
+BATCH = (16, 64)
+
+
+def _operand(rng: np.random.Generator, shape: tuple[int, ...], what: str) -> np.ndarray:
+    if what == "r":
+        return rng.standard_normal(shape)
+    if what == "h":
+        shape = shape[:-1] + (shape[-1] // 2 + 1,)
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def _per_call(fn: Callable[[np.ndarray], Any], x: np.ndarray, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(x)
+    return (time.perf_counter() - start) / calls
+
+
+def _namespaces(which: str) -> tuple[Any, Any]:
+    if which == "scipy":
+        import scipy.fft
+
+        import nvmathpy.scipy.fft as mine
+
+        return mine, scipy.fft
+    import nvmathpy.fft as mine
+
+    return mine, np.fft
+
+
+def repeated(rounds: int, calls: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Per-call seconds of repeated calls on one shape, both sides interleaved per round."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for which, functions in FUNCTIONS.items():
+        mine, ref = _namespaces(which)
+        for shape in [(n,) for n in LENGTHS] + [BATCH]:
+            for name, what in functions:
+                x = _operand(rng, shape, what)
+                pair = (getattr(mine, name), getattr(ref, name))
+                for fn in pair:  # warm: plans made, caches filled
+                    fn(x)
+                cases.append({"namespace": which, "function": name, "input": what, "shape": shape, "pair": pair,
+                              "x": x, "times": ([], [])})
+    for r in range(rounds):
+        for case in cases:
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            for side in order:
+                case["times"][side].append(_per_call(case["pair"][side], case["x"], calls))
+    return cases
+
+
+def first_calls(rounds: int, seed: int = 1) -> list[dict[str, Any]]:
+    """Seconds of the first call on a length neither side has transformed in this process."""
+    rng = np.random.default_rng(seed)
+    unused = [n for n in range(9, 1024) if n not in LENGTHS]  # the repeated cases run later
+    rng.shuffle(unused)
+    pool = iter(unused)
+    cases = []
+    for which, functions in FUNCTIONS.items():
+        mine, ref = _namespaces(which)
+        for name, what in functions:
+            times: tuple[list[float], list[float]] = ([], [])
+            for r in range(rounds):
+                n = next(pool)
+                x = _operand(rng, (n,), what)
+                order = (0, 1) if r % 2 == 0 else (1, 0)
+                for side in order:
+                    fn = (getattr(mine, name), getattr(ref, name))[side]
+                    start = time.perf_counter()
+                    fn(x)
+                    times[side].append(time.perf_counter() - start)
+            cases.append({"namespace": which, "function": name, "input": what, "shape": ("new n",), "times": times})
+    return cases
+
+
+def summarize(case: dict[str, Any]) -> dict[str, Any]:
+    mine, ref = case["times"]
+    med_mine, med_ref = statistics.median(mine), statistics.median(ref)
+    input_name = {"c": "complex", "r": "real", "h": "half spectrum"}[case["input"]]
+    return {"namespace": case["namespace"], "function": case["function"], "input": input_name,
+            "shape": "x".join(map(str, case["shape"])),
+            "nvmathpy_us": 1e6 * med_mine, "nvmathpy_spread_us": [1e6 * min(mine), 1e6 * max(mine)],
+            "reference_us": 1e6 * med_ref, "reference_spread_us": [1e6 * min(ref), 1e6 * max(ref)],
+            "ratio": med_ref / med_mine}
+
+
+def table(rows: list[dict[str, Any]], title: str) -> str:
+    lines = [f"### {title}", "",
+             "| reference | function | input | shape | nvmathpy µs (min–max) | reference µs (min–max) | ratio |",
+             "|---|---|---|---|---:|---:|---:|"]
+    for row in rows:
+        ref = {"scipy": "scipy.fft", "numpy": "numpy.fft"}[row["namespace"]]
+        lines.append(
+            f"| {ref} | {row['function']} | {row['input']} | {row['shape']} | "
+            f"{row['nvmathpy_us']:.1f} ({row['nvmathpy_spread_us'][0]:.1f}–{row['nvmathpy_spread_us'][1]:.1f}) | "
+            f"{row['reference_us']:.1f} ({row['reference_spread_us'][0]:.1f}–{row['reference_spread_us'][1]:.1f}) | "
+            f"{row['ratio']:.2f} |")
+    ratios = [row["ratio"] for row in rows]
+    below = sum(r < 1.0 for r in ratios)
+    lines += ["", f"geometric mean ratio {math.exp(statistics.fmean(map(math.log, ratios))):.2f}; "
+                  f"{below} of {len(ratios)} cases below 1.0"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds per case (default 9)")
+    parser.add_argument("--calls", type=int, default=200, help="calls per burst of repeated calls (default 200)")
+    parser.add_argument("--first-rounds", type=int, default=15, help="new lengths per first-call case (default 15)")
+    parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    args = parser.parse_args(argv)
+    first = [summarize(c) for c in first_calls(args.first_rounds)]  # before anything else plans these sizes
+    again = [summarize(c) for c in repeated(args.rounds, args.calls)]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
+          f"NumPy {np.__version__}, Python {platform.python_version()}")
+    print(table(again, f"repeated calls ({args.rounds} rounds of {args.calls} calls)"))
+    print()
+    print(table(first, f"first call on a new length ({args.first_rounds} lengths per case)"))
+    if args.json:
+        args.json.write_text(json.dumps({"repeated": again, "first": first}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,248 @@
+"""The one-call functions' quick path: small transforms of NumPy arrays run without a plan object.
+
+A plan (:class:`~nvmathpy.fft.fft_plan.FFT`) is made for repeated use; a one-call function on a
+small array pays for each layer above the library call (the plan-cache checkout, the operand
+wrapper, the closure rebinding) every time, and on a new shape for the problem key, the wisdom
+lookup and the candidate ranking. For the common call - a NumPy array in native float32/64 or
+complex64/128, at most :data:`QUICK_ELEMENTS` elements in and out, no ``out`` - this module
+builds a *runner* instead: the heuristic's first candidate prepared exactly as a plan would
+prepare it (:func:`~nvmathpy.fft._engines_cpu.prepare_candidate`; the same library, thread
+count and layout handling, so the same bits), wrapped in a closure that crops or zero-pads the
+operand and calls the library. Runners hold no buffers and no operands, so one is shared by
+every thread; :class:`RunnerCache` keeps them per call signature (shape, strides, dtype and
+the raw arguments).
+
+Problems the quick path leaves to plans: those whose first candidate keeps state between
+calls (pyFFTW's aligned buffers), those a wisdom entry may name a tuned choice for
+(:func:`wisdom_may_know`), other dtypes and packages, and large ones (where a plan's reused
+buffers and kept results save more than the call overhead costs).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Hashable
+
+import numpy as np
+
+from ..plan.wisdom import default_wisdom
+from . import _engines_cpu
+from ._heuristic import threads_guess
+from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
+
+__all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
+
+#: The most elements (input or output) a transform may have to run on the quick path.
+QUICK_ELEMENTS = 1 << 16
+#: Libraries whose prepared candidates keep no state between calls (safe to share).
+_STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
+_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
+
+Runner = Callable[[np.ndarray], np.ndarray]
+
+
+class RunnerCache:
+    """A bounded cache of quick-path runners (``False`` marks a call signature left to plans).
+
+    Runners are shared, not taken out: a hit is one dictionary lookup (:attr:`lookup`, the
+    dictionary's own ``get``), so hits are not counted; :attr:`misses` counts the runners made.
+    Beyond ``maxsize`` the oldest entries go first.
+
+    Parameters
+    ----------
+    maxsize
+        The most signatures kept (``0``: none).
+
+    Examples
+    --------
+    >>> cache = RunnerCache(maxsize=2)
+    >>> cache.lookup("k") is None
+    True
+    >>> cache.put("k", len); cache.lookup("k") is len, cache.misses, len(cache)
+    (True, 1, 1)
+    """
+
+    def __init__(self, maxsize: int = 2048):
+        self._check(maxsize)
+        self._maxsize = maxsize
+        self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
+        self._lock = threading.Lock()
+        #: The runner for a key (``False``: left to plans), or ``None`` when none is kept.
+        self.lookup: Callable[[Hashable], Runner | bool | None] = self._runners.get
+        self.misses = 0
+
+    @staticmethod
+    def _check(maxsize: int) -> None:
+        if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
+            raise ValueError(f"runner cache maxsize must be a non-negative int, got {maxsize!r}")
+
+    @property
+    def maxsize(self) -> int:
+        return self._maxsize
+
+    def __len__(self) -> int:
+        return len(self._runners)
+
+    def put(self, key: Hashable, runner: Runner | bool) -> None:
+        """Keep ``runner`` under ``key``, dropping the oldest entries beyond the bound."""
+        with self._lock:
+            self.misses += 1
+            self._runners[key] = runner
+            while len(self._runners) > self._maxsize:
+                self._runners.popitem(last=False)
+
+    def resize(self, maxsize: int) -> None:
+        """Change the bound, dropping the oldest runners beyond it."""
+        self._check(maxsize)
+        with self._lock:
+            self._maxsize = maxsize
+            while len(self._runners) > maxsize:
+                self._runners.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every runner and reset the miss counter."""
+        with self._lock:
+            self._runners.clear()
+            self.misses = 0
+
+
+#: How often, in seconds, the quick path looks at the wisdom store again (its location, and its
+#: FFT entries when the file changed): reading the environment and the file's status on every
+#: new call signature would cost more than the transform.
+WISDOM_RECHECK = 0.5
+_WISDOM_MEMO: dict[str, Any] = {"checked": -math.inf, "stamp": None, "problems": frozenset()}
+
+
+def wisdom_may_know(problem: tuple[str, str, tuple[int, ...], np.dtype]) -> bool:
+    """Whether the wisdom store holds an entry of ``problem``: ``("fft", kind, input shape,
+    input dtype)`` or ``("trig", "dct"/"dst", shape, dtype)`` (then a plan looks the exact
+    problem up). The store's entries are read again when its file changed, looked at every
+    :data:`WISDOM_RECHECK` seconds at most."""
+    memo = _WISDOM_MEMO
+    now = time.monotonic()
+    if now - memo["checked"] >= WISDOM_RECHECK:
+        _refresh(memo)
+        memo["checked"] = now
+    return problem in memo["problems"]
+
+
+#: Per operation, the problem fields :func:`wisdom_may_know` compares.
+_FIELDS = {"fft": ("kind", "in_shape", "in_dtype"), "trig": ("transform", "shape", "dtype")}
+
+
+def _refresh(memo: dict[str, Any]) -> None:
+    """Re-read the wisdom store's FFT problems into ``memo`` if its file changed (none: off or absent)."""
+    wisdom = default_wisdom()
+    stamp = None
+    if wisdom.enabled:
+        path = str(wisdom.path)
+        try:
+            st = os.stat(path)
+            stamp = (path, st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
+    if stamp == memo["stamp"]:
+        return
+    problems = set()
+    for entry in wisdom.entries() if stamp is not None else ():
+        problem = entry.get("problem") if isinstance(entry, dict) else None
+        operation = problem.get("operation") if isinstance(problem, dict) else None
+        if operation not in _FIELDS:
+            continue
+        name, shape, dtype = (problem.get("fields", {}).get(field) for field in _FIELDS[operation])
+        try:
+            problems.add((operation, name, tuple(shape), np.dtype(dtype)))
+        except TypeError:
+            continue
+    memo.update(stamp=stamp, problems=frozenset(problems))
+
+
+def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
+                 threads: int | None | Callable[[], int], full: bool = False) -> Runner | None:
+    """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
+    (see the module's notes; bad arguments also give ``None``: the plan path raises the error).
+
+    ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
+    input, the r2c result followed by the conjugates of its mirror image, so its first
+    ``m // 2 + 1`` entries are the r2c transform's bit for bit (as
+    :func:`~nvmathpy.fft._driver.real_forward` computes them).
+    """
+    if a.dtype not in _DTYPES or 0 in a.shape:
+        return None
+    try:
+        if no_axes(a.ndim, axes, s):
+            return None
+        norm = check_norm(norm)
+        if kind == "c2r":
+            s, axes = c2r_lengths(a.shape, s, axes)
+        layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
+    except Exception:  # noqa: BLE001 - the plan path raises the caller's error
+        return None
+    if (layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS
+            or wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype))):
+        return None
+    if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
+        if threads_guess(layout, [1, 2]) != 1:
+            return None
+        threads = threads()
+    candidate = _engines_cpu.first_candidate(layout, threads or _engines_cpu.cores())
+    if candidate.label not in _STATELESS:
+        return None
+    prepared = _engines_cpu.prepare_candidate(layout, candidate)
+    call = prepared.forward if direction == "forward" else prepared.inverse
+    fill = _filler(layout, a.shape)
+    if full:
+        return _full_spectrum(layout, call, fill, writes_views=candidate.label == "ducc0")
+    if fill is None:
+        return call
+    return lambda x: call(fill(x))
+
+
+def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
+    needed): a view when cropping only, else a fresh zeroed array per call (runners are
+    shared between threads, so they own no buffer)."""
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
+    if all(n == m for n, m in zip(shape, layout.in_shape)):
+        return None
+    if all(m <= n for n, m in zip(shape, layout.in_shape)):
+        return lambda x: x[region]
+    in_shape, in_dtype = layout.in_shape, layout.in_dtype
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        buffer = np.zeros(in_shape, in_dtype)
+        buffer[region] = x[region]
+        return buffer
+
+    return pad
+
+
+def _full_spectrum(layout: Layout, call: Runner, fill: Any, writes_views: bool) -> Runner:
+    """The runner of a real input's full complex spectrum over one axis (see :func:`quick_runner`)."""
+    axis, length = layout.axes[0], layout.lengths[0]
+    half = layout.out_shape[axis]
+    lead = (slice(None),) * axis
+    head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
+    mirror = lead + (slice(length - half, 0, -1),)
+    shape = layout.in_shape[:axis] + (length,) + layout.in_shape[axis + 1:]
+    dtype = layout.out_dtype
+
+    def run(x: np.ndarray) -> np.ndarray:
+        result = np.empty(shape, dtype)
+        first = result[head]
+        if writes_views:
+            call(x if fill is None else fill(x), first)
+        else:
+            first[...] = call(x if fill is None else fill(x))
+        rest = result[tail]
+        np.conjugate(result[mirror], out=rest)
+        imag = rest.imag
+        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
+        return result
+
+    return run
