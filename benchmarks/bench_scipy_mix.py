@@ -73,6 +73,7 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
         "qr": lambda: m.qr(a),
         "norm (matrix)": lambda: m.norm(a),
         "norm (vector)": lambda: m.norm(b),
+        "norm (axis=1)": lambda: m.norm(a, axis=1),
         "pinv": lambda: m.pinv(a),
         "pinvh": lambda: m.pinvh(s),
     }[name]
@@ -81,7 +82,7 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
 #: The mix: its row names, and the scipy.linalg name each needs nvmathpy to export.
 MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "cholesky": "cholesky",
        "solve_triangular": "solve_triangular", "svd": "svd", "lu": "lu", "qr": "qr", "norm (matrix)": "norm",
-       "norm (vector)": "norm", "pinv": "pinv", "pinvh": "pinvh"}
+       "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh"}
 
 
 def functions() -> list[str]:

@@ -93,6 +93,18 @@ static int all_finite(int t, const void *p, npy_intp n) {
     return DOUBLE[t] ? finite_d((const double *)p, m) : finite_f((const float *)p, m);
 }
 
+/* Conjugate the n contiguous elements of dtype t at p in place (nothing for real t). */
+static void conjugate(int t, void *p, npy_intp n) {
+    if (t < 2) return;
+    if (DOUBLE[t]) {
+        double *q = (double *)p;
+        for (npy_intp i = 0; i < n; ++i) q[2 * i + 1] = -q[2 * i + 1];
+    } else {
+        float *q = (float *)p;
+        for (npy_intp i = 0; i < n; ++i) q[2 * i + 1] = -q[2 * i + 1];
+    }
+}
+
 static PyObject *not_finite(PyObject *x) {
     Py_XDECREF(x);
     PyErr_SetString(PyExc_ValueError, "array must not contain infs or NaNs");
@@ -160,7 +172,11 @@ static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *c = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
     npy_intp n = square_order(c);
-    if (n < 0 || !PyArray_IS_F_CONTIGUOUS(c)) Py_RETURN_NOTIMPLEMENTED;
+    if (n < 0) Py_RETURN_NOTIMPLEMENTED;
+    int cview;              /* 1: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
+    if (PyArray_IS_F_CONTIGUOUS(c)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(c)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int lower = truth(args[2]), check = truth(args[3]);
     if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
@@ -168,9 +184,11 @@ static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_
     PyArrayObject *x = copy_rhs(b, t, n, k);
     if (x == NULL) return NULL;
     if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
-    char uplo = lower ? 'L' : 'U';
+    char uplo = (lower ^ cview) ? 'L' : 'U';
     int ni = (int)n, nrhs = (int)k, info = 0;
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);    /* conj(A) conj(x) = conj(b) */
     L[t].potrs(&uplo, &ni, &nrhs, PyArray_DATA(c), &ni, PyArray_DATA(x), &ni, &info);
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);
     if (info != 0) {
         Py_DECREF(x);
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potrs", -info);

@@ -1,0 +1,173 @@
+"""``pinv`` and ``pinvh`` with :func:`scipy.linalg.pinv`'s and :func:`scipy.linalg.pinvh`'s
+signatures (SciPy 1.17: ``atol``/``rtol``, ``return_rank``), results and errors.
+
+SciPy's steps are kept (the same cutoff ``atol + rtol * max|s|``, the same products); what
+changes is the path to LAPACK on one NumPy matrix of a LAPACK dtype: ``pinv`` takes the
+singular values from :func:`nvmathpy.linalg.svd` (``gesdd`` called directly, a C-ordered
+matrix through its transposed view), ``pinvh`` calls ``?syev``/``?heev`` (SciPy's driver)
+directly up to order :data:`EV_UP_TO` and the divide-and-conquer ``?syevd``/``?heevd`` above
+it (the same eigenpairs to rounding, several times faster on large matrices). Other inputs
+(batches, array-likes, other dtypes, empty matrices) are SciPy's own functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import linalg as nl
+from ...linalg.lapack import routines
+from ._validate import LinAlgError, all_finite
+
+__all__ = ["pinv", "pinvh", "EV_UP_TO"]
+
+#: ``pinvh`` uses SciPy's ``?syev`` up to this order and ``?syevd`` above it.
+EV_UP_TO = 32
+
+_NOT_FINITE = "array must not contain infs or NaNs"  # SciPy's message
+#: ``numpy.finfo(t).eps`` of the real type letter ``t`` (a NumPy scalar, as SciPy multiplies with).
+_EPS = {c: np.finfo(c).eps for c in "fd"}
+_intp = np.intp
+
+
+def _one_matrix(a: Any) -> bool:
+    """One non-empty NumPy matrix of a LAPACK dtype (what the fast paths take)."""
+    return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD" and a.dtype.isnative and a.size > 0
+
+
+def _scipy(name: str) -> Callable[..., Any]:
+    import scipy.linalg
+
+    return getattr(scipy.linalg, name)
+
+
+def _cutoff(a: np.ndarray, largest: Any, atol: Any, rtol: Any) -> Any:
+    """SciPy's ``atol + largest * rtol`` with its defaults and its error for negative tolerances."""
+    atol = 0.0 if atol is None else atol
+    rtol = max(a.shape) * _EPS[a.dtype.char.lower()] if rtol is None else rtol
+    if (atol < 0.0) or (rtol < 0.0):
+        raise ValueError("atol and rtol values must be positive.")
+    return atol + largest * rtol
+
+
+def pinv(a: Any, *, atol: Any = None, rtol: Any = None, return_rank: bool = False, check_finite: bool = True) -> Any:
+    """Moore-Penrose pseudo-inverse by the SVD, as :func:`scipy.linalg.pinv`.
+
+    Singular values at most ``atol + rtol * max(s)`` count as zero (defaults: ``atol=0``,
+    ``rtol=max(M, N) * eps``).
+
+    Parameters
+    ----------
+    a
+        ``(M, N)`` matrix (or a batch ``(..., M, N)``).
+    atol, rtol
+        Absolute and relative thresholds (non-negative).
+    return_rank
+        Also return the effective rank.
+    check_finite
+        Raise ``ValueError`` when ``a`` holds NaN or infinity.
+
+    Returns
+    -------
+    B : numpy.ndarray
+        ``(N, M)`` pseudo-inverse.
+    rank : numpy.intp
+        Effective rank (only with ``return_rank``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import pinv
+    >>> a = np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 1.0]])
+    >>> b, rank = pinv(a, return_rank=True)
+    >>> bool(np.allclose(a @ b @ a, a)), int(rank)
+    (True, 2)
+    """
+    if not _one_matrix(a):
+        return _scipy("pinv")(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    if check_finite and not all_finite(a):
+        raise ValueError(_NOT_FINITE)
+    u, s, vh = nl.svd(a, full_matrices=False, driver="gesdd")
+    val = _cutoff(a, s[0], atol, rtol)  # s descends: s[0] is SciPy's np.max(s, initial=0.)
+    rank = _intp(np.count_nonzero(s > val))
+    u = u[:, :rank]
+    u /= s[:rank]
+    b = (u @ vh[:rank]).conj().T
+    return (b, rank) if return_rank else b
+
+
+def _lwork(query: Any) -> int:
+    return max(1, math.ceil(float(np.real(query[0])) * (1 + 1e-6)))
+
+
+@functools.lru_cache(maxsize=256)
+def _eig_routine(char: str, n: int) -> tuple[Callable[..., Any], dict[str, int]]:
+    """The Hermitian eigen-driver ``pinvh`` runs on order-``n`` matrices of dtype ``char``, and
+    its workspace keywords."""
+    dtype = np.dtype(char)
+    prefix = "he" if char in "FD" else "sy"
+    if n > EV_UP_TO:
+        return routines(dtype, n, prefix + "evd")[0], {}
+    fn, query = routines(dtype, n, prefix + "ev", prefix + "ev_lwork")
+    return fn, {"lwork": _lwork(query(n))}
+
+
+def pinvh(a: Any, atol: Any = None, rtol: Any = None, lower: bool = True, return_rank: bool = False,
+          check_finite: bool = True) -> Any:
+    """Pseudo-inverse of a Hermitian matrix by its eigendecomposition, as
+    :func:`scipy.linalg.pinvh`: eigenvalues of magnitude at most ``atol + rtol * max|w|``
+    count as zero.
+
+    Parameters
+    ----------
+    a
+        ``(N, N)`` real symmetric or complex Hermitian matrix (or a batch); only the
+        ``lower`` (else upper) triangle is read.
+    atol, rtol
+        Absolute and relative thresholds (non-negative; defaults ``0`` and ``N * eps``).
+    lower
+        Read the lower (default) or the upper triangle.
+    return_rank
+        Also return the effective rank.
+    check_finite
+        Raise ``ValueError`` when ``a`` holds NaN or infinity.
+
+    Returns
+    -------
+    B : numpy.ndarray
+        ``(N, N)`` pseudo-inverse.
+    rank : int
+        Effective rank (only with ``return_rank``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.scipy.linalg import pinvh
+    >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> bool(np.allclose(pinvh(a), np.linalg.inv(a)))
+    True
+    >>> pinvh(np.array([[1.0, 1.0], [1.0, 1.0]]), return_rank=True)[1]
+    1
+    """
+    if not (_one_matrix(a) and a.shape[0] == a.shape[1]):
+        return _scipy("pinvh")(a, atol=atol, rtol=rtol, lower=lower, return_rank=return_rank,
+                               check_finite=check_finite)
+    if check_finite and not all_finite(a):
+        raise ValueError(_NOT_FINITE)
+    n = a.shape[0]
+    fn, work = _eig_routine(a.dtype.char, n)
+    s, u, info = fn(a, compute_v=1, lower=int(bool(lower)), **work)
+    if info > 0:
+        raise LinAlgError(f"The algorithm failed to converge; {info} off-diagonal elements of an intermediate "
+                          "tridiagonal form did not converge to zero.")
+    if info < 0:
+        raise LinAlgError(f"Illegal value in argument {-info} of internal eigh")
+    largest = max(abs(s[0]), abs(s[-1]))  # s ascends: SciPy's np.max(np.abs(s), initial=0.)
+    above = abs(s) > _cutoff(a, largest, atol, rtol)
+    inverse = 1.0 / s[above]
+    u = u[:, above]
+    b = (u * inverse) @ u.conj().T
+    return (b, len(inverse)) if return_rank else b
