@@ -262,3 +262,12 @@ def test_svd_without_a_plan_matches_scipy(dtype, shape):
             assert _rel(nl.svd(a, compute_uv=False, driver=driver), ss) <= 10 * TOL[np.dtype(dtype)]
     with pytest.raises(np.linalg.LinAlgError):
         nl.svd(np.array([[1.0, np.nan], [0.0, 1.0]]), driver="gesdd")
+
+
+def test_svd_refuses_factors_beyond_lapack_indexing():
+    huge = np.broadcast_to(np.ones(1), (50_000, 50_000))  # no memory behind it: refused before any copy
+    for full in (True, False):
+        with pytest.raises(ValueError, match="32-bit"):
+            nl.svd(huge, full_matrices=full, driver="gesdd")
+        with pytest.raises(ValueError, match="32-bit"):
+            nsl.svd(huge, full_matrices=full, check_finite=False)

@@ -34,7 +34,9 @@ def _nrm2(char: str) -> Callable[[np.ndarray], float]:
 
 
 def _scipy_norm() -> Callable[..., Any]:
-    from scipy.linalg import norm as scipy_norm
+    """SciPy's own ``norm``, from the module defining it (``scipy.linalg.norm`` may be this
+    function itself when nvmathpy patches SciPy)."""
+    from scipy.linalg._misc import norm as scipy_norm
 
     return scipy_norm
 

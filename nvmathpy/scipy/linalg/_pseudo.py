@@ -6,8 +6,9 @@ changes is the path to LAPACK on one NumPy matrix of a LAPACK dtype: ``pinv`` ta
 singular values from :func:`nvmathpy.linalg.svd` (``gesdd`` called directly, a C-ordered
 matrix through its transposed view), ``pinvh`` calls ``?syev``/``?heev`` (SciPy's driver)
 directly up to order :data:`EV_UP_TO` and the divide-and-conquer ``?syevd``/``?heevd`` above
-it (the same eigenpairs to rounding, several times faster on large matrices). Other inputs
-(batches, array-likes, other dtypes, empty matrices) are SciPy's own functions.
+it (the same eigenpairs to rounding, several times faster on large matrices); a batch is
+taken matrix by matrix, as SciPy does. Other inputs (array-likes, other dtypes, empty
+matrices) are SciPy's own functions.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from ... import linalg as nl
 from ...linalg.lapack import routines
-from ._validate import LinAlgError, all_finite
+from ._validate import LinAlgError, all_finite, over_batch
 
 __all__ = ["pinv", "pinvh", "EV_UP_TO"]
 
@@ -39,9 +40,11 @@ def _one_matrix(a: Any) -> bool:
 
 
 def _scipy(name: str) -> Callable[..., Any]:
-    import scipy.linalg
+    """SciPy's own function ``name``, from the module defining it (``scipy.linalg.<name>`` may
+    be this module's function when nvmathpy patches SciPy)."""
+    from scipy.linalg import _basic
 
-    return getattr(scipy.linalg, name)
+    return getattr(_basic, name)
 
 
 def _cutoff(a: np.ndarray, largest: Any, atol: Any, rtol: Any) -> Any:
@@ -86,6 +89,9 @@ def pinv(a: Any, *, atol: Any = None, rtol: Any = None, return_rank: bool = Fals
     >>> bool(np.allclose(a @ b @ a, a)), int(rank)
     (True, 2)
     """
+    if type(a) is np.ndarray and a.ndim > 2 and a.size:  # each matrix as one: batched results equal unbatched
+        return over_batch(lambda m: pinv(m, atol=atol, rtol=rtol, return_rank=return_rank,
+                                         check_finite=check_finite), [a], [2], "pinv")
     if not _one_matrix(a):
         return _scipy("pinv")(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
     if check_finite and not all_finite(a):
@@ -152,6 +158,8 @@ def pinvh(a: Any, atol: Any = None, rtol: Any = None, lower: bool = True, return
     >>> pinvh(np.array([[1.0, 1.0], [1.0, 1.0]]), return_rank=True)[1]
     1
     """
+    if type(a) is np.ndarray and a.ndim > 2 and a.size:  # each matrix as one: batched results equal unbatched
+        return over_batch(lambda m: pinvh(m, atol, rtol, lower, return_rank, check_finite), [a], [2], "pinvh")
     if not (_one_matrix(a) and a.shape[0] == a.shape[1]):
         return _scipy("pinvh")(a, atol=atol, rtol=rtol, lower=lower, return_rank=return_rank,
                                check_finite=check_finite)

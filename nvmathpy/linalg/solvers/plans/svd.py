@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ....errors import LinAlgError
+from ....errors import InvalidOperandError, LinAlgError
 from ....plan import Candidate, Prepared, Problem
 from ....plan.options import check_choice
 from ._base import SolverPlan
@@ -26,6 +26,8 @@ from ..cpu._lapack import lwork_of, routine
 from .._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
 __all__ = ["SVD", "SVDResult", "svd_matrix"]
+
+_INT32_MAX = 2**31 - 1
 
 
 class SVDResult(NamedTuple):
@@ -44,19 +46,25 @@ def _candidates(problem: Problem) -> list[Candidate]:
 
 @functools.lru_cache(maxsize=256)
 def _lapack(driver: str, dtype: np.dtype, m: int, n: int, uv: int, full: int) -> tuple[Callable[..., Any], int]:
-    """The LAPACK routine ``driver`` and its workspace size for ``(m, n)`` matrices of ``dtype``."""
+    """The LAPACK routine ``driver`` and its workspace size for ``(m, n)`` matrices of ``dtype``;
+    ``ValueError`` where a factor would have more entries than LAPACK's 32-bit indices reach."""
+    if uv:
+        k = min(m, n)
+        entries = max(m, n) ** 2 if full else max(m, n) * k
+        if entries > _INT32_MAX:
+            raise InvalidOperandError(f"a: shape ({m}, {n}) gives singular-vector factors of {entries} entries, "
+                                      f"more than LAPACK's 32-bit indexing reaches ({_INT32_MAX})")
     dtype_name = dtype.name
-    query = routine(driver + "_lwork", dtype_name)
-    # Either orientation may run (C-ordered operands are decomposed transposed), so size for both.
-    lwork = max(lwork_of(query(m, n, uv, full)), lwork_of(query(n, m, uv, full))) if min(m, n) else 1
+    lwork = lwork_of(routine(driver + "_lwork", dtype_name)(m, n, uv, full)) if min(m, n) else 1
     return routine(driver, dtype_name), lwork
 
 
 def _setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
-    dtype, (m, n) = problem.get("dtype"), problem.get("shape")
-    fn, lwork = _lapack(candidate.label, np.dtype(dtype), m, n, int(problem.get("compute_uv")),
-                        int(problem.get("full_matrices")))
-    return {"fn": fn, "lwork": lwork}
+    dtype, (m, n) = np.dtype(problem.get("dtype")), problem.get("shape")
+    uv, full = int(problem.get("compute_uv")), int(problem.get("full_matrices"))
+    # Either orientation may run (C-ordered operands are decomposed transposed), so size for both.
+    fn, lwork = _lapack(candidate.label, dtype, m, n, uv, full)
+    return {"fn": fn, "lwork": max(lwork, _lapack(candidate.label, dtype, n, m, uv, full)[1])}
 
 
 def _decompose(fn: Callable[..., Any], lwork: int, mat: np.ndarray, transpose: bool, uv: int, full: int,
@@ -94,7 +102,9 @@ def svd_matrix(a: np.ndarray, full_matrices: bool, compute_uv: bool, driver: str
     array([2., 1.])
     """
     uv, full = int(compute_uv), int(full_matrices)
-    fn, lwork = _lapack(driver, a.dtype, a.shape[0], a.shape[1], uv, full)
+    m, n = a.shape
+    transposed = a.flags.c_contiguous and not a.flags.f_contiguous  # LAPACK gets the (n, m) view
+    fn, lwork = _lapack(driver, a.dtype, *((n, m) if transposed else (m, n)), uv, full)
     u, s, vh = _decompose(fn, lwork, a, a.flags.c_contiguous, uv, full, False, driver, _nowhere)
     return SVDResult(u, s, vh) if uv else s
 
