@@ -6,7 +6,8 @@ Run (unset the OpenBLAS overrides for this command only)::
 
 The mix is what a widely used ML library's test suite calls most (issue 21): ``cho_solve``
 of ``cho_factor``, ``solve``, ``cholesky``, ``solve_triangular``, ``svd``, ``lu``, ``qr``,
-``norm``, ``pinv``, ``pinvh``, on C-ordered float64 matrices of orders 2 to 512.
+``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), on
+C-ordered float64 matrices of orders 2 to 512.
 
 Two kinds of row per function and order:
 
@@ -40,6 +41,7 @@ from bench_linalg import SETTLE, compare  # noqa: E402  (also: this run's own nv
 
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
+from threadpoolctl import threadpool_info  # noqa: E402
 
 import nvmathpy.scipy.linalg as nsl  # noqa: E402
 from nvmathpy.linalg.lapack import fast_module  # noqa: E402
@@ -76,13 +78,16 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
         "norm (axis=1)": lambda: m.norm(a, axis=1),
         "pinv": lambda: m.pinv(a),
         "pinvh": lambda: m.pinvh(s),
+        "orth": lambda: m.orth(a),
+        "null_space": lambda: m.null_space(a[: max(1, n // 2)]),
     }[name]
 
 
 #: The mix: its row names, and the scipy.linalg name each needs nvmathpy to export.
 MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "cholesky": "cholesky",
        "solve_triangular": "solve_triangular", "svd": "svd", "lu": "lu", "qr": "qr", "norm (matrix)": "norm",
-       "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh"}
+       "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh",
+       "orth": "orth", "null_space": "null_space"}
 
 
 def functions() -> list[str]:
@@ -109,12 +114,14 @@ def first_call_worker(name: str, sizes: list[int], scipy_first: bool) -> None:
     print(json.dumps(out))
 
 
-def first_calls(name: str, sizes: tuple[int, ...], rounds: int) -> dict[int, list[list[float]]]:
+def first_calls(name: str, sizes: tuple[int, ...], rounds: int, threads: int | None) -> dict[int, list[list[float]]]:
     """``{size: [[scipy, nvmathpy] seconds per round]}`` from one fresh process per round."""
     env = dict(os.environ)
     samples: dict[int, list[list[float]]] = {n: [] for n in sizes}
     for r in range(rounds):
         args = [sys.executable, __file__, "--first-call-worker", name, "--sizes", ",".join(map(str, sizes))]
+        if threads is not None:
+            args += ["--threads", str(threads)]
         if r % 2:
             args.append("--scipy-first")
         out = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
@@ -142,10 +149,17 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="comma-separated function names of the mix to run")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 7, quick 3)")
     parser.add_argument("--no-first-call", action="store_true", help="skip the first-call rows")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit BLAS/LAPACK threads for both libraries, first-call processes too "
+                             "(default: the libraries' own)")
     parser.add_argument("--first-call-worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--scipy-first", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else QUICK_SIZES if args.quick else SIZES
+    if args.threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
     if args.first_call_worker:
         first_call_worker(args.first_call_worker, list(sizes), args.scipy_first)
         return
@@ -155,7 +169,10 @@ def main() -> None:
     if args.only:
         wanted = args.only.split(",")
         names = [f for f in names if f in wanted or MIX[f] in wanted]
-    print(f"numpy {np.__version__}, scipy {sla.__name__} {__import__('scipy').__version__}; "
+    blas = [f"{i.get('internal_api')} {i.get('version')} threads={i.get('num_threads')} ({i.get('filepath')})"
+            for i in threadpool_info() if i.get("user_api") == "blas"]  # after any --threads limit
+    print(f"BLAS: {'; '.join(blas)}")
+    print(f"numpy {np.__version__}, scipy {__import__('scipy').__version__}; "
           f"environment: { {k: os.environ.get(k) for k in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')} }")
     if hasattr(os, "getloadavg"):
         print(f"load average at start: {os.getloadavg()} on {os.cpu_count()} cores")
@@ -167,7 +184,7 @@ def main() -> None:
             t = compare({"scipy": ref, "nvmathpy": ours}, rounds, budget, SETTLE if n >= 256 else 0.0)
             _row(name, "steady", n, t["scipy"], t["nvmathpy"])
         if not args.no_first_call:
-            for n, pairs in first_calls(name, sizes, rounds).items():
+            for n, pairs in first_calls(name, sizes, rounds, args.threads).items():
                 _row(name, "first call", n, [p[0] for p in pairs], [p[1] for p in pairs])
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")

@@ -271,3 +271,49 @@ def test_svd_refuses_factors_beyond_lapack_indexing():
             nl.svd(huge, full_matrices=full, driver="gesdd")
         with pytest.raises(ValueError, match="32-bit"):
             nsl.svd(huge, full_matrices=full, check_finite=False)
+
+
+# -- orth / null_space ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 3), (3, 7), (11, 11)])
+def test_orth_and_null_space_span_scipys_subspaces(dtype, shape):
+    rng = np.random.default_rng(shape[0] * 13 + shape[1])
+    x = _random(rng, shape, dtype)
+    if min(shape) > 2:  # rank-deficient: the last column repeats the first
+        x[:, -1] = x[:, 0]
+    tol = 100 * TOL[np.dtype(dtype)]
+    for name, a in _layouts(x).items():
+        for rcond in (None, 1e-3):
+            q, want = nsl.orth(a, rcond), sla.orth(a, rcond)
+            assert q.shape == want.shape and q.dtype == want.dtype, name
+            eye = np.eye(q.shape[1])
+            assert _rel(q.conj().T @ q, eye) <= tol  # orthonormal ...
+            assert _rel(q @ (q.conj().T @ want), want) <= tol  # ... spanning SciPy's range
+            for driver in ("gesdd", "gesvd"):
+                z, want = nsl.null_space(a, rcond, lapack_driver=driver), sla.null_space(a, rcond, lapack_driver=driver)
+                assert z.shape == want.shape and z.dtype == want.dtype, (name, driver)
+                assert _rel(z.conj().T @ z, np.eye(z.shape[1])) <= tol
+                assert np.linalg.norm(x.astype(np.complex128) @ z) <= tol * max(np.linalg.norm(x), 1.0)
+                assert _rel(z @ (z.conj().T @ want), want) <= tol
+        np.testing.assert_array_equal(a, _layouts(x)[name])
+
+
+def test_orth_and_null_space_errors_batches_and_fall_through():
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]])
+    for fn in (nsl.orth, nsl.null_space):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            fn(np.array([[1.0, np.nan], [0.0, 1.0]]))
+        batch = np.stack([a, -a, 2 * a])
+        got, want = fn(batch), getattr(sla, fn.__name__)(batch)
+        assert got.shape == want.shape
+        for i in range(3):
+            np.testing.assert_allclose(got[i], fn(batch[i]), rtol=0, atol=0)  # batched equals unbatched
+        for x in (a.tolist(), a.astype(int), np.empty((0, 0)), a.astype(np.float16)):
+            got, want = fn(x), getattr(sla, fn.__name__)(x)
+            assert got.shape == want.shape and got.dtype == want.dtype
+    with pytest.raises(ValueError, match="lapack_driver"):
+        nsl.null_space(a, lapack_driver="gesvj")
+    with pytest.raises((ValueError, np.linalg.LinAlgError)):
+        nsl.null_space(np.array([[1.0, np.nan], [0.0, 1.0]]), check_finite=False)
