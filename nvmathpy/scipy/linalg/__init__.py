@@ -34,7 +34,6 @@ __all__ = [
 
 # Norms, pseudo-inverses, subspaces (issue 21): NumPy operands; SciPy's own function for the rest.
 from ._norms import norm  # noqa: E402
-from ._pseudo import pinv, pinvh  # noqa: E402
-from ._subspaces import null_space, orth  # noqa: E402
+from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
