@@ -9,7 +9,8 @@
   :data:`MAX_ORDER`) in one C call, with SciPy's conventions: ``solve_gen(a, b, transposed,
   check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a singular ``a``),
   ``lu_solve(lu, piv, b, trans, check_finite)`` and ``cho_solve(c, b, lower, check_finite)``
-  return ``x``; each returns ``NotImplemented`` for operands it does not take (other types,
+  return ``x``; ``lu(a, permute_l, p_indices, check_finite)`` returns
+  :func:`scipy.linalg.lu`'s tuple for one matrix of up to :data:`LU_MAX_ORDER` rows and columns; each returns ``NotImplemented`` for operands it does not take (other types,
   dtypes, layouts, orders), which the caller then solves by other means.
 """
 
@@ -19,11 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .solvers.cpu._fast_lapack import MAX_ORDER, fast_module
+from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._numpy_lapack import FROM_ORDER
 
-__all__ = ["MAX_ORDER", "fast_module", "routines"]
+__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "fast_module", "routines"]
 
 #: SciPy's wrappers by dtype character, then by the tuple of names asked for together.
 _SCIPY: dict[str, dict[tuple[str, ...], tuple[Callable[..., Any], ...]]] = {c: {} for c in "fdFD"}

@@ -27,7 +27,7 @@ from .plans.lstsq import Lstsq
 from .plans.lu import LU
 from .plans.qr import QR
 from .plans.solve import Solve
-from .plans.svd import SVD
+from .plans.svd import SVD, svd_matrix
 from .plans.triangular import TriangularSolve
 
 __all__ = [
@@ -363,6 +363,8 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     array([2., 1.])
     """
     options = (bool(full_matrices), bool(compute_uv), driver)
+    if execution is None and driver in ("gesdd", "gesvd") and _plain(a) and a.ndim == 2:  # one matrix: no plan
+        return svd_matrix(a, full_matrices, compute_uv, driver)
     if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
         a1, to_caller = a, _same
         key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)

@@ -31,3 +31,9 @@ __all__ = [
     "solve", "inv", "det", "lstsq", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve",
     "qr", "eigh", "eigvalsh", "svd", "svdvals", "solve_triangular",
 ]
+
+# Norms, pseudo-inverses, subspaces (issue 21): NumPy operands; SciPy's own function for the rest.
+from ._norms import norm  # noqa: E402
+from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
+
+__all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]

@@ -139,6 +139,11 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     >>> bool(np.allclose(p @ l @ u, a))
     True
     """
+    fast = None if overwrite_a else fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        out = fast.lu(a, permute_l, p_indices, check_finite)
+        if out is not NotImplemented:
+            return out
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     if a1.ndim < 2:

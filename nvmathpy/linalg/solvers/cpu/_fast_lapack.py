@@ -1,4 +1,4 @@
-"""Whole small ``cho_solve`` / ``lu_solve`` / general ``solve`` calls in one C function.
+"""Whole small ``cho_solve`` / ``lu_solve`` / general ``solve`` / ``lu`` calls in one C function.
 
 For matrices up to 64 x 64 the cost of :func:`scipy.linalg.cho_solve` and friends is Python
 and f2py overhead, not arithmetic; the scipy.linalg drop-in and the factored solves of the
@@ -21,11 +21,16 @@ from __future__ import annotations
 import threading
 import types
 
-__all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "fast_module", "reset"]
+from ._numpy_lapack import FROM_ORDER
+
+__all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", "reset"]
 
 MODULE_NAME = "_nvmathpy_fast_lapack"
 #: The largest order the compiled functions take (larger ones are declined).
 MAX_ORDER = 64
+#: The largest row or column count the compiled ``lu`` takes: below NumPy's-OpenBLAS orders
+#: (:data:`._numpy_lapack.FROM_ORDER`), where the factorization itself is SciPy's ``getrf``.
+LU_MAX_ORDER = FROM_ORDER - 1
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -37,6 +42,7 @@ SOURCE = r"""
 #include <string.h>
 
 #define MAXN @MAXN@
+#define LU_MAXN @LU_MAXN@
 #define STACK_BYTES 16384
 
 typedef void (*potrs_t)(char *, int *, int *, void *, int *, void *, int *, int *);
@@ -93,6 +99,18 @@ static int all_finite(int t, const void *p, npy_intp n) {
     return DOUBLE[t] ? finite_d((const double *)p, m) : finite_f((const float *)p, m);
 }
 
+/* Conjugate the n contiguous elements of dtype t at p in place (nothing for real t). */
+static void conjugate(int t, void *p, npy_intp n) {
+    if (t < 2) return;
+    if (DOUBLE[t]) {
+        double *q = (double *)p;
+        for (npy_intp i = 0; i < n; ++i) q[2 * i + 1] = -q[2 * i + 1];
+    } else {
+        float *q = (float *)p;
+        for (npy_intp i = 0; i < n; ++i) q[2 * i + 1] = -q[2 * i + 1];
+    }
+}
+
 static PyObject *not_finite(PyObject *x) {
     Py_XDECREF(x);
     PyErr_SetString(PyExc_ValueError, "array must not contain infs or NaNs");
@@ -115,15 +133,8 @@ typedef struct { npy_uint64 lo, hi; } pair_t;
         for (npy_intp i = 0; i < n; ++i)                                              \
             ((T *)dst)[i + j * n] = *(const T *)(src + i * s0 + j * s1);
 
-/* A new Fortran-ordered copy of b (n,) or (n, k) of dtype t, or NULL (exception set). */
-static PyArrayObject *copy_rhs(PyArrayObject *b, int t, npy_intp n, npy_intp k) {
-    int nd = PyArray_NDIM(b);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(nd, PyArray_DIMS(b), PyArray_TYPE(b), 1);
-    if (x == NULL) return NULL;
-    char *dst = PyArray_BYTES(x);
-    const char *src = PyArray_BYTES(b);
-    npy_intp es = ITEMSIZE[t];
-    npy_intp s0 = PyArray_STRIDES(b)[0], s1 = nd == 2 ? PyArray_STRIDES(b)[1] : 0;
+/* Copy the n x k matrix of es-byte elements at src (byte strides s0, s1) to dst, Fortran-ordered. */
+static void to_fortran(char *dst, const char *src, npy_intp n, npy_intp k, npy_intp s0, npy_intp s1, npy_intp es) {
     if ((n == 1 || s0 == es) && (k == 1 || s1 == es * n)) {
         memcpy(dst, src, (size_t)(n * k * es));
     } else if (es == 4) {
@@ -133,6 +144,15 @@ static PyArrayObject *copy_rhs(PyArrayObject *b, int t, npy_intp n, npy_intp k) 
     } else {
         STRIDED_COPY(pair_t)
     }
+}
+
+/* A new Fortran-ordered copy of b (n,) or (n, k) of dtype t, or NULL (exception set). */
+static PyArrayObject *copy_rhs(PyArrayObject *b, int t, npy_intp n, npy_intp k) {
+    int nd = PyArray_NDIM(b);
+    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(nd, PyArray_DIMS(b), PyArray_TYPE(b), 1);
+    if (x == NULL) return NULL;
+    to_fortran(PyArray_BYTES(x), PyArray_BYTES(b), n, k, PyArray_STRIDES(b)[0], nd == 2 ? PyArray_STRIDES(b)[1] : 0,
+               ITEMSIZE[t]);
     return x;
 }
 
@@ -160,7 +180,11 @@ static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *c = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
     npy_intp n = square_order(c);
-    if (n < 0 || !PyArray_IS_F_CONTIGUOUS(c)) Py_RETURN_NOTIMPLEMENTED;
+    if (n < 0) Py_RETURN_NOTIMPLEMENTED;
+    int cview;              /* 1: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
+    if (PyArray_IS_F_CONTIGUOUS(c)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(c)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int lower = truth(args[2]), check = truth(args[3]);
     if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
@@ -168,9 +192,11 @@ static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_
     PyArrayObject *x = copy_rhs(b, t, n, k);
     if (x == NULL) return NULL;
     if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
-    char uplo = lower ? 'L' : 'U';
+    char uplo = (lower ^ cview) ? 'L' : 'U';
     int ni = (int)n, nrhs = (int)k, info = 0;
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);    /* conj(A) conj(x) = conj(b) */
     L[t].potrs(&uplo, &ni, &nrhs, PyArray_DATA(c), &ni, PyArray_DATA(x), &ni, &info);
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);
     if (info != 0) {
         Py_DECREF(x);
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potrs", -info);
@@ -302,6 +328,83 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
     return out;
 }
 
+/* One es-byte element from s to d. */
+#define PUT(d, s)                                                                              \
+    switch (es) {                                                                              \
+        case 4: *(npy_uint32 *)(d) = *(const npy_uint32 *)(s); break;                          \
+        case 8: *(npy_uint64 *)(d) = *(const npy_uint64 *)(s); break;                          \
+        default: *(pair_t *)(d) = *(const pair_t *)(s);                                        \
+    }
+
+/* lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's (p, l, u), (pl, u) or
+   (perm, l, u) of one m x n matrix a (C-ordered results), or NotImplemented (also for 1 x 1,
+   whose results SciPy gives other dtypes) */
+static PyObject *fast_lu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || PyArray_NDIM((PyArrayObject *)args[0]) != 2) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *l = NULL, *u = NULL, *p = NULL;
+    npy_intp m = PyArray_DIMS(a)[0], n = PyArray_DIMS(a)[1], k = m < n ? m : n, es = ITEMSIZE[t];
+    int permute = truth(args[1]), indices = truth(args[2]), check = truth(args[3]);
+    if (m < 1 || n < 1 || m * n == 1 || m > LU_MAXN || n > LU_MAXN || permute < 0 || indices < 0 || check < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    char *f = (char *)malloc((size_t)(m * n * es));
+    if (f == NULL) return PyErr_NoMemory();
+    to_fortran(f, PyArray_BYTES(a), m, n, PyArray_STRIDES(a)[0], PyArray_STRIDES(a)[1], es);
+    if (check && !all_finite(t, f, m * n)) {
+        free(f);
+        return not_finite(NULL);
+    }
+    int mi = (int)m, ni = (int)n, info = 0, ipiv[LU_MAXN], perm[LU_MAXN];
+    L[t].getrf(&mi, &ni, f, &mi, ipiv, &info);   /* info > 0 (singular): factors all the same, as SciPy */
+    if (info < 0) {
+        free(f);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal getrf", -info);
+        return NULL;
+    }
+    for (int i = 0; i < mi; ++i) perm[i] = i;      /* row i of P A is row perm[i] of A */
+    for (npy_intp i = 0; i < k; ++i) {
+        int j = ipiv[i] - 1, s = perm[i];
+        perm[i] = perm[j];
+        perm[j] = s;
+    }
+    npy_intp ldims[2] = {m, k}, udims[2] = {k, n};
+    l = (PyArrayObject *)PyArray_ZEROS(2, ldims, PyArray_TYPE(a), 0);
+    u = (PyArrayObject *)PyArray_ZEROS(2, udims, PyArray_TYPE(a), 0);
+    if (l == NULL || u == NULL) goto fail;
+    char *lp = PyArray_BYTES(l), *up = PyArray_BYTES(u);
+    for (npy_intp i = 0; i < m; ++i) {              /* permute_l: row i of L goes to row perm[i] */
+        char *row = lp + (permute ? perm[i] : i) * k * es;
+        for (npy_intp j = 0; j < (i < k ? i : k); ++j) PUT(row + j * es, f + (i + j * m) * es)
+        if (i < k && DOUBLE[t]) *(double *)(row + i * es) = 1.0;
+        else if (i < k) *(float *)(row + i * es) = 1.0f;
+    }
+    for (npy_intp i = 0; i < k; ++i)
+        for (npy_intp j = i; j < n; ++j) PUT(up + (i * n + j) * es, f + (i + j * m) * es)
+    free(f);
+    f = NULL;
+    if (permute) return Py_BuildValue("(NN)", l, u);
+    npy_intp pdims[2] = {m, m};
+    if (indices) {                                  /* A = L[p] @ U */
+        p = (PyArrayObject *)PyArray_EMPTY(1, pdims, NPY_INT32, 0);
+        if (p == NULL) goto fail;
+        for (int i = 0; i < mi; ++i) ((npy_int32 *)PyArray_DATA(p))[perm[i]] = i;
+    } else {                                        /* A = P @ L @ U, P[perm[i], i] = 1 */
+        p = (PyArrayObject *)PyArray_ZEROS(2, pdims, DOUBLE[t] ? NPY_DOUBLE : NPY_FLOAT, 0);
+        if (p == NULL) goto fail;
+        for (int i = 0; i < mi; ++i) {
+            if (DOUBLE[t]) ((double *)PyArray_DATA(p))[perm[i] * m + i] = 1.0;
+            else ((float *)PyArray_DATA(p))[perm[i] * m + i] = 1.0f;
+        }
+    }
+    return Py_BuildValue("(NNN)", p, l, u);
+fail:
+    free(f);
+    Py_XDECREF(l);
+    Py_XDECREF(u);
+    return NULL;
+}
+
 static void *pointer(PyObject *capi, const char *name) {
     PyObject *capsule = PyDict_GetItemString(capi, name);
     if (capsule == NULL || !PyCapsule_CheckExact(capsule)) {
@@ -346,6 +449,8 @@ static PyMethodDef methods[] = {
      "lu_solve(lu, piv, b, trans, check_finite): x, or NotImplemented"},
     {"solve_gen", (PyCFunction)(void (*)(void))fast_solve_gen, METH_FASTCALL,
      "solve_gen(a, b, transposed, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
+    {"lu", (PyCFunction)(void (*)(void))fast_lu, METH_FASTCALL,
+     "lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's result, or NotImplemented"},
     {"set_lapack", set_lapack, METH_O, "set_lapack(cython_lapack.__pyx_capi__)"},
     {NULL, NULL, 0, NULL},
 };
@@ -356,7 +461,8 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
     import_array();
     return PyModule_Create(&module);
 }
-""".replace("@MODULE@", MODULE_NAME).replace("@MAXN@", str(MAX_ORDER))
+""".replace("@MODULE@", MODULE_NAME).replace("@MAXN@", str(MAX_ORDER)).replace(
+    "@LU_MAXN@", str(LU_MAX_ORDER))
 
 
 _LOCK = threading.Lock()

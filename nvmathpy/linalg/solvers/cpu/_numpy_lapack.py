@@ -52,10 +52,11 @@ def _symbol(name: str) -> tuple[Any, type] | None:
 
 
 def available(dtype: np.dtype, *names: str) -> bool:
-    """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype``."""
+    """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype`` and this
+    module wraps each with SciPy's signature (:func:`routines`)."""
     prefix = _PREFIX.get(np.dtype(dtype).name)
-    return prefix is not None and _numpy_blas() is not None and all(_symbol(prefix + name) is not None
-                                                                     for name in names)
+    return prefix is not None and _numpy_blas() is not None and all(
+        name in _MAKERS and _symbol(prefix + name) is not None for name in names)
 
 
 def _fortran(x: np.ndarray, dtype: np.dtype, overwrite: bool) -> np.ndarray:
