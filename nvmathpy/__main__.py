@@ -1,4 +1,4 @@
-"""The command line: ``python -m nvmathpy info | demo | bench | wisdom``."""
+"""The command line: ``python -m nvmathpy info | demo | bench | wisdom | tune``."""
 
 from __future__ import annotations
 
@@ -169,6 +169,28 @@ def _cmd_wisdom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from .linalg.solvers.cpu._calibrate import CALIBRATIONS
+    from .plan.calibration import machine, record
+
+    # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
+    names = args.only or list(CALIBRATIONS)
+    unknown = sorted(set(names) - set(CALIBRATIONS))
+    if unknown:
+        print(f"tune: unknown crossover(s) {unknown}; available: {list(CALIBRATIONS)}", file=sys.stderr)
+        return 2
+    here = machine()
+    print(f"calibrating {len(names)} crossover(s) on {here['cpu']} ({here['cores']} cores, {here['blas']}), "
+          f"at most about {args.seconds:g} s", flush=True)
+    for name in names:
+        start = time.perf_counter()
+        value, measured = CALIBRATIONS[name](args.seconds / len(names))
+        record(name, value, measured, time.perf_counter() - start)
+        print(f"  {name}: {json.dumps(value)}  (speed-ups over SciPy by order: {json.dumps(measured)}; "
+              f"{time.perf_counter() - start:.1f} s)", flush=True)
+    return 0
+
+
 def _add_space_option(parser: argparse.ArgumentParser) -> None:
     from .demos._space import CHOICES
 
@@ -211,6 +233,10 @@ def _parser() -> argparse.ArgumentParser:
     wisdom.add_argument("action", choices=["show", "export", "import", "clear"])
     wisdom.add_argument("file", nargs="?", help="the file for export/import")
     wisdom.set_defaults(func=_cmd_wisdom)
+    tune = sub.add_parser("tune", help="measure the CPU heuristics' crossovers on this machine, kept in wisdom")
+    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf.float64; default: all)")
+    tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
+    tune.set_defaults(func=_cmd_tune)
     return parser
 
 

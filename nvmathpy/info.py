@@ -55,6 +55,7 @@ def collect_info() -> dict[str, Any]:
     from threadpoolctl import threadpool_info
 
     from .execution import cuda_unavailable_reason
+    from .plan.calibration import auto_enabled, entries, machine
     from .plan.wisdom import cache_dir, default_wisdom, wisdom_enabled
 
     pools = [
@@ -74,6 +75,7 @@ def collect_info() -> dict[str, Any]:
         "optional": {name: _version_of(name, dist) for name, (dist, _) in OPTIONAL_LIBRARIES.items()},
         "cache_dir": str(cache_dir()),
         "wisdom": {"enabled": wisdom_enabled(), "entries": len(default_wisdom().entries())},
+        "calibration": {"auto": auto_enabled(), "machine": machine(), "values": entries()},
     }
 
 
@@ -103,4 +105,9 @@ def format_info(info: dict[str, Any]) -> str:
     wisdom = info["wisdom"]
     lines.append(f"cache dir  {info['cache_dir']}")
     lines.append(f"wisdom     {wisdom['entries']} entries" + ("" if wisdom["enabled"] else " (disabled: NVMATHPY_WISDOM=off)"))
+    calibration = info["calibration"]
+    lines.append(f"calibrated {len(calibration['values'])} crossovers on this machine (automatic calibration "
+                 f"{'on' if calibration['auto'] else 'off: NVMATHPY_CALIBRATE=off'}; python -m nvmathpy tune)")
+    for value in calibration["values"]:
+        lines.append(f"  {value['name']}: {value['value']} (recorded {value['recorded']}, {value['seconds']} s)")
     return "\n".join(lines)

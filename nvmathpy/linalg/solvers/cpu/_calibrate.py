@@ -1,0 +1,152 @@
+"""The solver crossovers calibrated per machine (:mod:`nvmathpy.plan.calibration`).
+
+Each calibrated value is a table ``{"orders": [...], "first": [...]}``: for each measured
+order, the algorithm to try first. Each algorithm is timed against the call a user would
+otherwise make (``scipy.linalg.lu_factor``, ``cho_factor``, ``eigh``) in alternating calls
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`), order by order from the smallest until
+the time bound is spent; orders outside the table keep the built-in choice. That call itself
+is one of the algorithms (:data:`PLAIN`), and another is first only where its median ratio
+beats it by :data:`MARGIN`: a close call, or a machine too noisy to tell, goes to the plain
+call.
+
+- ``getrf.<dtype>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
+  OpenBLAS, :mod:`._lookahead_lu`) or ``"scipy"`` (SciPy's ``?getrf``);
+- ``potrf.<dtype>``: ``"lookahead"``, ``None`` (:mod:`._lookahead_cholesky`) or ``"scipy"``;
+- ``eigh.<dtype>``: ``"blocked_evd"`` (:mod:`._blocked_eigh`), ``"numpy"`` (``?syevd``
+  through NumPy) or ``"evr"`` (SciPy's default driver).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ....plan.calibration import calibrated, interleaved_ratios
+
+__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "PLAIN", "first_choice", "measure", "reorder"]
+
+#: The orders measured, smallest first.
+ORDERS = (512, 768, 1024, 1536, 2048)
+#: How much better than LAPACK's routine (median of the per-round ratios) nvmathpy's own
+#: algorithm must be to be first.
+MARGIN = 1.03
+#: Rounds per algorithm and order, and about how long each call of a round lasts at least.
+ROUNDS = 5
+CALL_SECONDS = 0.02
+#: The call a user would otherwise make, as the algorithm of each kind: SciPy's own
+#: ``lu_factor`` / ``cho_factor`` (the plans then keep SciPy's wrappers), ``eigh``'s driver.
+PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
+#: A table applies to orders within this factor of its smallest and largest measured order.
+REACH = 1.25
+
+
+def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, n))
+    if kind == "getrf":
+        return (x + 2 * math.sqrt(n) * np.eye(n)).astype(dtype)
+    return (x @ x.T + n * np.eye(n)).astype(dtype)  # symmetric positive definite
+
+
+def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], Any]], Callable[[], Any]]:
+    """``({algorithm: call}, reference call)`` for one order: the algorithms as the plans call
+    them (on a C-ordered matrix's transposed view), the reference as a SciPy user calls it,
+    which is also the algorithm :data:`PLAIN`."""
+    import scipy.linalg as sla
+
+    a = _matrix(kind, n, dtype)
+    reference: Callable[[], Any]
+    if kind == "getrf":
+        from ._lookahead_lu import getrf_of, getrf_order
+
+        reference = lambda: sla.lu_factor(a)  # noqa: E731
+        algorithms = {alg: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in getrf_order(n, dtype)}
+    elif kind == "potrf":
+        from ._lookahead_cholesky import potrf_of, potrf_order
+
+        reference = lambda: sla.cho_factor(a)  # noqa: E731
+        algorithms = {alg: (lambda f=potrf_of(alg, dtype): f(a.T, lower=1, clean=0)) for alg in potrf_order(n, dtype)}
+    else:
+        from ._blocked_eigh import blocked_eigh, blocked_eigh_available
+
+        reference = lambda: sla.eigh(a)  # noqa: E731
+        algorithms = {"numpy": lambda: np.linalg.eigh(a)}
+        if blocked_eigh_available(dtype):
+            algorithms["blocked_evd"] = lambda f=blocked_eigh(dtype): f(a.T, True, True)
+    return {**algorithms, PLAIN[kind]: reference}, reference
+
+
+def measure(kind: str, dtype: str, seconds: float, orders: tuple[int, ...] = ORDERS) -> tuple[dict[str, list], dict]:
+    """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at ``orders``, the
+    smallest first, while ``seconds`` allow (the first order always); returns the table and
+    the median ratios (the reference's time over the algorithm's) by order and algorithm."""
+    start = time.perf_counter()
+    table: dict[str, list] = {"orders": [], "first": []}
+    ratios: dict[str, dict[str, float]] = {}
+    for n in orders:
+        order_start = time.perf_counter()
+        algorithms, reference = _contenders(kind, n, dtype)
+        for call in algorithms.values():
+            call()  # builds compiled drivers and workspaces outside the timing
+        once = time.perf_counter()
+        reference()
+        calls = max(1, min(4, int(CALL_SECONDS / max(time.perf_counter() - once, 1e-6))))
+        medians = {alg: float(np.median(interleaved_ratios(call, reference, ROUNDS, calls)))
+                   for alg, call in algorithms.items()}
+        best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
+        table["orders"].append(n)
+        table["first"].append(best)
+        ratios[str(n)] = {str(alg): round(r, 3) for alg, r in medians.items()}
+        spent = time.perf_counter() - order_start
+        if time.perf_counter() - start + spent * 3.5 > seconds:  # the next order (x1.5) costs about 3.4x
+            break
+    return table, ratios
+
+
+#: Every calibrated solver value: name -> the measurement (given a time bound).
+CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
+    f"{kind}.{dtype}": (lambda seconds, kind=kind, dtype=dtype: measure(kind, dtype, seconds))
+    for kind in ("getrf", "potrf", "eigh") for dtype in ("float64", "float32")
+}
+
+
+def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
+    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
+    (measured here now when automatic calibration is on and none is stored), else
+    ``(False, None)``: the caller keeps its built-in order.
+
+    Examples
+    --------
+    >>> first_choice("getrf", 64, "complex128")
+    (False, None)
+    """
+    name = f"{kind}.{np.dtype(dtype).name}"
+    if name not in CALIBRATIONS or not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+        return False, None
+    table = calibrated(name, None, CALIBRATIONS[name])
+    if not isinstance(table, dict) or not table.get("orders"):
+        return False, None
+    orders = table["orders"]
+    if not orders[0] / REACH <= n <= orders[-1] * REACH:
+        return False, None
+    nearest = min(range(len(orders)), key=lambda i: abs(math.log(n / orders[i])))
+    return True, table["first"][nearest]
+
+
+def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
+    """``order`` (a built-in order of algorithms, first choice first) with the calibrated first
+    choice for ``n`` moved (or, :data:`PLAIN`, added) to the front, when there is one and it
+    is in ``order`` or the plain call.
+
+    Examples
+    --------
+    >>> reorder("getrf", 64, "complex128", [None, "recursive"])
+    [None, 'recursive']
+    """
+    known, first = first_choice(kind, n, dtype)
+    if not known or (first not in order and first != PLAIN[kind]):
+        return order
+    return [first] + [alg for alg in order if alg != first]
