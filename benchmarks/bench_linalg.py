@@ -46,7 +46,7 @@ from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module  # noqa: E402
 from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import potrf_of, potrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_of, getrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.plans.solve import Solve  # noqa: E402
-from nvmathpy.plan.calibration import alternating_rounds  # noqa: E402
+from nvmathpy.plan.calibration import alternating_rounds, auto_enabled, entries  # noqa: E402
 
 
 def timed(fn: Callable[[], object], budget: float) -> float:
@@ -325,6 +325,8 @@ def main() -> None:
             run()
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")
+    print(f"calibration (automatic {'on' if auto_enabled() else 'off'}): "
+          + (", ".join(f"{e['name']} -> {e['value']['first']}" for e in entries()) or "none"))
     print()
     print("| case | nvmathpy | us | reference | us | speed-up | spread (rounds) | target |")
     print("|---|---|---:|---|---:|---:|---|---|")

@@ -170,23 +170,31 @@ def _cmd_wisdom(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from .linalg.solvers.cpu._calibrate import CALIBRATIONS
+    from .linalg.solvers.cpu._calibrate import CALIBRATIONS, OutOfTime
     from .plan.calibration import machine, record
 
     # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
-    names = args.only or list(CALIBRATIONS)
-    unknown = sorted(set(names) - set(CALIBRATIONS))
+    asked = args.only or [""]
+    names = [n for n in CALIBRATIONS if any(n == a or n.startswith(a + ".") or not a for a in asked)]
+    unknown = [a for a in asked if a and not any(n == a or n.startswith(a + ".") for n in CALIBRATIONS)]
     if unknown:
-        print(f"tune: unknown crossover(s) {unknown}; available: {list(CALIBRATIONS)}", file=sys.stderr)
+        kinds = sorted({n.rsplit(".", 1)[0] for n in CALIBRATIONS})
+        print(f"tune: unknown crossover(s) {unknown}; available: {kinds}, each by order (e.g. getrf.float64.1024)",
+              file=sys.stderr)
         return 2
     here = machine()
     print(f"calibrating {len(names)} crossover(s) on {here['cpu']} ({here['cores']} cores, {here['blas']}), "
           f"at most about {args.seconds:g} s", flush=True)
-    for name in names:
+    deadline = time.perf_counter() + args.seconds
+    for left, name in zip(range(len(names), 0, -1), names):
         start = time.perf_counter()
-        value, measured = CALIBRATIONS[name](args.seconds / len(names))
+        try:
+            value, measured = CALIBRATIONS[name](max(0.0, deadline - start) / left)
+        except OutOfTime as exc:
+            print(f"  {name}: not measured ({exc}; the built-in choice stands)", flush=True)
+            continue
         record(name, value, measured, time.perf_counter() - start)
-        print(f"  {name}: {json.dumps(value)}  (speed-ups over SciPy by order: {json.dumps(measured)}; "
+        print(f"  {name}: first {value['first']}  (speed-up over SciPy's call: {json.dumps(measured)}; "
               f"{time.perf_counter() - start:.1f} s)", flush=True)
     return 0
 
@@ -234,7 +242,8 @@ def _parser() -> argparse.ArgumentParser:
     wisdom.add_argument("file", nargs="?", help="the file for export/import")
     wisdom.set_defaults(func=_cmd_wisdom)
     tune = sub.add_parser("tune", help="measure the CPU heuristics' crossovers on this machine, kept in wisdom")
-    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf.float64; default: all)")
+    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64 or "
+                                              "getrf.float64.1024; default: all)")
     tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
     tune.set_defaults(func=_cmd_tune)
     return parser

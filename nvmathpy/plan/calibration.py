@@ -43,6 +43,8 @@ OPERATION = "calibration"
 #: Values looked up in this process (``None``: none stored) by (store file, name); a lookup
 #: costs a dict access.
 _MEMO: dict[tuple[str, str], Any] = {}
+#: Names whose measurement failed in this process, by (store file, name): not measured again.
+_FAILED: set[tuple[str, str]] = set()
 #: Held while a value is being measured (a heuristic asked meanwhile, by another thread or by
 #: the measurement itself, gets its default).
 _MEASURING = threading.Lock()
@@ -100,8 +102,10 @@ def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> N
 
 
 def forget() -> None:
-    """Drop the values looked up in this process (the next lookups read the store again)."""
+    """Drop the values looked up in this process (the next lookups read the store again, and
+    failed measurements may run again)."""
     _MEMO.clear()
+    _FAILED.clear()
 
 
 def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, dict[str, Any]]] | None = None) -> Any:
@@ -119,7 +123,8 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
     value = _stored(name)
     if value is not None:
         return value
-    if measure is None or not auto_enabled() or not _MEASURING.acquire(blocking=False):
+    if (measure is None or not auto_enabled() or _memo_key(name) in _FAILED
+            or not _MEASURING.acquire(blocking=False)):
         return default
     try:
         start = time.perf_counter()
@@ -129,7 +134,7 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
             value, measured = measure(AUTO_SECONDS)
         except Exception as exc:  # noqa: BLE001 - a measurement only ever replaces a default
             logger.warning("calibrating %s failed (%s); using the default", name, exc)
-            _MEMO[_memo_key(name)] = default
+            _FAILED.add(_memo_key(name))
             return default
         record(name, value, measured, time.perf_counter() - start)
         return value

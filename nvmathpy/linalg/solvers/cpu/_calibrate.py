@@ -1,18 +1,18 @@
 """The solver crossovers calibrated per machine (:mod:`nvmathpy.plan.calibration`).
 
-Each calibrated value is a table ``{"orders": [...], "first": [...]}``: for each measured
-order, the algorithm to try first. Each algorithm is timed against the call a user would
-otherwise make (``scipy.linalg.lu_factor``, ``cho_factor``, ``eigh``) in alternating calls
-(:func:`~nvmathpy.plan.calibration.interleaved_ratios`), order by order from the smallest until
-the time bound is spent; orders outside the table keep the built-in choice. That call itself
-is one of the algorithms (:data:`PLAIN`), and another is first only where its median ratio
-beats it by :data:`MARGIN`: a close call, or a machine too noisy to tell, goes to the plain
-call.
+Each calibrated value, named ``<kind>.<dtype>.<order>`` for the orders :data:`ORDERS`, is
+``{"first": algorithm}``: the algorithm to try first for matrices of about that order. Each
+algorithm is timed against the call a user would otherwise make (``scipy.linalg.lu_factor``,
+``cho_factor``, ``eigh``) in alternating calls
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`); orders not calibrated keep the
+built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
+first only where its median ratio beats it by :data:`MARGIN`: a close call, or a machine too
+noisy to tell, goes to the plain call.
 
-- ``getrf.<dtype>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
+- ``getrf.<dtype>.<order>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
   OpenBLAS, :mod:`._lookahead_lu`) or ``"scipy"`` (SciPy's ``?getrf``);
-- ``potrf.<dtype>``: ``"lookahead"``, ``None`` (:mod:`._lookahead_cholesky`) or ``"scipy"``;
-- ``eigh.<dtype>``: ``"blocked_evd"`` (:mod:`._blocked_eigh`), ``"numpy"`` (``?syevd``
+- ``potrf.<dtype>.<order>``: ``"lookahead"``, ``None`` (:mod:`._lookahead_cholesky`) or ``"scipy"``;
+- ``eigh.<dtype>.<order>``: ``"blocked_evd"`` (:mod:`._blocked_eigh`), ``"numpy"`` (``?syevd``
   through NumPy) or ``"evr"`` (SciPy's default driver).
 """
 
@@ -26,20 +26,23 @@ import numpy as np
 
 from ....plan.calibration import calibrated, interleaved_ratios
 
-__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "PLAIN", "first_choice", "measure", "reorder"]
+__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
 #: The orders measured, smallest first.
 ORDERS = (512, 768, 1024, 1536, 2048)
 #: How much better than LAPACK's routine (median of the per-round ratios) nvmathpy's own
 #: algorithm must be to be first.
 MARGIN = 1.03
-#: Rounds per algorithm and order, and about how long each call of a round lasts at least.
+#: Rounds per algorithm and order (at most, at least), and about how long each call of a
+#: round lasts at least.
 ROUNDS = 5
+MIN_ROUNDS = 3
 CALL_SECONDS = 0.02
 #: The call a user would otherwise make, as the algorithm of each kind: SciPy's own
 #: ``lu_factor`` / ``cho_factor`` (the plans then keep SciPy's wrappers), ``eigh``'s driver.
 PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
-#: A table applies to orders within this factor of its smallest and largest measured order.
+#: An order takes the choice of the nearest measured order, within this factor of the
+#: smallest and the largest.
 REACH = 1.25
 
 
@@ -79,61 +82,63 @@ def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], A
     return {**algorithms, PLAIN[kind]: reference}, reference
 
 
-def measure(kind: str, dtype: str, seconds: float, orders: tuple[int, ...] = ORDERS) -> tuple[dict[str, list], dict]:
-    """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at ``orders``, the
-    smallest first, while ``seconds`` allow (the first order always); returns the table and
-    the median ratios (the reference's time over the algorithm's) by order and algorithm."""
+class OutOfTime(Exception):
+    """A measurement that would not fit its time bound (nothing was timed)."""
+
+
+def measure(kind: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
+    """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at order ``n``:
+    ``({"first": algorithm}, {algorithm: median ratio})``, the ratio being the reference's time
+    over the algorithm's. Up to :data:`ROUNDS` rounds, as many as ``seconds`` allow after the
+    first calls (which build compiled drivers and workspaces);
+    :class:`OutOfTime` when not even :data:`MIN_ROUNDS` would."""
+    algorithms, reference = _contenders(kind, n, dtype)
+    for call in algorithms.values():
+        call()
     start = time.perf_counter()
-    table: dict[str, list] = {"orders": [], "first": []}
-    ratios: dict[str, dict[str, float]] = {}
-    for n in orders:
-        order_start = time.perf_counter()
-        algorithms, reference = _contenders(kind, n, dtype)
-        for call in algorithms.values():
-            call()  # builds compiled drivers and workspaces outside the timing
-        once = time.perf_counter()
-        reference()
-        calls = max(1, min(4, int(CALL_SECONDS / max(time.perf_counter() - once, 1e-6))))
-        medians = {alg: float(np.median(interleaved_ratios(call, reference, ROUNDS, calls)))
-                   for alg, call in algorithms.items()}
-        best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
-        table["orders"].append(n)
-        table["first"].append(best)
-        ratios[str(n)] = {str(alg): round(r, 3) for alg, r in medians.items()}
-        spent = time.perf_counter() - order_start
-        if time.perf_counter() - start + spent * 3.5 > seconds:  # the next order (x1.5) costs about 3.4x
-            break
-    return table, ratios
+    reference()
+    once = max(time.perf_counter() - start, 1e-6)
+    calls = max(1, min(4, int(CALL_SECONDS / once)))
+    rounds = min(ROUNDS, int(seconds / (2 * once * calls * len(algorithms))))
+    if rounds < MIN_ROUNDS:
+        raise OutOfTime(f"{kind} {dtype} n={n}: {MIN_ROUNDS} rounds take over {seconds:g} s here")
+    medians = {alg: float(np.median(interleaved_ratios(call, reference, rounds, calls)))
+               for alg, call in algorithms.items()}
+    best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
+    return {"first": best}, {str(alg): round(r, 3) for alg, r in medians.items()}
 
 
-#: Every calibrated solver value: name -> the measurement (given a time bound).
+def _name(kind: str, dtype: str, n: int) -> str:
+    return f"{kind}.{dtype}.{n}"
+
+
+#: Every calibrated solver value: name -> the measurement (given a time bound), smaller orders first.
 CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
-    f"{kind}.{dtype}": (lambda seconds, kind=kind, dtype=dtype: measure(kind, dtype, seconds))
-    for kind in ("getrf", "potrf", "eigh") for dtype in ("float64", "float32")
+    _name(kind, dtype, n): (lambda seconds, kind=kind, dtype=dtype, n=n: measure(kind, dtype, n, seconds))
+    for kind in ("getrf", "potrf", "eigh") for dtype in ("float64", "float32") for n in ORDERS
 }
 
 
 def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
-    (measured here now when automatic calibration is on and none is stored), else
-    ``(False, None)``: the caller keeps its built-in order.
+    (the measured order nearest ``n``, measured now when automatic calibration is on and none
+    is stored), else ``(False, None)``: the caller keeps its built-in order.
 
     Examples
     --------
     >>> first_choice("getrf", 64, "complex128")
     (False, None)
     """
-    name = f"{kind}.{np.dtype(dtype).name}"
-    if name not in CALIBRATIONS or not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+    if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
         return False, None
-    table = calibrated(name, None, CALIBRATIONS[name])
-    if not isinstance(table, dict) or not table.get("orders"):
+    nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
+    name = _name(kind, np.dtype(dtype).name, nearest)
+    if name not in CALIBRATIONS:
         return False, None
-    orders = table["orders"]
-    if not orders[0] / REACH <= n <= orders[-1] * REACH:
+    value = calibrated(name, None, CALIBRATIONS[name])
+    if not isinstance(value, dict) or "first" not in value:
         return False, None
-    nearest = min(range(len(orders)), key=lambda i: abs(math.log(n / orders[i])))
-    return True, table["first"][nearest]
+    return True, value["first"]
 
 
 def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
