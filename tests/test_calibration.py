@@ -195,11 +195,14 @@ def test_measure_refuses_a_bound_it_cannot_keep():
         solver_calibration.measure("getrf", "float64", 40, seconds=0.0)
 
 
-def test_automatic_calibration_out_of_time_keeps_the_built_in_order(monkeypatch):
+def test_automatic_calibration_out_of_time_puts_scipys_routine_first(monkeypatch):
     monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
     monkeypatch.setattr(calibration, "AUTO_SECONDS", 0.0)
-    assert ALGORITHMS["potrf"][0](512, "float64") == potrf_order(512, "float64")
-    assert calibration.entries() == []
+    assert ALGORITHMS["potrf"][0](512, "float64") == [SCIPY, *potrf_order(512, "float64")]
+    assert calibration.failed("potrf.float64.512") and calibration.entries() == []
+    assert for_order(512, np.dtype("float64"), "potrf", "potrs") is None
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "off")
+    assert ALGORITHMS["potrf"][0](1024, "float32") == potrf_order(1024, "float32")  # not tried: the built-in order
 
 
 def run_cli(*args, cache):

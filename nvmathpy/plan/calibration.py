@@ -32,7 +32,7 @@ from .._logging import logger
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "forget", "interleaved_ratios", "machine",
+__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios", "machine",
            "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
@@ -92,9 +92,9 @@ def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> N
 
     Examples
     --------
-    >>> record("example", {"orders": [512], "first": ["lookahead"]}, {"512": {"lookahead": 1.4}}, 0.5)
+    >>> record("example", {"first": "lookahead"}, {"lookahead": 1.4, "scipy": 1.0}, 0.5)
     >>> calibrated("example", None)
-    {'orders': [512], 'first': ['lookahead']}
+    {'first': 'lookahead'}
     """
     default_wisdom().record(_problem(name), machine(), {"label": "calibrated", "params": {"value": value}},
                             extra={"measured": measured, "seconds": round(seconds, 3)})
@@ -128,8 +128,8 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
         return default
     try:
         start = time.perf_counter()
-        logger.info("calibrating %s on this machine (at most %.1f s; NVMATHPY_CALIBRATE=off disables)", name,
-                    AUTO_SECONDS)
+        logger.info("calibrating %s on this machine (about %.1f s of timing; NVMATHPY_CALIBRATE=off disables)",
+                    name, AUTO_SECONDS)
         try:
             value, measured = measure(AUTO_SECONDS)
         except Exception as exc:  # noqa: BLE001 - a measurement only ever replaces a default
@@ -140,6 +140,17 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
         return value
     finally:
         _MEASURING.release()
+
+
+def failed(name: str) -> bool:
+    """Whether measuring ``name`` failed in this process (ran out of time, or raised).
+
+    Examples
+    --------
+    >>> failed("an uncalibrated name")
+    False
+    """
+    return _memo_key(name) in _FAILED
 
 
 def entries() -> list[dict[str, Any]]:

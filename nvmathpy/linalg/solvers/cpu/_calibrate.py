@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ....plan.calibration import calibrated, interleaved_ratios
+from ....plan.calibration import calibrated, failed, interleaved_ratios
 
 __all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
@@ -122,7 +122,9 @@ CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
 def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
     (the measured order nearest ``n``, measured now when automatic calibration is on and none
-    is stored), else ``(False, None)``: the caller keeps its built-in order.
+    is stored), ``(True, PLAIN[kind])`` when that measurement failed in this process (the
+    machine too busy to measure in time: the plain call is the safe choice), else
+    ``(False, None)``: the caller keeps its built-in order.
 
     Examples
     --------
@@ -137,7 +139,7 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
         return False, None
     value = calibrated(name, None, CALIBRATIONS[name])
     if not isinstance(value, dict) or "first" not in value:
-        return False, None
+        return (True, PLAIN[kind]) if failed(name) else (False, None)
     return True, value["first"]
 
 
