@@ -3,8 +3,8 @@
 A heuristic that chooses among algorithms by order (which LU, Cholesky or eigh driver is
 tried first) asks :func:`calibrated` for a named value. The value comes from the wisdom store
 (:mod:`.wisdom`), keyed by the name and by this machine: CPU model, core count, architecture,
-NumPy's BLAS and its version, NumPy's and SciPy's versions (:func:`machine`), and nvmathpy's
-version; an entry of another machine is never read. Values are measured by ``python -m nvmathpy
+NumPy's and SciPy's BLAS and their versions, NumPy's and SciPy's versions (:func:`machine`),
+and nvmathpy's version; an entry of another machine is never read. Values are measured by ``python -m nvmathpy
 tune``, or, bounded in time (:data:`AUTO_SECONDS`), the first time a heuristic asks for one it
 does not have. Without a value the heuristic keeps its built-in default.
 
@@ -52,16 +52,23 @@ _MEASURING = threading.Lock()
 
 @functools.lru_cache(maxsize=1)
 def machine() -> dict[str, Any]:
-    """The description calibrated values are keyed by (:func:`nvmathpy.execution.cpu_description`).
+    """The description calibrated values are keyed by: :func:`nvmathpy.execution.cpu_description`
+    with ``blas`` naming every BLAS loaded once SciPy's LAPACK is (NumPy's and SciPy's, sorted:
+    the order threadpoolctl lists them in depends on what was imported first).
 
     Examples
     --------
     >>> sorted(machine())
     ['blas', 'cores', 'cpu', 'machine', 'numpy', 'scipy', 'space']
     """
+    import scipy.linalg  # noqa: F401 - loads SciPy's BLAS, which the calibrated choices are measured against
+    from threadpoolctl import threadpool_info
+
     from ..execution import cpu_description
 
-    return cpu_description()
+    pools = sorted(" ".join(str(pool.get(k, "")) for k in ("internal_api", "version", "architecture"))
+                   for pool in threadpool_info() if pool.get("user_api") == "blas")
+    return {**cpu_description(), "blas": "; ".join(pools) or "unknown"}
 
 
 def auto_enabled() -> bool:
