@@ -227,3 +227,10 @@ def test_tune_stores_what_info_shows(isolated_cache):
 def test_tune_refuses_an_unknown_crossover(isolated_cache):
     tuned = run_cli("tune", "fft.engine", cache=isolated_cache)
     assert tuned.returncode == 2 and "unknown crossover" in tuned.stderr and "getrf.float64" in tuned.stderr
+
+
+def test_the_machine_key_does_not_depend_on_what_was_imported_first():
+    code = "{}\nimport json\nfrom nvmathpy.plan.calibration import machine\nprint(json.dumps(machine()))"
+    keys = [json.loads(subprocess.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
+                                      cwd=ROOT, check=True).stdout) for first in ("import numpy", "import scipy.linalg")]
+    assert keys[0] == keys[1] and keys[0]["blas"] != "unknown"
