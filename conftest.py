@@ -1,7 +1,9 @@
 """Test-session settings shared by tests/ and the doctests in nvmathpy/.
 
 Every test and doctest runs with its own cache directory, so wisdom and compiled kernels
-never leak between tests or into the developer's real cache.
+never leak between tests or into the developer's real cache. Automatic calibration is off
+(``NVMATHPY_CALIBRATE=off``, inherited by subprocesses): no heuristic choice in a test depends
+on a timing taken during the run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class _HideCuda:
             raise ModuleNotFoundError(f"No module named {name!r} (hidden by NVMATHPY_TEST_HIDE_CUDA)", name=name)
         return None
 
+
+os.environ["NVMATHPY_CALIBRATE"] = "off"
 
 if os.environ.get("NVMATHPY_TEST_HIDE_CUDA") == "1":
     sys.meta_path.insert(0, _HideCuda())

@@ -9,11 +9,15 @@ library is also called directly the way a user would: ``numpy.fft``, ``scipy.fft
 ``workers``, ``ducc0.fft.c2c/r2c`` with ``nthreads``, a ``pyfftw.builders`` object planned
 with FFTW_MEASURE and ``threads``, and ``mkl_fft`` with MKL's thread count set (threadpoolctl)
 and ``KMP_BLOCKTIME=0`` (else idle MKL threads spin and slow whatever runs next). Timings are
-interleaved in rounds (the machine is noisy); medians are reported as a markdown table.
+interleaved in rounds (the machine is noisy); medians are reported as a markdown table, with
+the spread (min-max) of the per-round ratio to the best library. ``--mode settled`` (the
+default) times a sample of back-to-back calls of one library at a time; ``--mode interleaved``
+alternates single calls of every library and nvmathpy with no pause, at least 9 rounds
+(:func:`nvmathpy.plan.calibration.alternating_rounds`), as in a program that mixes them.
 
 Run (CPU benchmarks only, with these two variables unset)::
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_fft.py [--quick]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_fft.py [--quick] [--mode interleaved]
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from nvmathpy.bench.suite_fft import (  # noqa: E402
     CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, make_input, trig_runners,
 )
+from nvmathpy.plan.calibration import alternating_rounds  # noqa: E402
+
+#: The fewest rounds of the interleaved mode.
+INTERLEAVED_ROUNDS = 9
 
 def median_seconds(fn: Callable[[], Any], sample: float) -> Callable[[], float]:
     """A sampler: each call times enough back-to-back calls of ``fn`` to last ``sample`` seconds."""
@@ -52,13 +60,27 @@ def median_seconds(fn: Callable[[], Any], sample: float) -> Callable[[], float]:
     return measure
 
 
-def interleaved(runners: dict[str, Callable[[], Any]], repeats: int, sample: float) -> dict[str, float]:
+def interleaved(runners: dict[str, Callable[[], Any]], repeats: int, sample: float,
+                mode: str = "settled") -> dict[str, list[float]]:
+    """Seconds per call of each runner per round: ``settled``, a sample of back-to-back calls
+    of each in turn; ``interleaved``, single calls of all alternating (:func:`alternating_rounds`)."""
+    if mode == "interleaved":
+        start = time.perf_counter()
+        for fn in runners.values():
+            fn()
+        once = (time.perf_counter() - start) / len(runners)
+        calls = max(1, min(2000, int(sample / max(once, 1e-7))))
+        return alternating_rounds(runners, max(repeats, INTERLEAVED_ROUNDS), calls)
     samplers = {name: median_seconds(fn, sample) for name, fn in runners.items()}
     times: dict[str, list[float]] = {name: [] for name in runners}
     for _ in range(repeats):
         for name, sampler in samplers.items():
             times[name].append(sampler())
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return times
+
+
+def medians(rounds: dict[str, list[float]]) -> dict[str, float]:
+    return {name: statistics.median(ts) for name, ts in rounds.items()}
 
 
 def estimate_planning_seconds(x: np.ndarray, kind: str, axes: Any, threads: int) -> float | None:
@@ -145,7 +167,7 @@ def trig_main(budgets: list[int], repeats: int, sample: float) -> int:
                     assert err < (1e-4 if dtype == np.float32 else 1e-10), (label, err)
                     runners = trig_runners(x, transform, type_, axes, threads)
                     runners["nvmathpy"] = plan.execute
-                    times = interleaved(runners, repeats, sample)
+                    times = medians(interleaved(runners, repeats, sample))
                     best = min((n for n in times if n != "nvmathpy"), key=times.__getitem__)
                     ratios[threads].append(times["scipy.fft"] / times["nvmathpy"])
                     ducc = f"{times['ducc0'] * 1e6:.0f}" if "ducc0" in times else "-"
@@ -166,6 +188,9 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2", help="comma-separated thread budgets")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--trig", action="store_true", help="the DCT/DST cases instead of the FFT ones")
+    parser.add_argument("--mode", choices=("settled", "interleaved"), default="settled",
+                        help="settled: back-to-back samples per library; interleaved: alternating single calls, "
+                             ">= 9 rounds (see the module docstring)")
     args = parser.parse_args()
     budgets = [2] if args.quick else [int(t) for t in args.threads.split(",")]
     repeats = args.repeats or (3 if args.quick else 5)
@@ -185,11 +210,13 @@ def main() -> int:
     print(f"# FFT benchmark ({'quick' if args.quick else 'full'})\n")
     print(f"CPU: {cpu_description()['cpu']}, {os.cpu_count()} cores; BLAS: {'; '.join(blas) or 'none'}")
     print("libraries: " + ", ".join(f"{n} {LIBRARIES[n].version()}" for n in installed_libraries()) + f", numpy {np.__version__}")
-    print(f"medians of {repeats} interleaved samples; times in microseconds; lower is better\n")
+    print(f"mode {args.mode}: medians of {max(repeats, INTERLEAVED_ROUNDS) if args.mode == 'interleaved' else repeats} "
+          "rounds; times in microseconds; lower is better; spread: min-max of the per-round ratio\n")
 
     rng = np.random.default_rng(0)
     libs = ["numpy.fft", "scipy.fft", "ducc0", "pyfftw", "mkl_fft"]
-    header = ["case", "dtype", "thr", *libs, "nvmathpy", "choice", "vs best lib", "vs scipy", "hit plan ms", "EST plan ms"]
+    header = ["case", "dtype", "thr", *libs, "nvmathpy", "choice", "vs best lib", "spread", "vs scipy", "hit plan ms",
+              "EST plan ms"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     ratios_scipy: dict[int, list[float]] = {t: [] for t in budgets}
@@ -203,10 +230,12 @@ def main() -> int:
                 runners, choice, tune, hit = nvmathpy_case(x, kind, axes, threads)
                 err = check(runners["nvmathpy"](), x, kind, axes)
                 assert err < (1e-4 if precision == "single" else 1e-10), (label, err)
-                times = interleaved(runners, repeats, sample)
+                rounds = interleaved(runners, repeats, sample, args.mode)
+                times = medians(rounds)
                 est = estimate_planning_seconds(x, kind, axes, threads)
                 best_name = min((n for n in times if n not in ("nvmathpy", "numpy.fft")), key=times.__getitem__)
                 vs_best = times["nvmathpy"] / times[best_name]
+                per_round = [o / b for o, b in zip(rounds["nvmathpy"], rounds[best_name])]
                 vs_scipy = times["scipy.fft"] / times["nvmathpy"]
                 ratios_scipy[threads].append(vs_scipy)
                 case = f"{label} {kind}"
@@ -217,7 +246,8 @@ def main() -> int:
                 cells = [f"{times[n] * 1e6:.0f}" if n in times else "-" for n in libs]
                 print(
                     f"| {label} | {x.dtype} | {threads} | " + " | ".join(cells) + f" | {times['nvmathpy'] * 1e6:.0f} | "
-                    f"{choice} | {vs_best:.2f}x ({best_name}) | {vs_scipy:.2f}x | {hit * 1e3:.2f} | "
+                    f"{choice} | {vs_best:.2f}x ({best_name}) | {min(per_round):.2f}-{max(per_round):.2f} | "
+                    f"{vs_scipy:.2f}x | {hit * 1e3:.2f} | "
                     + (f"{est * 1e3:.2f}" if est is not None else "-") + " |",
                     flush=True,
                 )

@@ -3,10 +3,20 @@
 Run (unset the OpenBLAS overrides for this command only)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_linalg.py [--quick]
+        [--mode interleaved] [--only large]
 
-Each row times every contender in interleaved rounds (so machine noise hits all alike) and
-reports medians in microseconds and the speed-up ``reference / nvmathpy`` (> 1: nvmathpy is
-faster; the median of per-round ratios), against the target where the project set one.
+Each row times every contender in rounds (so machine noise hits all alike) and reports
+medians in microseconds and the speed-up ``reference / nvmathpy`` (> 1: nvmathpy is faster;
+the median of the per-round ratios, and their spread min-max), against the target where the
+project set one. Two modes:
+
+- ``settled`` (the default): a sample is many back-to-back calls of one contender, and the
+  large rows pause before each (see :func:`compare`): each contender as it runs alone.
+- ``interleaved``: a round alternates single calls of the contenders with no pause, at least 9
+  rounds (:func:`nvmathpy.plan.calibration.alternating_rounds`): each call runs right after a
+  call of another library, whose thread pool may still be spinning - as in a program that mixes
+  nvmathpy with SciPy and NumPy.
+
 Prints the BLAS in use, the machine load, and a markdown table.
 """
 
@@ -36,6 +46,7 @@ from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module  # noqa: E402
 from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import potrf_of, potrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_of, getrf_order  # noqa: E402
 from nvmathpy.linalg.solvers.plans.solve import Solve  # noqa: E402
+from nvmathpy.plan.calibration import alternating_rounds, auto_enabled, entries  # noqa: E402
 
 
 def timed(fn: Callable[[], object], budget: float) -> float:
@@ -50,14 +61,29 @@ def timed(fn: Callable[[], object], budget: float) -> float:
     return (time.perf_counter() - start) / calls
 
 
+#: ``"settled"`` or ``"interleaved"`` (``--mode``).
+MODE = "settled"
+#: The fewest rounds of the interleaved mode.
+INTERLEAVED_ROUNDS = 9
+
+
 def compare(contenders: dict[str, Callable[[], object]], rounds: int, budget: float,
             settle: float = 0.0) -> dict[str, list[float]]:
     """Seconds per call of each contender in each of ``rounds`` interleaved rounds.
 
-    ``settle``: seconds of idleness before each sample. SciPy's and NumPy's OpenBLAS each keep
+    In the interleaved mode, a round is about ``budget`` seconds of each contender's single
+    calls alternating with the others' (at least :data:`INTERLEAVED_ROUNDS` rounds, no pause).
+    In the settled mode, ``settle``: seconds of idleness before each sample. SciPy's and NumPy's OpenBLAS each keep
     their worker threads spinning for a while after a call; without a pause, a contender on one
     library pays for the previous contender's spinning threads (up to 2x at n=1024 here), which
     measures the interleaving, not the contender. The pipeline row measures that effect itself."""
+    if MODE == "interleaved":
+        start = time.perf_counter()
+        for fn in contenders.values():
+            fn()
+        once = (time.perf_counter() - start) / len(contenders)
+        calls = max(1, min(2000, int(budget / max(once, 1e-7))))
+        return alternating_rounds(contenders, max(rounds, INTERLEAVED_ROUNDS), calls)
     samples: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
@@ -72,10 +98,10 @@ ROWS: list[tuple] = []
 
 def row(case: str, samples: dict[str, list[float]], ours: str, ref: str, target: str = "") -> None:
     """Record medians and the speed-up ``ref / ours`` (the median of the per-round ratios,
-    which a burst of load from other processes distorts least)."""
-    ratio = statistics.median(r / o for r, o in zip(samples[ref], samples[ours]))
+    which a burst of load from other processes distorts least, and their min-max)."""
+    ratios = [r / o for r, o in zip(samples[ref], samples[ours])]
     ROWS.append((case, ours, statistics.median(samples[ours]) * 1e6, ref, statistics.median(samples[ref]) * 1e6,
-                 f"{ratio:.2f}x", target))
+                 f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}-{max(ratios):.2f}", len(ratios), target))
 
 
 def rng_matrix(rng, n, batch=()):
@@ -131,23 +157,23 @@ def bench_one_shot(rng, rounds, budget):
 SETTLE = 0.3
 
 
-def bench_large(rng, n, rounds, budget):
-    a, b = rng_matrix(rng, n), rng.standard_normal(n)  # C-ordered
+def lu_rows(rng, n, rounds, budget):
+    """LU factor+solve and the drop-in's solve, C-ordered, 4 right-hand sides; returns (a, b)."""
+    a, b = rng_matrix(rng, n), rng.standard_normal((n, 4))
     t = compare({
         "nvmathpy LU(a).solve(b)": lambda: nl.LU(a).solve(b),
         "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(a), b),
         "nvmathpy.scipy solve": lambda: nsl.solve(a, b),
         "scipy solve": lambda: sla.solve(a, b),
     }, rounds, budget, SETTLE)
-    row(f"LU factor+solve n={n}, C-ordered", t, "nvmathpy LU(a).solve(b)", "scipy lu_factor+lu_solve", ">= 1.4x")
-    row(f"solve n={n}, C-ordered", t, "nvmathpy.scipy solve", "scipy solve", "")
-    m = rng.standard_normal((300, 300))  # a pipeline step: a NumPy product, then the factor+solve
-    t = compare({
-        "nvmathpy: a NumPy product, then LU(a).solve(b)": lambda: (m @ m, nl.LU(a).solve(b)),
-        "scipy: a NumPy product, then lu_factor+lu_solve": lambda: (m @ m, sla.lu_solve(sla.lu_factor(a), b)),
-    }, rounds, budget, SETTLE)
-    row(f"pipeline: 300^2 NumPy product + LU factor+solve n={n}", t, "nvmathpy: a NumPy product, then LU(a).solve(b)",
-        "scipy: a NumPy product, then lu_factor+lu_solve", "")
+    row(f"LU factor+solve n={n}, C-ordered, 4 rhs", t, "nvmathpy LU(a).solve(b)", "scipy lu_factor+lu_solve",
+        ">= 1.3x")
+    row(f"solve n={n}, C-ordered, 4 rhs", t, "nvmathpy.scipy solve", "scipy solve", ">= 1.3x")
+    return a, b
+
+
+def cholesky_rows(rng, n, b, rounds, budget):
+    """Cholesky factor+solve (both triangles) and the drop-in's cholesky; returns the matrix."""
     s = spd(rng, n)
     # Each side reads the same triangle: SciPy's cho_factor reads the upper one by default.
     t = compare({
@@ -158,12 +184,15 @@ def bench_large(rng, n, rounds, budget):
         "nvmathpy.scipy cholesky": lambda: nsl.cholesky(s),
         "scipy cholesky": lambda: sla.cholesky(s),
     }, rounds, budget, SETTLE)
-    row(f"Cholesky factor+solve n={n}, C-ordered, upper triangle (SciPy's default)", t,
-        "nvmathpy Cholesky(a, lower=False).solve(b)", "scipy cho_factor+cho_solve", ">= 1.4x")
-    row(f"Cholesky factor+solve n={n}, C-ordered, lower triangle", t, "nvmathpy Cholesky(a).solve(b)",
+    row(f"Cholesky factor+solve n={n}, C-ordered, upper triangle (SciPy's default), 4 rhs", t,
+        "nvmathpy Cholesky(a, lower=False).solve(b)", "scipy cho_factor+cho_solve", ">= 1.3x")
+    row(f"Cholesky factor+solve n={n}, C-ordered, lower triangle, 4 rhs", t, "nvmathpy Cholesky(a).solve(b)",
         "scipy cho_factor(lower=True)+cho_solve", "")
     row(f"cholesky n={n}, C-ordered", t, "nvmathpy.scipy cholesky", "scipy cholesky", "")
-    h = (s + s.T) / 2
+    return s
+
+
+def eigh_rows(h, rounds, budget):
     nsl.eigh(h)
     t = compare({
         "nvmathpy.scipy eigh": lambda: nsl.eigh(h),
@@ -171,8 +200,30 @@ def bench_large(rng, n, rounds, budget):
         "nvmathpy eigh": lambda: nl.eigh(h),
         "numpy eigh": lambda: np.linalg.eigh(h),
     }, rounds, budget, SETTLE)  # every round: one sample of each swings by up to 30% on this shared machine
-    row(f"eigh n={n}", t, "nvmathpy.scipy eigh", "scipy eigh (default evr)", ">= 1.3x")
-    row(f"eigh n={n}", t, "nvmathpy eigh", "numpy eigh", "")
+    row(f"eigh n={h.shape[0]}", t, "nvmathpy.scipy eigh", "scipy eigh (default evr)", ">= 1.2x")
+    row(f"eigh n={h.shape[0]}", t, "nvmathpy eigh", "numpy eigh", "")
+
+
+def bench_targets(rng, rounds, budget):
+    """The issue's target cases: LU and solve, Cholesky at n = 1024, eigh at n = 512 and 1024."""
+    _, b = lu_rows(rng, 1024, rounds, budget)
+    cholesky_rows(rng, 1024, b, rounds, budget)
+    for n in (512, 1024):
+        s = spd(rng, n)
+        eigh_rows((s + s.T) / 2, rounds, budget)
+
+
+def bench_large(rng, n, rounds, budget):
+    a, b = lu_rows(rng, n, rounds, budget)
+    m = rng.standard_normal((300, 300))  # a pipeline step: a NumPy product, then the factor+solve
+    t = compare({
+        "nvmathpy: a NumPy product, then LU(a).solve(b)": lambda: (m @ m, nl.LU(a).solve(b)),
+        "scipy: a NumPy product, then lu_factor+lu_solve": lambda: (m @ m, sla.lu_solve(sla.lu_factor(a), b)),
+    }, rounds, budget, SETTLE)
+    row(f"pipeline: 300^2 NumPy product + LU factor+solve n={n}", t, "nvmathpy: a NumPy product, then LU(a).solve(b)",
+        "scipy: a NumPy product, then lu_factor+lu_solve", "")
+    s = cholesky_rows(rng, n, b, rounds, budget)
+    eigh_rows((s + s.T) / 2, rounds, budget)
     m = rng.standard_normal((n // 2, n // 4))
     bm = rng.standard_normal(n // 2)
     lst = nl.Lstsq(m)  # heuristic choice: factor once by SVD, then two products per solve
@@ -235,9 +286,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller large matrices")
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS/LAPACK threads for every contender (default: the libraries' own)")
-    parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large", "engines"), default=None,
-                        help="run one section only (engines: only when asked, the LU and Cholesky algorithms per order)")
+    parser.add_argument("--only", choices=("factored", "one-shot", "batched", "large", "engines", "targets"),
+                        default=None, help="run one section only (engines, targets: only when asked; engines: the LU "
+                                           "and Cholesky algorithms per order; targets: the speed targets' cases)")
+    parser.add_argument("--mode", choices=("settled", "interleaved"), default="settled",
+                        help="settled: back-to-back calls, pauses before the large rows; interleaved: alternating "
+                             "single calls, no pauses, >= 9 rounds (see the module docstring)")
     args = parser.parse_args()
+    global MODE
+    MODE = args.mode
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
 
@@ -260,17 +317,21 @@ def main() -> None:
         "batched": lambda: bench_batched(rng, count, rounds, budget),
         "large": lambda: bench_large(rng, n_large, rounds, max(budget, 0.05)),
         "engines": lambda: bench_factor_engines(rng, (256, 512, 768, 1024, 1536, 2048), rounds, max(budget, 0.05)),
+        "targets": lambda: bench_targets(rng, rounds, max(budget, 0.05)),
     }
+    print(f"mode: {args.mode}")
     for name, run in sections.items():
-        if args.only == name or (args.only is None and name != "engines"):
+        if args.only == name or (args.only is None and name not in ("engines", "targets")):
             run()
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")
+    print(f"calibration (automatic {'on' if auto_enabled() else 'off'}): "
+          + (", ".join(f"{e['name']} -> {e['value']['first']}" for e in entries()) or "none"))
     print()
-    print("| case | nvmathpy | us | reference | us | speed-up | target |")
-    print("|---|---|---:|---|---:|---:|---|")
-    for case, ours, t_ours, ref, t_ref, ratio, target in ROWS:
-        print(f"| {case} | {ours} | {t_ours:.2f} | {ref} | {t_ref:.2f} | {ratio} | {target} |")
+    print("| case | nvmathpy | us | reference | us | speed-up | spread (rounds) | target |")
+    print("|---|---|---:|---|---:|---:|---|---|")
+    for case, ours, t_ours, ref, t_ref, ratio, spread, count, target in ROWS:
+        print(f"| {case} | {ours} | {t_ours:.2f} | {ref} | {t_ref:.2f} | {ratio} | {spread} ({count}) | {target} |")
 
 
 if __name__ == "__main__":

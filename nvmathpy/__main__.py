@@ -1,4 +1,4 @@
-"""The command line: ``python -m nvmathpy info | demo | bench | wisdom | run``."""
+"""The command line: ``python -m nvmathpy info | demo | bench | wisdom | tune | run``."""
 
 from __future__ import annotations
 
@@ -187,6 +187,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
         runpy.run_path(args.target, run_name="__main__")
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from .linalg.solvers.cpu._calibrate import CALIBRATIONS, OutOfTime
+    from .plan.calibration import machine, record
+
+    # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
+    asked = args.only or [""]
+    names = [n for n in CALIBRATIONS if any(n == a or n.startswith(a + ".") or not a for a in asked)]
+    unknown = [a for a in asked if a and not any(n == a or n.startswith(a + ".") for n in CALIBRATIONS)]
+    if unknown:
+        kinds = sorted({n.rsplit(".", 1)[0] for n in CALIBRATIONS})
+        print(f"tune: unknown crossover(s) {unknown}; available: {kinds}, each by order (e.g. getrf.float64.1024)",
+              file=sys.stderr)
+        return 2
+    here = machine()
+    print(f"calibrating {len(names)} crossover(s) on {here['cpu']} ({here['cores']} cores, {here['blas']}), "
+          f"at most about {args.seconds:g} s", flush=True)
+    deadline = time.perf_counter() + args.seconds
+    for left, name in zip(range(len(names), 0, -1), names):
+        start = time.perf_counter()
+        try:
+            value, measured = CALIBRATIONS[name](max(0.0, deadline - start) / left)
+        except OutOfTime as exc:
+            print(f"  {name}: not measured ({exc}; the built-in choice stands)", flush=True)
+            continue
+        record(name, value, measured, time.perf_counter() - start)
+        print(f"  {name}: first {value['first']}  (speed-up over SciPy's call: {json.dumps(measured)}; "
+              f"{time.perf_counter() - start:.1f} s)", flush=True)
     return 0
 
 
@@ -239,6 +266,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("target", metavar="TARGET", help="the script (or module) to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="its arguments (its sys.argv[1:])")
     run.set_defaults(func=_cmd_run)
+    tune = sub.add_parser("tune", help="measure the CPU heuristics' crossovers on this machine, kept in wisdom")
+    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64 or "
+                                              "getrf.float64.1024; default: all)")
+    tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
+    tune.set_defaults(func=_cmd_tune)
     return parser
 
 

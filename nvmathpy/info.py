@@ -56,6 +56,7 @@ def collect_info() -> dict[str, Any]:
 
     from .execution import cuda_unavailable_reason
     from .patching import patched_namespaces
+    from .plan.calibration import auto_enabled, entries, machine
     from .plan.wisdom import cache_dir, default_wisdom, wisdom_enabled
 
     pools = [
@@ -76,6 +77,7 @@ def collect_info() -> dict[str, Any]:
         "cache_dir": str(cache_dir()),
         "wisdom": {"enabled": wisdom_enabled(), "entries": len(default_wisdom().entries())},
         "patched": list(patched_namespaces()),
+        "calibration": {"auto": auto_enabled(), "machine": machine(), "values": entries()},
     }
 
 
@@ -106,4 +108,9 @@ def format_info(info: dict[str, Any]) -> str:
     lines.append(f"cache dir  {info['cache_dir']}")
     lines.append(f"wisdom     {wisdom['entries']} entries" + ("" if wisdom["enabled"] else " (disabled: NVMATHPY_WISDOM=off)"))
     lines.append(f"patched    {', '.join(info['patched']) or 'none (nvmathpy.patch(), python -m nvmathpy run)'}")
+    calibration = info["calibration"]
+    lines.append(f"calibrated {len(calibration['values'])} crossovers on this machine (automatic calibration "
+                 f"{'on' if calibration['auto'] else 'off: NVMATHPY_CALIBRATE=off'}; python -m nvmathpy tune)")
+    for value in calibration["values"]:
+        lines.append(f"  {value['name']}: {value['value']} (recorded {value['recorded']}, {value['seconds']} s)")
     return "\n".join(lines)

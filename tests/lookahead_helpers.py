@@ -13,8 +13,10 @@ TOL = {"float32": 2e-6, "float64": 1e-14}
 @pytest.fixture(autouse=True)
 def no_other_threads(monkeypatch):
     """Every call takes the look-ahead path (a thread left running by another test, say a
-    background build, would send it to the other algorithm; that choice has its own tests)."""
+    background build, or another process would send it to the other algorithm; that choice has
+    its own tests)."""
     monkeypatch.setattr(lookahead, "others_running", lambda: 0)
+    monkeypatch.setattr(lookahead, "busy_elsewhere", lambda: 0)
 
 
 def thread_count() -> int:

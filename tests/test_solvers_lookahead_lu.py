@@ -9,6 +9,7 @@ matrices take many steps, so every branch runs in milliseconds.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -211,3 +212,32 @@ def test_lu_plan_puts_it_first_and_solves_both_ways():
         op = a if trans == 0 else a.T
         assert np.linalg.norm(op @ x - b) / np.linalg.norm(b) < 1e-12
     assert plan.candidate.params.get("algorithm") == "lookahead"
+
+
+@pytest.fixture
+def eight_cores(monkeypatch):
+    """A machine of 8 cores whose OpenBLAS runs 8 threads; returns a setter of how many
+    threads of other processes are runnable."""
+    monkeypatch.setattr(lookahead.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(lookahead, "_thread_count_functions", lambda: (lambda: 8, lambda count: None))
+    return lambda busy: monkeypatch.setattr(lookahead, "busy_elsewhere", lambda: busy)
+
+
+@pytest.mark.parametrize("busy, expected", [(0, 8), (3, 5), (6, 2), (7, None), (20, None)])
+def test_the_drivers_step_down_to_the_cores_other_processes_leave(eight_cores, busy, expected):
+    eight_cores(busy)
+    assert lookahead.run_alone(lambda count: count, None) == expected
+
+
+def test_an_explicit_thread_count_is_kept_on_a_busy_machine(eight_cores):
+    eight_cores(20)
+    assert lookahead.run_alone(lambda count: count, 3) == 3
+
+
+def test_busy_cores_send_the_call_to_the_recursive_lu(monkeypatch):
+    monkeypatch.setattr(lookahead, "busy_elsewhere", lambda: os.cpu_count())
+    a = rand(np.random.default_rng(12), (300, 300), "float64")
+    lu, piv, info = lookahead_getrf(np.float64)(a)
+    ref = recursive_getrf(np.float64)(a)
+    np.testing.assert_array_equal(piv, ref[1])
+    np.testing.assert_array_equal(lu, ref[0])

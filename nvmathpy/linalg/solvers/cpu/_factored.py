@@ -17,7 +17,7 @@ from ....plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
 from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
-from ._numpy_algorithms import ALGORITHMS
+from ._numpy_algorithms import ALGORITHMS, SCIPY
 from .._operands import as_rhs, batch_index, host_arrays, stack_of
 
 __all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
@@ -32,8 +32,8 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
     C-ordered input through its transposed view (``view="transpose"``, no copy) or a Fortran
     copy (``view="copy"``); large ones on NumPy's OpenBLAS first (``lapack="numpy"``), LU
     and Cholesky there also by nvmathpy's algorithms (``algorithm="lookahead"`` /
-    ``"recursive"``, in the order of :func:`._lookahead_lu.getrf_order` and
-    :func:`._lookahead_cholesky.potrf_order`)."""
+    ``"recursive"``, in the order of :data:`._numpy_algorithms.ALGORITHMS`; after SciPy's
+    where this machine's calibration puts SciPy's routine first)."""
 
     def candidates(problem: Problem) -> list[Candidate]:
         views = ["transpose", "copy"] if problem.get("layout") == "C" else ["direct"]
@@ -41,8 +41,9 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
         n, dtype = problem.get("n") or 0, problem.get("dtype")
         if numpy_lapack.suits(n, dtype, label, solve):
             algorithms = ALGORITHMS[label][0](n, dtype) if label in ALGORITHMS else [None]
-            out[:0] = [Candidate.of(label, lapack="numpy", view=views[0], **({"algorithm": a} if a else {}))
-                       for a in algorithms]
+            on_numpy = [Candidate.of(label, lapack="numpy", view=views[0], **({"algorithm": a} if a else {}))
+                        for a in algorithms if a != SCIPY]
+            out = out + on_numpy if algorithms[0] == SCIPY else on_numpy + out
         return out
 
     return candidates

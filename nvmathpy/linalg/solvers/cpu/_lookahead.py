@@ -12,13 +12,18 @@ driver's duration and restores it (a BLAS call from another Python thread meanwh
 one thread). It declines - the caller then takes its other algorithm - while another thread of
 the process runs: another driver holding the count, or OpenBLAS's worker, which keeps spinning
 for a moment after a multi-threaded call; a helper sharing its core slows the whole
-factorization down, while OpenBLAS's own multi-threaded calls put that worker to use.
+factorization down, while OpenBLAS's own multi-threaded calls put that worker to use. It steps
+down likewise when other processes keep cores busy (:func:`busy_elsewhere`): the driver then
+runs on the cores left free, and declines when fewer than two are (every step waits for its
+slowest chunk, so a helper on a shared core makes the whole factorization wait, where
+OpenBLAS's routine only loses that core's share).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from typing import Any, Callable
 
@@ -29,7 +34,8 @@ from ....kernels.cpu_gemm import others_running
 from ...gemm.cpu._cblas import _numpy_blas
 from ._numpy_lapack import _PREFIX, _fortran, _symbol
 
-__all__ = ["C_STEPS", "MAX_THREADS", "compile_driver", "drivers_available", "few_threads", "run_alone", "run_driver"]
+__all__ = ["C_STEPS", "MAX_THREADS", "busy_elsewhere", "compile_driver", "drivers_available", "few_threads",
+           "run_alone", "run_driver"]
 
 #: Beyond this many threads the serial panel factorizations weigh more, as the update is
 #: shared among more threads; there the drivers are offered after the others, for autotuning
@@ -156,17 +162,39 @@ def compile_driver(dtype_name: str, source: str, function: str,
     return kernel, integer, [ctypes.cast(fn, ctypes.c_void_p).value for fn, _ in routines]
 
 
+def busy_elsewhere() -> int:
+    """How many threads outside this process are runnable now (the running count of
+    ``/proc/loadavg`` less this process's running threads; 0 where it cannot be read).
+
+    Examples
+    --------
+    >>> busy_elsewhere() >= 0
+    True
+    """
+    try:
+        with open("/proc/loadavg", "rb") as fh:
+            running = int(fh.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1 - others_running())
+
+
 def run_alone(call: Callable[[int], int], threads: int | None) -> int | None:
-    """``call(threads)`` (default: OpenBLAS's thread count) with OpenBLAS set to one thread, or
-    ``None`` without calling when another thread of the process runs or another driver runs."""
+    """``call(count)`` with OpenBLAS set to one thread, ``count`` being ``threads`` or by default
+    OpenBLAS's thread count, stepped down to the cores not busy with other processes; ``None``
+    without calling when another thread of the process runs, another driver runs, or (by
+    default) fewer than two cores are free."""
     if others_running() or not _THREAD_COUNT.acquire(blocking=False):
         return None
     try:
         get_threads, set_threads = _thread_count_functions()
         before = get_threads()
+        count = threads or min(before, (os.cpu_count() or 1) - busy_elsewhere())
+        if threads is None and count < 2:
+            return None
         set_threads(1)
         try:
-            return call(threads or before)
+            return call(count)
         finally:
             set_threads(before)
     finally:

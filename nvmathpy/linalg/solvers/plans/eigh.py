@@ -5,7 +5,8 @@ Candidates are the divide-and-conquer (``evd``), relatively robust representatio
 (``evr``), expert (``evx``) and QR-iteration (``ev``) drivers of SciPy's LAPACK, NumPy's own
 ``eigh`` (``numpy``: ``?syevd`` of the OpenBLAS NumPy ships, a build that may differ),
 ``blocked_evd`` (divide and conquer on NumPy's OpenBLAS with the reduction's reflectors
-applied in large blocks, :mod:`..cpu._blocked_eigh`; first from order :data:`BLOCKED_FROM`), and
+applied in large blocks, :mod:`..cpu._blocked_eigh`; first from order :data:`BLOCKED_FROM`, or
+where this machine's calibration says, :mod:`..cpu._calibrate`), and
 for generalized problems ``gvd`` / ``gvx`` / ``gv``; they agree to rounding, so autotune may
 take the fastest (``evd`` beats SciPy's default ``evr`` at n = 1024 on this class of machine,
 ``blocked_evd`` beats ``evd``). A C-ordered Hermitian ``A`` is read through its Fortran view
@@ -24,6 +25,7 @@ from ....plan import Candidate, Prepared, Problem
 from ..cpu import _numpy_lapack as numpy_lapack
 from ._base import SolverPlan
 from ..cpu._blocked_eigh import blocked_eigh, blocked_eigh_available
+from ..cpu._calibrate import reorder
 from ..cpu._engine import CPULapackEngine
 from ..cpu._factored import stack_factors
 from ..cpu._lapack import lwork_of, routine
@@ -51,6 +53,8 @@ def _candidates(problem: Problem) -> list[Candidate]:
         labels = ["numpy", "evd", "evr", "ev", "evx"]
         if blocked_eigh_available(problem.get("dtype")):
             labels.insert(0 if problem.get("n") >= BLOCKED_FROM else 2, "blocked_evd")
+        if problem.get("vectors") and not problem.get("batch"):  # as calibrated: one matrix, with vectors
+            labels = reorder("eigh", problem.get("n"), problem.get("dtype"), labels)
     else:
         labels = ["evd", "evr", "ev", "evx", "numpy"]
     return [Candidate.of(label) for label in labels]

@@ -1,0 +1,160 @@
+"""The solver crossovers calibrated per machine (:mod:`nvmathpy.plan.calibration`).
+
+Each calibrated value, named ``<kind>.<dtype>.<order>`` for the orders :data:`ORDERS`, is
+``{"first": algorithm}``: the algorithm to try first for matrices of about that order. Each
+algorithm is timed against the call a user would otherwise make (``scipy.linalg.lu_factor``,
+``cho_factor``, ``eigh``) in alternating calls
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`); orders not calibrated keep the
+built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
+first only where its median ratio beats it by :data:`MARGIN`: a close call, or a machine too
+noisy to tell, goes to the plain call.
+
+- ``getrf.<dtype>.<order>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
+  OpenBLAS, :mod:`._lookahead_lu`) or ``"scipy"`` (SciPy's ``?getrf``);
+- ``potrf.<dtype>.<order>``: ``"lookahead"``, ``None`` (:mod:`._lookahead_cholesky`) or ``"scipy"``;
+- ``eigh.<dtype>.<order>``: ``"blocked_evd"`` (:mod:`._blocked_eigh`), ``"numpy"`` (``?syevd``
+  through NumPy) or ``"evr"`` (SciPy's default driver).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ....plan.calibration import calibrated, failed, interleaved_ratios
+
+__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
+
+#: The orders measured, smallest first.
+ORDERS = (512, 768, 1024, 1536, 2048)
+#: How much faster than the plain call (median of the per-round ratios) another algorithm
+#: must be to be first: above the spread of the plain call timed against itself on a busy
+#: machine, so that noise does not pick an algorithm that loses.
+MARGIN = 1.10
+#: Rounds per algorithm and order (at most, at least), and about how long each call of a
+#: round lasts at least.
+ROUNDS = 5
+MIN_ROUNDS = 3
+CALL_SECONDS = 0.02
+#: The call a user would otherwise make, as the algorithm of each kind: SciPy's own
+#: ``lu_factor`` / ``cho_factor`` (the plans then keep SciPy's wrappers), ``eigh``'s driver.
+PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
+#: An order takes the choice of the nearest measured order, within this factor of the
+#: smallest and the largest.
+REACH = 1.25
+
+
+def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, n))
+    if kind == "getrf":
+        return (x + 2 * math.sqrt(n) * np.eye(n)).astype(dtype)
+    return (x @ x.T + n * np.eye(n)).astype(dtype)  # symmetric positive definite
+
+
+def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], Any]], Callable[[], Any]]:
+    """``({algorithm: call}, reference call)`` for one order: the algorithms as the plans call
+    them (on a C-ordered matrix's transposed view), the reference as a SciPy user calls it,
+    which is also the algorithm :data:`PLAIN`."""
+    import scipy.linalg as sla
+
+    a = _matrix(kind, n, dtype)
+    reference: Callable[[], Any]
+    if kind == "getrf":
+        from ._lookahead_lu import getrf_of, getrf_order
+
+        reference = lambda: sla.lu_factor(a)  # noqa: E731
+        algorithms = {alg: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in getrf_order(n, dtype)}
+    elif kind == "potrf":
+        from ._lookahead_cholesky import potrf_of, potrf_order
+
+        reference = lambda: sla.cho_factor(a)  # noqa: E731
+        algorithms = {alg: (lambda f=potrf_of(alg, dtype): f(a.T, lower=1, clean=0)) for alg in potrf_order(n, dtype)}
+    else:
+        from ._blocked_eigh import blocked_eigh, blocked_eigh_available
+
+        reference = lambda: sla.eigh(a)  # noqa: E731
+        algorithms = {"numpy": lambda: np.linalg.eigh(a)}
+        if blocked_eigh_available(dtype):
+            algorithms["blocked_evd"] = lambda f=blocked_eigh(dtype): f(a.T, True, True)
+    return {**algorithms, PLAIN[kind]: reference}, reference
+
+
+class OutOfTime(Exception):
+    """A measurement that would not fit its time bound (nothing was timed)."""
+
+
+def measure(kind: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
+    """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at order ``n``:
+    ``({"first": algorithm}, {algorithm: median ratio})``, the ratio being the reference's time
+    over the algorithm's. Up to :data:`ROUNDS` rounds, as many as ``seconds`` allow after the
+    first calls (which build compiled drivers and workspaces);
+    :class:`OutOfTime` when not even :data:`MIN_ROUNDS` would."""
+    algorithms, reference = _contenders(kind, n, dtype)
+    for call in algorithms.values():
+        call()
+    start = time.perf_counter()
+    reference()
+    once = max(time.perf_counter() - start, 1e-6)
+    calls = max(1, min(4, int(CALL_SECONDS / once)))
+    rounds = min(ROUNDS, int(seconds / (2 * once * calls * len(algorithms))))
+    if rounds < MIN_ROUNDS:
+        raise OutOfTime(f"{kind} {dtype} n={n}: {MIN_ROUNDS} rounds take over {seconds:g} s here")
+    medians = {alg: float(np.median(interleaved_ratios(call, reference, rounds, calls)))
+               for alg, call in algorithms.items()}
+    best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
+    return {"first": best}, {str(alg): round(r, 3) for alg, r in medians.items()}
+
+
+def _name(kind: str, dtype: str, n: int) -> str:
+    return f"{kind}.{dtype}.{n}"
+
+
+#: Every calibrated solver value: name -> the measurement (given a time bound), smaller orders first.
+CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
+    _name(kind, dtype, n): (lambda seconds, kind=kind, dtype=dtype, n=n: measure(kind, dtype, n, seconds))
+    for kind in ("getrf", "potrf", "eigh") for dtype in ("float64", "float32") for n in ORDERS
+}
+
+
+def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
+    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
+    (the measured order nearest ``n``, measured now when automatic calibration is on and none
+    is stored), ``(True, PLAIN[kind])`` when that measurement failed in this process (the
+    machine too busy to measure in time: the plain call is the safe choice), else
+    ``(False, None)``: the caller keeps its built-in order.
+
+    Examples
+    --------
+    >>> first_choice("getrf", 64, "complex128")
+    (False, None)
+    """
+    if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+        return False, None
+    nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
+    name = _name(kind, np.dtype(dtype).name, nearest)
+    if name not in CALIBRATIONS:
+        return False, None
+    value = calibrated(name, None, CALIBRATIONS[name])
+    if not isinstance(value, dict) or "first" not in value:
+        return (True, PLAIN[kind]) if failed(name) else (False, None)
+    return True, value["first"]
+
+
+def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
+    """``order`` (a built-in order of algorithms, first choice first) with the calibrated first
+    choice for ``n`` moved (or, :data:`PLAIN`, added) to the front, when there is one and it
+    is in ``order`` or the plain call.
+
+    Examples
+    --------
+    >>> reorder("getrf", 64, "complex128", [None, "recursive"])
+    [None, 'recursive']
+    """
+    known, first = first_choice(kind, n, dtype)
+    if not known or (first not in order and first != PLAIN[kind]):
+        return order
+    return [first] + [alg for alg in order if alg != first]

@@ -1,0 +1,220 @@
+"""Calibration: the crossovers of the CPU heuristics, measured on this machine and kept in wisdom.
+
+A heuristic that chooses among algorithms by order (which LU, Cholesky or eigh driver is
+tried first) asks :func:`calibrated` for a named value. The value comes from the wisdom store
+(:mod:`.wisdom`), keyed by the name and by this machine: CPU model, core count, architecture,
+NumPy's and SciPy's BLAS and their versions, NumPy's and SciPy's versions (:func:`machine`),
+and nvmathpy's version; an entry of another machine is never read. Values are measured by ``python -m nvmathpy
+tune``, or, bounded in time (:data:`AUTO_SECONDS`), the first time a heuristic asks for one it
+does not have. Without a value the heuristic keeps its built-in default.
+
+Automatic calibration is controlled by ``NVMATHPY_CALIBRATE``: ``auto`` (the default) measures
+a missing value on first need; ``off`` never measures (defaults and values stored by ``tune``
+only). Measurements are timings, so the choice they lead to can differ between runs: the test
+suite and CI set ``off``, which makes every choice there a function of the stored values alone.
+
+Measurements alternate the candidate and the reference call a user would otherwise make, one
+call each in turn and without pauses (:func:`alternating_rounds`; the benchmarks'
+``--mode interleaved`` times the same way): the candidate then runs as
+it would in a program that mixes nvmathpy with SciPy and NumPy, whose thread pools keep
+spinning for a while after each call.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from typing import Any, Callable
+
+from .._logging import logger
+from .problem import Problem
+from .wisdom import default_wisdom
+
+__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios", "machine",
+           "record"]
+
+#: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
+AUTO_SECONDS = 1.0
+#: The wisdom operation name of calibration entries.
+OPERATION = "calibration"
+
+#: Values looked up in this process (``None``: none stored) by (store file, name); a lookup
+#: costs a dict access.
+_MEMO: dict[tuple[str, str], Any] = {}
+#: Names whose measurement failed in this process, by (store file, name): not measured again.
+_FAILED: set[tuple[str, str]] = set()
+#: Held while a value is being measured (a heuristic asked meanwhile, by another thread or by
+#: the measurement itself, gets its default).
+_MEASURING = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def machine() -> dict[str, Any]:
+    """The description calibrated values are keyed by: :func:`nvmathpy.execution.cpu_description`
+    with ``blas`` naming every BLAS loaded once SciPy's LAPACK is (NumPy's and SciPy's, sorted:
+    the order threadpoolctl lists them in depends on what was imported first).
+
+    Examples
+    --------
+    >>> sorted(machine())
+    ['blas', 'cores', 'cpu', 'machine', 'numpy', 'scipy', 'space']
+    """
+    import scipy.linalg  # noqa: F401 - loads SciPy's BLAS, which the calibrated choices are measured against
+    from threadpoolctl import threadpool_info
+
+    from ..execution import cpu_description
+
+    pools = sorted(" ".join(str(pool.get(k, "")) for k in ("internal_api", "version", "architecture"))
+                   for pool in threadpool_info() if pool.get("user_api") == "blas")
+    return {**cpu_description(), "blas": "; ".join(pools) or "unknown"}
+
+
+def auto_enabled() -> bool:
+    """Whether a missing value is measured on first need (``NVMATHPY_CALIBRATE`` is not ``off``)."""
+    return os.environ.get("NVMATHPY_CALIBRATE", "auto").strip().lower() not in ("off", "0", "false", "no")
+
+
+def _problem(name: str) -> Problem:
+    return Problem.of(OPERATION, name=name)
+
+
+def _memo_key(name: str) -> tuple[str, str]:
+    wisdom = default_wisdom()
+    return (str(wisdom.path) if wisdom.enabled else "", name)
+
+
+def _stored(name: str) -> Any:
+    key = _memo_key(name)
+    if key not in _MEMO:
+        entry = default_wisdom().lookup(_problem(name), machine())
+        params = entry["choice"].get("params") if entry else None
+        _MEMO[key] = params.get("value") if isinstance(params, dict) else None
+    return _MEMO[key]
+
+
+def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> None:
+    """Store ``value`` for ``name`` on this machine, with the measurements it came from.
+
+    Examples
+    --------
+    >>> record("example", {"first": "lookahead"}, {"lookahead": 1.4, "scipy": 1.0}, 0.5)
+    >>> calibrated("example", None)
+    {'first': 'lookahead'}
+    """
+    default_wisdom().record(_problem(name), machine(), {"label": "calibrated", "params": {"value": value}},
+                            extra={"measured": measured, "seconds": round(seconds, 3)})
+    _MEMO[_memo_key(name)] = value
+
+
+def forget() -> None:
+    """Drop the values looked up in this process (the next lookups read the store again, and
+    failed measurements may run again)."""
+    _MEMO.clear()
+    _FAILED.clear()
+
+
+def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, dict[str, Any]]] | None = None) -> Any:
+    """The value calibrated for ``name`` on this machine, else ``default``.
+
+    When none is stored, ``measure`` is given, and :func:`auto_enabled`, ``measure(AUTO_SECONDS)``
+    runs once (``(value, measurements)``), and its value is stored and returned; a measurement
+    that fails leaves ``default`` for the rest of the process.
+
+    Examples
+    --------
+    >>> calibrated("an uncalibrated name", 768)
+    768
+    """
+    value = _stored(name)
+    if value is not None:
+        return value
+    if (measure is None or not auto_enabled() or _memo_key(name) in _FAILED
+            or not _MEASURING.acquire(blocking=False)):
+        return default
+    try:
+        start = time.perf_counter()
+        logger.info("calibrating %s on this machine (about %.1f s of timing; NVMATHPY_CALIBRATE=off disables)",
+                    name, AUTO_SECONDS)
+        try:
+            value, measured = measure(AUTO_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - a measurement only ever replaces a default
+            logger.warning("calibrating %s failed (%s); using the default", name, exc)
+            _FAILED.add(_memo_key(name))
+            return default
+        record(name, value, measured, time.perf_counter() - start)
+        return value
+    finally:
+        _MEASURING.release()
+
+
+def failed(name: str) -> bool:
+    """Whether measuring ``name`` failed in this process (ran out of time, or raised).
+
+    Examples
+    --------
+    >>> failed("an uncalibrated name")
+    False
+    """
+    return _memo_key(name) in _FAILED
+
+
+def entries() -> list[dict[str, Any]]:
+    """The values calibrated on this machine: ``name``, ``value``, ``recorded``, ``seconds``,
+    ``measured``, each from the store (for ``python -m nvmathpy info``)."""
+    here = machine()
+    found = []
+    for entry in default_wisdom().entries():
+        problem = entry.get("problem", {})
+        if problem.get("operation") != OPERATION or entry.get("device") != here:
+            continue
+        extra = entry.get("extra", {})
+        found.append({"name": problem.get("fields", {}).get("name"), "value": entry["choice"].get("params", {}).get("value"),
+                      "recorded": entry.get("recorded"), "seconds": extra.get("seconds"),
+                      "measured": extra.get("measured", {})})
+    return sorted(found, key=lambda e: str(e["name"]))
+
+
+def alternating_rounds(contenders: dict[str, Callable[[], Any]], rounds: int, calls: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of each contender in each round.
+
+    A round makes ``calls`` passes, each pass one call of every contender in turn (who goes
+    first moves on by one each round), with no pause: each call runs right after a call of
+    another, as in a program that mixes them.
+
+    Examples
+    --------
+    >>> times = alternating_rounds({"a": lambda: sum(range(10)), "b": lambda: sum(range(20))}, rounds=3)
+    >>> [len(t) for t in times.values()]
+    [3, 3]
+    """
+    names = list(contenders)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names)
+        order = names[k:] + names[:k]
+        spent = dict.fromkeys(names, 0.0)
+        for _ in range(calls):
+            for name in order:
+                start = time.perf_counter()
+                contenders[name]()
+                spent[name] += time.perf_counter() - start
+        for name in names:
+            seconds[name].append(spent[name] / calls)
+    return seconds
+
+
+def interleaved_ratios(candidate: Callable[[], Any], reference: Callable[[], Any], rounds: int,
+                       calls: int = 1) -> list[float]:
+    """Per round of :func:`alternating_rounds`, the reference's time over the candidate's (> 1:
+    the candidate is faster).
+
+    Examples
+    --------
+    >>> ratios = interleaved_ratios(lambda: sum(range(10)), lambda: sum(range(10)), rounds=3)
+    >>> len(ratios), all(r > 0 for r in ratios)
+    (3, True)
+    """
+    times = alternating_rounds({"candidate": candidate, "reference": reference}, rounds, calls)
+    return [r / max(c, 1e-12) for c, r in zip(times["candidate"], times["reference"])]

@@ -1,0 +1,236 @@
+"""Calibration (nvmathpy.plan.calibration): the store of calibrated crossovers, the heuristics
+that read them, automatic calibration, and ``python -m nvmathpy tune`` / ``info``.
+
+No test depends on a timing: values are injected, and measurements, where they run, are only
+checked for their form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nvmathpy.linalg.solvers.cpu import _calibrate as solver_calibration
+from nvmathpy.linalg.solvers.cpu._factored import view_candidates
+from nvmathpy.linalg.solvers.cpu._lookahead_cholesky import potrf_order
+from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_order
+from nvmathpy.linalg.solvers.cpu._numpy_algorithms import ALGORITHMS, SCIPY, for_order
+from nvmathpy.linalg.solvers.plans import eigh as eigh_plan
+from nvmathpy.plan import Problem, calibration
+from nvmathpy.plan.wisdom import WisdomWarning, default_wisdom
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo():
+    """Each test reads its own store (conftest gives each its own cache directory)."""
+    calibration.forget()
+    yield
+    calibration.forget()
+
+
+def table(first):
+    return {"first": first}
+
+
+def test_a_recorded_value_is_read_back_by_a_later_process(isolated_cache):
+    calibration.record("getrf.float64.1024", table("recursive"), {"1024": {"recursive": 1.5}}, 0.25)
+    calibration.forget()
+    assert calibration.calibrated("getrf.float64.1024", None) == table("recursive")
+    code = ("from nvmathpy.plan import calibration; "
+            "print(calibration.calibrated('getrf.float64.1024', None)['first'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={**os.environ, "NVMATHPY_CACHE_DIR": str(isolated_cache)})
+    assert out.stdout.strip() == "recursive"
+    [entry] = calibration.entries()
+    assert entry["name"] == "getrf.float64.1024" and entry["value"] == table("recursive")
+    assert entry["seconds"] == 0.25 and entry["measured"] == {"1024": {"recursive": 1.5}} and entry["recorded"]
+
+
+def test_a_value_of_another_machine_is_ignored(monkeypatch):
+    here = calibration.machine
+    other = {**here(), "cpu": "another CPU", "cores": 128}
+    monkeypatch.setattr(calibration, "machine", lambda: other)
+    calibration.record("potrf.float64.1024", table("lookahead"), {}, 0.1)
+    assert calibration.calibrated("potrf.float64.1024", "default") == table("lookahead")
+    monkeypatch.setattr(calibration, "machine", here)
+    calibration.forget()
+    assert calibration.calibrated("potrf.float64.1024", "default") == "default"
+    assert calibration.entries() == []
+    assert len(default_wisdom().entries()) == 1  # still stored, for that machine
+
+
+def test_a_corrupt_store_gives_the_defaults_and_is_rebuilt(isolated_cache):
+    isolated_cache.mkdir(parents=True, exist_ok=True)
+    (isolated_cache / "wisdom.json").write_bytes(b"\xff{not json")
+    with pytest.warns(WisdomWarning, match="corrupt"):
+        assert calibration.calibrated("getrf.float64.1024", 768) == 768
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WisdomWarning)
+        calibration.record("getrf.float64.1024", table(None), {}, 0.1)
+    calibration.forget()
+    assert calibration.calibrated("getrf.float64.1024", 768) == table(None)
+    assert json.loads((isolated_cache / "wisdom.json").read_text())["format"] == "nvmathpy-wisdom"
+
+
+def test_concurrent_writers_lose_nothing(isolated_cache):
+    code = ("import sys\nfrom nvmathpy.plan import calibration\n"
+            "for i in range(15):\n    calibration.record(f'{sys.argv[1]}.{i}', i, {}, 0.0)\n")
+    env = {**os.environ, "NVMATHPY_CACHE_DIR": str(isolated_cache)}
+    writers = [subprocess.Popen([sys.executable, "-c", code, name], cwd=ROOT, env=env) for name in ("a", "b", "c")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0, 0]
+    names = {entry["name"]: entry["value"] for entry in calibration.entries()}
+    assert names == {f"{name}.{i}": i for name in "abc" for i in range(15)}
+
+
+def test_automatic_calibration_measures_once_and_remembers(monkeypatch):
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
+    bounds = []
+
+    def measure(seconds):
+        bounds.append(seconds)
+        return table("lookahead"), {"1024": {"lookahead": 1.4}}
+
+    assert calibration.calibrated("getrf.float32.1024", None, measure) == table("lookahead")
+    assert calibration.calibrated("getrf.float32.1024", None, measure) == table("lookahead")
+    assert bounds == [calibration.AUTO_SECONDS]
+    calibration.forget()
+    assert calibration.calibrated("getrf.float32.1024", None, measure) == table("lookahead")
+    assert len(bounds) == 1  # from the store
+
+
+@pytest.mark.parametrize("setting", ["off", "0", "no"])
+def test_automatic_calibration_off_keeps_the_default(monkeypatch, setting):
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", setting)
+    assert calibration.calibrated("getrf.float32.1024", "default", lambda s: pytest.fail("measured")) == "default"
+
+
+def test_a_failed_measurement_keeps_the_default_and_stores_nothing(monkeypatch):
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
+
+    tries = []
+
+    def broken(seconds):
+        tries.append(seconds)
+        raise RuntimeError("no compiler")
+
+    assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default"
+    assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default"
+    assert len(tries) == 1 and calibration.entries() == []  # not tried again in this process
+
+
+def test_wisdom_off_keeps_the_defaults(monkeypatch):
+    calibration.record("getrf.float64.1024", table("recursive"), {}, 0.1)
+    monkeypatch.setenv("NVMATHPY_WISDOM", "off")
+    assert calibration.calibrated("getrf.float64.1024", "default") == "default"
+
+
+@pytest.mark.parametrize("first", ["recursive", None, "lookahead"])
+def test_the_lu_order_puts_the_calibrated_first_choice_first(first):
+    if first not in getrf_order(1024, "float64"):
+        pytest.skip(f"{first} LU does not run here")
+    calibration.record("getrf.float64.1024", table(first), {}, 0.1)
+    order = ALGORITHMS["getrf"][0](1024, "float64")
+    assert order[0] == first and sorted(order, key=str) == sorted(getrf_order(1024, "float64"), key=str)
+    assert ALGORITHMS["getrf"][0](900, "float64")[0] == first  # the nearest measured order
+    assert ALGORITHMS["getrf"][0](880, "float64") == getrf_order(880, "float64")  # nearer 768: not calibrated
+    assert ALGORITHMS["getrf"][0](4096, "float64") == getrf_order(4096, "float64")  # beyond the orders
+    assert ALGORITHMS["getrf"][0](1024, "float32") == getrf_order(1024, "float32")  # another dtype
+
+
+def test_scipy_first_keeps_scipys_routines():
+    calibration.record("getrf.float64.1024", table(SCIPY), {}, 0.1)
+    assert for_order(1024, np.dtype("float64"), "getrf", "getrs") is None
+    assert for_order(1024, np.dtype("float64"), "potrf", "potrs") is not None
+    candidates = view_candidates("getrf", "getrs")(Problem.of("lu", n=1024, dtype="float64", layout="C"))
+    assert [(c.params.get("lapack"), c.params["view"]) for c in candidates[:2]] == [(None, "transpose"), (None, "copy")]
+    assert [c.params.get("algorithm") for c in candidates[2:]] == [a for a in getrf_order(1024, "float64")]
+
+
+def test_the_cholesky_order_reads_its_calibration():
+    calibration.record("potrf.float64.1024", table(None), {}, 0.1)
+    assert ALGORITHMS["potrf"][0](1024, "float64")[0] is None
+    assert ALGORITHMS["potrf"][0](1024, "float32") == potrf_order(1024, "float32")
+
+
+def test_a_calibrated_choice_that_does_not_run_here_is_ignored():
+    calibration.record("potrf.float64.1024", table("an algorithm of another build"), {}, 0.1)
+    assert ALGORITHMS["potrf"][0](1024, "float64") == potrf_order(1024, "float64")
+
+
+@pytest.mark.parametrize("first", ["numpy", "evr"])
+def test_eigh_reads_its_calibration(first):
+    fields = dict(n=1024, dtype="float64", layout="C", generalized=False, subset="all", bounds=[], lower=True,
+                  itype=1, driver=None)
+    one, batched, values_only = (Problem.of("eigh", batch=[], vectors=True, **fields),
+                                 Problem.of("eigh", batch=[3], vectors=True, **fields),
+                                 Problem.of("eigh", batch=[], vectors=False, **fields))
+    built_in = {p: [c.label for c in eigh_plan._candidates(p)] for p in (one, batched, values_only)}
+    calibration.record("eigh.float64.1024", table(first), {}, 0.1)
+    labels = [c.label for c in eigh_plan._candidates(one)]
+    assert labels[0] == first and sorted(labels) == sorted(built_in[one])
+    for other in (batched, values_only):  # calibrated for one matrix with vectors only
+        assert [c.label for c in eigh_plan._candidates(other)] == built_in[other]
+
+
+@pytest.mark.parametrize("kind, order, plain", [("getrf", getrf_order, SCIPY), ("potrf", potrf_order, SCIPY),
+                                               ("eigh", lambda n, dtype: ["numpy"], "evr")])
+def test_measure_names_one_of_the_algorithms_that_run_here(kind, order, plain):
+    value, measured = solver_calibration.measure(kind, "float64", 40, seconds=60.0)
+    algorithms = {str(alg) for alg in order(40, "float64")} | {plain}
+    assert str(value["first"]) in algorithms and set(measured) >= algorithms - {"blocked_evd"}
+    assert all(ratio > 0 for ratio in measured.values())
+
+
+def test_measure_refuses_a_bound_it_cannot_keep():
+    with pytest.raises(solver_calibration.OutOfTime, match="rounds take over"):
+        solver_calibration.measure("getrf", "float64", 40, seconds=0.0)
+
+
+def test_automatic_calibration_out_of_time_puts_scipys_routine_first(monkeypatch):
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
+    monkeypatch.setattr(calibration, "AUTO_SECONDS", 0.0)
+    assert ALGORITHMS["potrf"][0](512, "float64") == [SCIPY, *potrf_order(512, "float64")]
+    assert calibration.failed("potrf.float64.512") and calibration.entries() == []
+    assert for_order(512, np.dtype("float64"), "potrf", "potrs") is None
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "off")
+    assert ALGORITHMS["potrf"][0](1024, "float32") == potrf_order(1024, "float32")  # not tried: the built-in order
+
+
+def run_cli(*args, cache):
+    env = {**os.environ, "NVMATHPY_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "nvmathpy", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+
+
+def test_tune_stores_what_info_shows(isolated_cache):
+    tuned = run_cli("tune", "potrf.float32.512", "--seconds", "30", cache=isolated_cache)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "potrf.float32.512" in tuned.stdout
+    values = json.loads(run_cli("info", "--json", cache=isolated_cache).stdout)["calibration"]["values"]
+    if "not measured" in tuned.stdout:  # a machine too busy for 3 rounds in 30 s: nothing stored
+        assert values == []
+    else:
+        assert [v["name"] for v in values] == ["potrf.float32.512"]
+        assert str(values[0]["value"]["first"]) in {"lookahead", "None", SCIPY}
+        assert "potrf.float32.512" in run_cli("info", cache=isolated_cache).stdout
+
+
+def test_tune_refuses_an_unknown_crossover(isolated_cache):
+    tuned = run_cli("tune", "fft.engine", cache=isolated_cache)
+    assert tuned.returncode == 2 and "unknown crossover" in tuned.stderr and "getrf.float64" in tuned.stderr
+
+
+def test_the_machine_key_does_not_depend_on_what_was_imported_first():
+    code = "{}\nimport json\nfrom nvmathpy.plan.calibration import machine\nprint(json.dumps(machine()))"
+    keys = [json.loads(subprocess.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
+                                      cwd=ROOT, check=True).stdout) for first in ("import numpy", "import scipy.linalg")]
+    assert keys[0] == keys[1] and keys[0]["blas"] != "unknown"
