@@ -187,6 +187,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
         runpy.run_path(args.target, run_name="__main__")
+    return 0
+
+
 def _cmd_tune(args: argparse.Namespace) -> int:
     from .linalg.solvers.cpu._calibrate import CALIBRATIONS, OutOfTime
     from .plan.calibration import machine, record
