@@ -48,18 +48,19 @@ def all_finite(x: np.ndarray) -> bool:
     return _count_nonzero(_isfinite(x)) == x.size  # cheaper than .all() on small arrays
 
 
-def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
+def as_array(x: Any, check_finite: bool, name: str = "a", any_dtype: bool = False) -> np.ndarray:
     """A NumPy array view of ``x`` (NumPy, torch CPU, array-likes); with ``check_finite``
-    raise SciPy's ``ValueError`` on NaN or infinity."""
+    raise SciPy's ``ValueError`` on NaN or infinity. Object and structured/void arrays are
+    refused (``ValueError``, as SciPy's) unless ``any_dtype`` (the caller checks the dtype)."""
     if type(x) is np.ndarray:
         arr = x if x.dtype.isnative else native(x)
     elif hasattr(x, "__dlpack__") or type(x).__module__.startswith("torch"):
         arr = wrap(x, name).array
     else:
         arr = native(np.asarray(x))
-        if arr.dtype == object:
+        if arr.dtype == object and not any_dtype:
             raise ValueError(f"{name}: object arrays are not supported")
-    if arr.dtype.kind in "OV":  # SciPy refuses object arrays; structured/void data has no numbers
+    if arr.dtype.kind in "OV" and not any_dtype:  # SciPy refuses object arrays; structured/void data has no numbers
         what = "object arrays" if arr.dtype.kind == "O" else "structured or void data"
         raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({what}); allowed: numeric dtypes")
     if check_finite and not all_finite(arr):
