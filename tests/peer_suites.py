@@ -41,7 +41,7 @@ class Suite:
         object.__setattr__(self, "files", tuple(self.rewrites))
 
 
-def tests_folder(suite: Suite) -> Path | None:
+def installed_tests(suite: Suite) -> Path | None:
     """The installed folder of ``suite``'s files, or ``None`` where any of them is missing."""
     try:
         spec = importlib.util.find_spec(suite.package)

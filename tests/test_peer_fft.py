@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from peer_suites import Suite, not_passing, run_side_by_side, tests_folder
+from peer_suites import Suite, not_passing, run_side_by_side, installed_tests
 
 NUMPY = Suite(
     "numpy.fft.tests",
@@ -54,7 +54,7 @@ SCIPY = Suite(
 
 @pytest.mark.parametrize("suite", [NUMPY, SCIPY], ids=["numpy", "scipy"])
 def test_peer_suite_passes(suite: Suite, tmp_path: Path) -> None:
-    source = tests_folder(suite)
+    source = installed_tests(suite)
     if source is None:
         pytest.skip(f"{suite.package} is not installed")
     expected, got = run_side_by_side(suite, source, tmp_path)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from peer_suites import Suite, not_passing, run_side_by_side, tests_folder
+from peer_suites import Suite, not_passing, run_side_by_side, installed_tests
 
 _IMPORT = [(r"^from scipy\.linalg import (?!_)", "from nvmathpy.scipy.linalg import ")]
 _SCIPY_CONFTEST = "from scipy.conftest import *  # noqa: F401,F403 (SciPy's markers: xslow, ...)\n"
@@ -42,7 +42,7 @@ EXPECTED_FAILURES: dict[str, str] = {}
 
 
 def _check(files: tuple[str, ...], options: tuple[str, ...], tmp_path: Path) -> None:
-    source = tests_folder(LINALG)
+    source = installed_tests(LINALG)
     if source is None:
         pytest.skip(f"{LINALG.package} is not installed")
     expected, got = run_side_by_side(LINALG, source, tmp_path, files, options)
@@ -60,3 +60,18 @@ def test_scipy_linalg_suite_fast_part(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_scipy_linalg_suite(tmp_path: Path) -> None:
     _check(LINALG.files, (), tmp_path)
+
+
+def test_every_scipy_name_resolves() -> None:
+    """Every public name of ``scipy.linalg`` is importable from nvmathpy's namespace; the names
+    nvmathpy does not implement are SciPy's own objects."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    import nvmathpy.scipy.linalg as ours
+
+    for name in scipy_linalg.__all__:
+        value = getattr(ours, name)
+        if name not in ours.__all__:
+            assert value is getattr(scipy_linalg, name), name
+    assert set(scipy_linalg.__all__) <= set(dir(ours))
+    with pytest.raises(AttributeError):
+        ours.not_a_scipy_name  # noqa: B018
