@@ -12,8 +12,10 @@ A thin signature layer: it validates, converts SciPy's conventions and calls the
 :mod:`nvmathpy.linalg` (functions, plans, :mod:`nvmathpy.linalg.lapack` for the LAPACK
 routines and compiled small solves, :mod:`nvmathpy.linalg.validation`), no private module.
 
-Keywords SciPy has that nvmathpy accepts but does not honour:
-``qr(lwork=...)`` (the optimal workspace is always used); ``solve(assume_a='tridiagonal'
+``overwrite_a``/``overwrite_b`` work in place as SciPy's in ``solve``, ``inv``, ``det``,
+``qr`` and ``solve_triangular`` (a Fortran-ordered writeable input of the computation dtype
+is overwritten; the result shares its memory where SciPy's does); the other functions accept
+them and never overwrite their inputs. ``solve(assume_a='tridiagonal'
 | 'banded')`` and ``inv(assume_a='sym' | 'her')`` read what SciPy reads (the band, the
 triangle) and run the general LU on it.
 Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the

@@ -17,7 +17,8 @@ from ... import linalg as nl
 from ...linalg.lapack import fast_module, routines
 from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
-    LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
+    LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_one, linalg_warning, over_batch,
+    to_caller_of,
 )
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
@@ -69,7 +70,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             return np.empty(a2.shape, lapack_one(a2.dtype)), np.arange(0, dtype=np.int32)
         lu, piv, info = _getrf_fortran(a2)
         if info > 0:
-            warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(), stacklevel=3)
+            warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(),
+                          stacklevel=caller_stacklevel())
         return lu, piv
 
     return convert(over_batch(core, [a1], [2], "lu_factor") if a1.ndim > 2 else core(a1))

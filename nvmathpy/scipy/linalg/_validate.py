@@ -16,7 +16,7 @@ from ...operands import wrap
 
 __all__ = [
     "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "lapack_common", "over_batch",
-    "raise_singular", "warn_ill_conditioned",
+    "caller_stacklevel", "raise_singular", "warn_ill_conditioned",
     "LinAlgError", "linalg_warning",
 ]
 
@@ -164,6 +164,18 @@ def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], co
     return stacked[0] if len(stacked) == 1 else stacked
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called from this package that names the first
+    frame outside it (the caller's), however many of the package's frames lie between."""
+    import os
+    import sys
+
+    here, level, frame = os.path.dirname(__file__), 1, sys._getframe(1)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def raise_singular(slices: list[int]) -> None:
     """SciPy's error for singular matrices, naming the (flat) batch slices."""
     raise LinAlgError(f"A singular matrix detected: slice(s) {slices} are singular.")
@@ -174,4 +186,4 @@ def warn_ill_conditioned(ill: list[tuple[int, float]]) -> None:
     import warnings
 
     text = ",".join(f"slice {i} has rcond = {r:.6g}" for i, r in ill)
-    warnings.warn(f"An ill-conditioned matrix detected: {text}.", linalg_warning(), stacklevel=3)
+    warnings.warn(f"An ill-conditioned matrix detected: {text}.", linalg_warning(), stacklevel=caller_stacklevel())
