@@ -14,40 +14,10 @@ capabilities, which the copied folder's conftest brings in and extends to nvmath
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import re
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-INI = "[pytest]\naddopts = -p no:cacheprovider\n"
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A peer's test files (in ``package``), how to rewrite each, and the conftest they need.
-
-    ``rewrites`` maps a file name to ``(pattern, replacement)`` pairs; each must match at least
-    once (a rewrite that matches nothing would silently test the peer itself), and afterwards
-    no line may match ``leftover``.
-    """
-
-    package: str
-    rewrites: dict[str, list[tuple[str, str]]]
-    leftover: str
-    conftest: str = ""
-    peer_conftest: str = ""
-    files: tuple[str, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "files", tuple(self.rewrites))
-
+from peer_suites import Suite, not_passing, run_side_by_side, installed_tests
 
 NUMPY = Suite(
     "numpy.fft.tests",
@@ -82,74 +52,11 @@ SCIPY = Suite(
 )
 
 
-def _tests_folder(suite: Suite) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(suite.package)
-    except ModuleNotFoundError:
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return folder if all((folder / name).is_file() for name in suite.files) else None
-
-
-def _rewritten(suite: Suite, name: str, text: str) -> str:
-    for pattern, replacement in suite.rewrites[name]:
-        text, count = re.subn(pattern, replacement, text, flags=re.MULTILINE)
-        assert count, f"{name}: the pattern {pattern!r} no longer matches the installed file; update the suite"
-    leftover = re.search(suite.leftover, text, flags=re.MULTILINE)
-    assert leftover is None, f"{name} still tests the peer: {leftover.group(0)!r}"
-    return text
-
-
-def _start(folder: Path, files: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
-    """A pytest run of ``files`` in ``folder``, writing a JUnit report there."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
-         f"--junitxml={folder / 'report.xml'}", *files],
-        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-
-
-def _outcomes(proc: subprocess.Popen, folder: Path) -> dict[str, str]:
-    """Outcome by test id (``passed``, ``failed``, ``error``, ``skipped``) of a finished run."""
-    output, _ = proc.communicate(timeout=600)
-    report = folder / "report.xml"
-    assert report.is_file(), output[-8000:]
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        tags = {child.tag for child in case}
-        outcome = next((tag for tag in ("failure", "error", "skipped") if tag in tags), "passed")
-        outcomes[f"{case.get('classname')}::{case.get('name')}"] = {"failure": "failed"}.get(outcome, outcome)
-    return outcomes
-
-
 @pytest.mark.parametrize("suite", [NUMPY, SCIPY], ids=["numpy", "scipy"])
 def test_peer_suite_passes(suite: Suite, tmp_path: Path) -> None:
-    source = _tests_folder(suite)
+    source = installed_tests(suite)
     if source is None:
         pytest.skip(f"{suite.package} is not installed")
-    peer, reference = tmp_path / "nvmathpy", tmp_path / "peer"
-    for folder, conftest in ((peer, suite.peer_conftest), (reference, suite.conftest)):
-        folder.mkdir()
-        (folder / "pytest.ini").write_text(INI)
-        if conftest:
-            (folder / "conftest.py").write_text(conftest)
-    for name in suite.files:
-        text = (source / name).read_text()
-        (reference / name).write_text(text)
-        (peer / name).write_text(_rewritten(suite, name, text))
-    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "NVMATHPY_CACHE_DIR": str(tmp_path / "cache")}
-    runs = [(_start(folder, suite.files, env), folder) for folder in (reference, peer)]  # side by side
-    try:
-        expected, got = (_outcomes(proc, folder) for proc, folder in runs)
-    finally:
-        for proc, _ in runs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert expected and set(got) == set(expected)
-    wrong = {test_id: outcome for test_id, outcome in got.items()
-             if outcome != "passed" and expected[test_id] == "passed"}
+    expected, got = run_side_by_side(suite, source, tmp_path)
+    wrong = not_passing(expected, got)
     assert not wrong, f"{len(wrong)} of {len(got)} of {suite.package} do not pass with nvmathpy: {wrong}"

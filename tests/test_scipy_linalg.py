@@ -552,3 +552,21 @@ def test_solve_with_a_band_assumption_reads_what_scipy_reads(assume_a, batch):
     keep = a.copy()
     assert relerr(nla.solve(a, b, assume_a=assume_a), sla.solve(a, b, assume_a=assume_a)) < 1e-13
     np.testing.assert_array_equal(a, keep)
+
+
+def test_linalg_warning_names_the_callers_frame():
+    """``LinAlgWarning`` is raised with the caller's frame, so filters keyed on ``module=`` work."""
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
+
+    from nvmathpy.scipy.linalg import inv, lu_factor, solve
+
+    ill = np.array([[1.0, 1.0], [1.0, 1.0 + 4.5e-16 * float(np.random.default_rng().integers(1, 3))]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.filterwarnings("error", category=LinAlgWarning, module=__name__)
+        for call in (lambda: solve(ill, np.ones(2), assume_a="gen"), lambda: inv(ill), lambda: inv(np.stack([ill] * 3)),
+                     lambda: lu_factor(np.zeros((3, 3)))):
+            with pytest.raises(LinAlgWarning):
+                call()

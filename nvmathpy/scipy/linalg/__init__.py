@@ -3,15 +3,19 @@ return conventions as SciPy 1.17, faster (LAPACK called directly, C-ordered inpu
 through transposed views, workspace sizes cached, drivers chosen by measurement).
 
 ``from nvmathpy.scipy import linalg as sla`` and call ``sla.solve``, ``sla.lu_factor``, ...
+Every other public name of :mod:`scipy.linalg` (``eig``, ``expm``, ``LinAlgWarning``, the
+``lapack``/``blas`` modules, ...) is SciPy's own object, looked up on first access: the module
+is a safe swap for ``scipy.linalg`` in any code, and importing it does not import SciPy
+(``__all__`` lists the names nvmathpy implements; ``dir()`` lists them all).
 
 A thin signature layer: it validates, converts SciPy's conventions and calls the public
 :mod:`nvmathpy.linalg` (functions, plans, :mod:`nvmathpy.linalg.lapack` for the LAPACK
 routines and compiled small solves, :mod:`nvmathpy.linalg.validation`), no private module.
 
-Keywords SciPy has that nvmathpy accepts but does not honour: ``overwrite_a`` /
-``overwrite_b`` (inputs are never overwritten, C-ordered inputs need no copy anyway; the
-exception: ``solve_triangular(overwrite_b=True)`` solves in place in ``b`` where SciPy does),
-``qr(lwork=...)`` (the optimal workspace is always used); ``solve(assume_a='tridiagonal'
+``overwrite_a``/``overwrite_b`` work in place as SciPy's in ``solve``, ``inv``, ``det``,
+``qr`` and ``solve_triangular`` (a Fortran-ordered writeable input of the computation dtype
+is overwritten; the result shares its memory where SciPy's does); the other functions accept
+them and never overwrite their inputs. ``solve(assume_a='tridiagonal'
 | 'banded')`` and ``inv(assume_a='sym' | 'her')`` read what SciPy reads (the band, the
 triangle) and run the general LU on it.
 Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the
@@ -37,3 +41,17 @@ from ._norms import norm  # noqa: E402
 from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
+
+def __getattr__(name: str) -> object:
+    """SciPy's own object for a public name of :mod:`scipy.linalg` nvmathpy does not implement."""
+    import scipy.linalg
+
+    if name.startswith("_") or name not in scipy.linalg.__all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(scipy.linalg, name)
+
+
+def __dir__() -> list[str]:
+    import scipy.linalg
+
+    return sorted(set(globals()) | set(scipy.linalg.__all__))

@@ -17,7 +17,8 @@ from ... import linalg as nl
 from ...linalg.lapack import fast_module, routines
 from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
-    LinAlgError, all_finite, as_array, lapack_common, lapack_one, linalg_warning, over_batch, to_caller_of,
+    LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_one, linalg_warning, over_batch,
+    to_caller_of,
 )
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
@@ -69,7 +70,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             return np.empty(a2.shape, lapack_one(a2.dtype)), np.arange(0, dtype=np.int32)
         lu, piv, info = _getrf_fortran(a2)
         if info > 0:
-            warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(), stacklevel=3)
+            warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(),
+                          stacklevel=caller_stacklevel())
         return lu, piv
 
     return convert(over_batch(core, [a1], [2], "lu_factor") if a1.ndim > 2 else core(a1))
@@ -95,6 +97,8 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     if trans not in (0, 1, 2):
         raise ValueError(f"trans={trans!r} is not allowed; allowed: 0, 1, 2")
     lu = as_array(lu, False, "lu")
+    if np.size(piv) == 0:  # as SciPy's: no pivots, of whatever dtype (np.array([]) is float64)
+        piv = np.empty(0, np.int32)
     piv = lu_factors(lu, piv)  # square lu, pivots of its order in range: nothing out of bounds reaches getrs
     if type(lu) is np.ndarray and type(b) is np.ndarray and lu.ndim == 2 and b.ndim <= 2 and lu.dtype == b.dtype \
             and lu.dtype.char in "fdFD" and lu.dtype.isnative and lu.shape[0] == b.shape[0] and b.size \
@@ -151,7 +155,7 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     dtype = lapack_one(a1.dtype)
     m, n = a1.shape[-2:]
     k = min(m, n)
-    if a1.size == 0 and a1.ndim > 2:  # SciPy's shapes: p (..., 0, 0) (indices (..., 0)), l (..., m, k), u (..., k, n)
+    if a1.size == 0:  # SciPy's shapes: p (..., 0, 0) (indices (..., 0)), l (..., m, k), u (..., k, n)
         batch = a1.shape[:-2]
         low, up = np.empty(batch + (m, k), dtype), np.empty(batch + (k, n), dtype)
         if permute_l:
@@ -160,13 +164,10 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
         return convert((p, low, up))
 
     def core(a2: np.ndarray) -> tuple:
-        if a2.size == 0:
-            lu_, perm = np.zeros((m, n), dtype), np.arange(m)
-        else:
-            lu_, piv, _ = _getrf_fortran(a2)
-            perm = np.arange(m)
-            for i, j in enumerate(piv):
-                perm[i], perm[j] = perm[j], perm[i]
+        lu_, piv, _ = _getrf_fortran(a2)
+        perm = np.arange(m)
+        for i, j in enumerate(piv):
+            perm[i], perm[j] = perm[j], perm[i]
         low = np.tril(lu_[:, :k], -1)
         low[np.arange(k), np.arange(k)] = 1
         up = np.triu(lu_[:k])
@@ -306,7 +307,9 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
        check_finite: bool = True) -> tuple:
     """QR decomposition as :func:`scipy.linalg.qr`: modes ``'full'`` ``(Q, R)``, ``'economic'``
     ``(Q, R)`` reduced, ``'r'`` ``(R,)``, ``'raw'`` ``((qr, tau), R)``; ``P`` appended when
-    ``pivoting``. ``lwork`` is accepted and ignored (the optimal workspace is queried once).
+    ``pivoting``. ``lwork=None`` (or -1) uses the optimal workspace (queried once per shape);
+    another ``lwork`` is LAPACK's, checked as SciPy's is. ``overwrite_a=True`` lets the
+    factorization work in ``a`` where it is Fortran-ordered of the computation dtype, as SciPy's.
 
     Examples
     --------
@@ -344,10 +347,12 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
             return (q,) + rj
         a2 = np.asarray(a2, dtype)
         if pivoting:
-            qr_, jpvt, tau, _, info = funcs["geqp3"](a2, lwork=_qr_lwork("geqp3", dtype.char, m, n))
+            work = _qr_lwork("geqp3", dtype.char, m, n) if lwork in (None, -1) else lwork
+            qr_, jpvt, tau, _, info = funcs["geqp3"](a2, lwork=work, overwrite_a=overwrite_a)
             jpvt -= 1
         else:
-            qr_, tau, _, info = funcs["geqrf"](a2, lwork=_qr_lwork("geqrf", dtype.char, m, n))
+            work = _qr_lwork("geqrf", dtype.char, m, n) if lwork in (None, -1) else lwork
+            qr_, tau, _, info = funcs["geqrf"](a2, lwork=work, overwrite_a=overwrite_a)
         if info < 0:
             raise ValueError(f"illegal value in {-info}th argument of internal geqrf")
         r = np.triu(qr_) if mode not in ("economic", "raw") or m < n else np.triu(qr_[:n, :])
@@ -488,12 +493,20 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     >>> s
     array([2., 1.])
     """
+    if not isinstance(lapack_driver, str):
+        raise TypeError(f"lapack_driver must be a string, not {type(lapack_driver).__name__}")
     if lapack_driver not in ("gesdd", "gesvd"):
         raise ValueError(f'lapack_driver must be "gesdd" or "gesvd", not "{lapack_driver}"')
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     if a1.ndim < 2:
         raise ValueError("expected matrix")
+    if compute_uv:  # as SciPy's: U or Vh with more entries than LAPACK's 32-bit indices reach
+        m, n = a1.shape[-2:]
+        entries = max(m, n) ** 2 if full_matrices else max(m, n) * min(m, n)
+        if entries > np.iinfo(np.int32).max:
+            raise ValueError(f"svd: U or Vh of {entries} entries would overflow LAPACK's 32-bit indexing; "
+                             "use numpy.linalg.svd, or full_matrices=False where it is smaller")
     if a1.ndim > 2 and 0 in a1.shape[:-2]:
         raise ValueError(f"`{'svd' if compute_uv else 'svdvals'}` does not support zero-size batches.")
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)

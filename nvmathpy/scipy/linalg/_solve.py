@@ -32,6 +32,18 @@ def _structure(assume_a: Any) -> str | None:
         raise ValueError(f"{assume_a} is not a recognized matrix structure") from None
 
 
+#: ``inv``'s ``assume_a`` spellings (fewer than ``solve``'s, as SciPy's).
+_INV_STRUCTURES = (None, "general", "gen", "diagonal", "upper triangular", "lower triangular", "pos", "sym", "her")
+
+
+def _inv_structure(assume_a: Any) -> str | None:
+    """``inv``'s kernel for ``assume_a``; an unknown one raises ``KeyError``, as SciPy's ``inv`` does."""
+    if not isinstance(assume_a, (str, type(None))) or assume_a not in _INV_STRUCTURES:
+        allowed = ", ".join(map(repr, _INV_STRUCTURES))
+        raise KeyError(f"inv: assume_a={assume_a!r} is not a recognized matrix structure; allowed: {allowed}")
+    return STRUCTURES[assume_a]
+
+
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
           check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Any:
     """Solve ``a @ x = b`` (``a`` square, batched over leading dimensions), as
@@ -41,9 +53,11 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``, ``'pos'``,
     ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` (the three diagonals, the
     rest of ``a`` ignored) and ``'banded'`` are accepted and solved by the general LU.
-    ``overwrite_a``/``overwrite_b`` are accepted; inputs are never overwritten (C-ordered inputs are read through transposed views instead
-    of copies, so there is little to gain). Singular matrices raise ``LinAlgError`` naming
-    the batch slices; ill-conditioned ones warn with ``LinAlgWarning``.
+    ``overwrite_a``/``overwrite_b`` work in place as SciPy's do: for one matrix, a
+    Fortran-ordered (or, for ``b``, contiguous 1-D) writeable input of the computation dtype
+    is overwritten (``a`` by its factors; ``x`` is then ``b`` itself); any other input is left
+    as it is. Singular matrices raise ``LinAlgError`` naming the batch slices; ill-conditioned
+    ones warn with ``LinAlgWarning``.
 
     Examples
     --------
@@ -57,8 +71,10 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             and assume_a != "tridiagonal"
             and a.dtype.char in EPS and a.dtype.isnative and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
             and not (transposed and a.dtype.kind == "c")):
+        in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
+        in_b = overwrite_b and b.flags.f_contiguous and b.flags.writeable
         structure = kind or detect(a)
-        if structure == "gen":
+        if structure == "gen" and not (in_a or in_b):
             fast = fast_module()
             if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
                 result = fast.solve_gen(a, b, transposed, check_finite)
@@ -70,14 +86,15 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
                         warn_ill_conditioned([(0, rcond)])
                     return x
         # The general path reads every entry: NaN/Inf in a or b then shows up in the norm LAPACK
-        # computes for the condition estimate, or in x, and only then are the inputs scanned.
-        deferred = check_finite and structure == "gen"
+        # computes for the condition estimate, or in x, and only then are the inputs scanned
+        # (not when overwriting: bad input must leave the inputs as they are).
+        deferred = check_finite and structure == "gen" and not (in_a or in_b)
         if check_finite and not deferred:
             as_array(a, True, "a")
             as_array(b, True, "b")
         try:
             x, rcond = (solve_general(a, b, transposed) if deferred
-                        else solve_slice(a, b, structure, lower, transposed, detected=kind is None))
+                        else solve_slice(a, b, structure, lower, transposed, kind is None, in_a, in_b))
         except Singular:
             if deferred:
                 as_array(a, True, "a")
@@ -112,8 +129,10 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         raise ValueError(f"incompatible shapes: {a1.shape=} and {b2.shape=}")
     if a1.ndim == 2 and b2.ndim == 2 and a1.size > 1:
         structure = kind or detect(a1)
+        in_a = overwrite_a and a1.flags.f_contiguous and a1.flags.writeable
+        in_b = overwrite_b and b2.flags.f_contiguous and b2.flags.writeable
         try:
-            x, rcond = solve_slice(a1, b2, structure, lower, transposed, detected=kind is None)
+            x, rcond = solve_slice(a1, b2, structure, lower, transposed, kind is None, in_a, in_b)
         except Singular:
             raise_singular([0])
         if not rcond >= EPS[dtype.char]:
@@ -163,8 +182,10 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
 
     ``assume_a``: ``None`` (detect), ``'gen'``, ``'diagonal'``, ``'upper triangular'``,
     ``'lower triangular'``, ``'pos'``; ``'sym'``/``'her'`` read only the ``lower`` (else upper)
-    triangle, as SciPy does, and invert the matrix it defines by the general LU. Warns with
-    ``LinAlgWarning`` when ill-conditioned.
+    triangle, as SciPy does, and invert the matrix it defines by the general LU; any other
+    value raises ``KeyError``, as SciPy's. Warns with ``LinAlgWarning`` when ill-conditioned.
+    ``overwrite_a=True`` inverts in place, as SciPy does, a single Fortran-ordered writeable
+    matrix of the computation dtype (the result is then ``a`` itself).
 
     Examples
     --------
@@ -174,7 +195,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     array([[-2. ,  1. ],
            [ 1.5, -0.5]])
     """
-    kind = _structure(assume_a)
+    kind = _inv_structure(assume_a)
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     _square(a1)
@@ -182,14 +203,26 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     if a1.size == 0:
         return convert(np.empty(a1.shape, dtype))
     a1 = a1.astype(dtype, copy=False)
+    in_a = overwrite_a and a1.ndim == 2 and a1.flags.f_contiguous and a1.flags.writeable
 
     def one(i: tuple) -> tuple[np.ndarray, float]:
         if kind in ("sym", "her"):
             return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
         structure = kind or detect(a1[i])  # a detected sym/her matrix is symmetric already
-        return inv_slice(a1[i], "gen" if structure in ("sym", "her") else structure, lower)
+        return inv_slice(a1[i], "gen" if structure in ("sym", "her") else structure, lower, in_a)
 
-    return convert(_each_slice(a1.shape, dtype, one))
+    if a1.ndim > 2:
+        return convert(_each_slice(a1.shape, dtype, one))
+    try:
+        x, rcond = one(())
+    except Singular:
+        raise_singular([0])
+    if not rcond >= EPS[dtype.char]:
+        warn_ill_conditioned([(0, rcond)])
+    if in_a and not np.may_share_memory(x, a1):  # the structured kernels' inverses are new arrays
+        a1[...] = x
+        x = a1
+    return convert(x)
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
@@ -214,6 +247,8 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     one matrix, an array for a batch. As SciPy does, single precision is factored in single
     precision and the product of the pivots taken in double; an exactly singular matrix gives
     0 even where that product would overflow, and an overflowing one ``inf`` without a warning.
+    ``overwrite_a=True`` factors a C-ordered writeable ``a`` of the computation dtype in place,
+    as SciPy does; dtypes that cannot be cast to float32/64 or complex64/128 raise ``TypeError``.
 
     Examples
     --------
@@ -223,7 +258,7 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     >>> type(d).__name__, round(float(d), 12)
     ('float64', -2.0)
     """
-    a1 = as_array(a, check_finite, "a")
+    a1 = as_array(a, check_finite, "a", any_dtype=True)
     convert = to_caller_of(a)
     if a1.ndim < 2:
         raise ValueError("The input array must be at least two-dimensional.")
@@ -235,7 +270,9 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     out_dtype = np.dtype(np.complex128 if compute.kind == "c" else np.float64)
     if min(a1.shape) == 0:
         return out_dtype.type(1.0) if a1.ndim == 2 else convert(np.ones(a1.shape[:-2], out_dtype))
+    owned = a1.dtype != compute  # a cast copy, free to overwrite
     a1 = a1.astype(compute, copy=False)
+    scratch = int(owned or overwrite_a and a1.flags.writeable)
     n = a1.shape[-1]
     getrf = _getrf(compute.char)
     flat = a1.reshape((-1, n, n))
@@ -243,7 +280,7 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     steps = np.arange(1, n + 1, dtype=np.int32)
     for i in range(flat.shape[0]):
         m = flat[i]
-        lu, piv, info = getrf(m.T if m.flags.c_contiguous else m)
+        lu, piv, info = getrf(m.T, scratch) if m.flags.c_contiguous else getrf(m, int(owned))
         if info > 0:  # an exact zero pivot
             dets[i] = 0
             continue

@@ -3,8 +3,11 @@ detection (as ``scipy.linalg.solve`` does with ``assume_a=None``) and one LAPACK
 structure, each returning the reciprocal condition number SciPy warns about.
 
 Every path reads a C-ordered matrix through its free Fortran view (the transpose) and
-adjusts triangle and operation instead of copying. A singular matrix raises
-:class:`Singular`, which the callers collect per batch slice.
+adjusts triangle and operation instead of copying. ``overwrite_a``/``overwrite_b`` (given
+only for Fortran-ordered, writeable arrays of the LAPACK dtype, as SciPy's in-place rule)
+let LAPACK work in the caller's arrays: the factors then overwrite ``a`` and the solution
+(inverse) is ``b`` (``a``) itself. A singular matrix raises :class:`Singular`, which the
+callers collect per batch slice.
 """
 
 from __future__ import annotations
@@ -108,21 +111,23 @@ def _condition(dtype_char: str) -> tuple[Any, Any]:
     return r["lange"], r["gecon"]
 
 
-def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool) -> tuple[np.ndarray, float]:
+def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool, overwrite_a: bool = False,
+                  overwrite_b: bool = False) -> tuple[np.ndarray, float]:
     """:func:`solve_slice` of a general matrix (pivoted LU), the common case kept short."""
     lange, gecon = _condition(a.dtype.char)
     getrf, getrs = routines(a.dtype, a.shape[0], "getrf", "getrs")  # large orders: NumPy's thread pool
     if a.flags.f_contiguous:
         view, t, norm = a, 0, "1"
     elif a.flags.c_contiguous:
-        view, t, norm = a.T, 1, "I"
+        view, t, norm, overwrite_a = a.T, 1, "I", False
     else:
-        view, t, norm = np.asfortranarray(a), 0, "1"
-    lu, piv, info = getrf(view)
+        view, t, norm, overwrite_a = np.asfortranarray(a), 0, "1", True  # a copy of ours: LU in place
+    anorm = lange(norm, view)
+    lu, piv, info = getrf(view, overwrite_a)
     if info > 0:
         raise Singular
-    rcond = gecon(lu, lange(norm, view), norm)[0]
-    return getrs(lu, piv, b, t ^ transposed)[0], rcond
+    rcond = gecon(lu, anorm, norm)[0]
+    return getrs(lu, piv, b, t ^ transposed, overwrite_b)[0], rcond
 
 
 def _diagonal(a: np.ndarray) -> tuple[np.ndarray, float]:
@@ -135,22 +140,23 @@ def _diagonal(a: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed: bool,
-                detected: bool = False) -> tuple[np.ndarray, float]:
+                detected: bool = False, overwrite_a: bool = False, overwrite_b: bool = False
+                ) -> tuple[np.ndarray, float]:
     """Solve one ``(n, n)`` system (``b`` is ``(n,)`` or ``(n, k)``); returns ``(x, rcond)``.
 
     ``detected``: ``kind`` came from :func:`detect`, so a ``"sym"``/``"her"`` matrix is exactly
     symmetric/Hermitian and its 1-norm is the whole matrix's (one LAPACK ``lange`` call, not
     the norm rebuilt from one triangle)."""
     if kind == "gen":
-        return solve_general(a, b, transposed)
+        return solve_general(a, b, transposed, overwrite_a, overwrite_b)
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":
         d, rcond = _diagonal(a)
-        return (b / d if b.ndim == 1 else b / d[:, None]), rcond
+        return np.divide(b, d if b.ndim == 1 else d[:, None], out=b if overwrite_b else None), rcond
     if kind in ("upper", "lower"):
         low = (kind == "lower") != t
-        x, info = r["trtrs"](view, b, lower=int(low), trans=int(t != transposed))
+        x, info = r["trtrs"](view, b, lower=int(low), trans=int(t != transposed), overwrite_b=int(overwrite_b))
         if info > 0:
             raise Singular
         rcond = r["trcon"](view, norm="I" if t else "1", uplo="L" if low else "U", diag="N")[0]
@@ -158,27 +164,32 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
     flag = lower != t
     conj = t and a.dtype.kind == "c" and kind in ("pos", "her")
     rhs = b.conj() if conj else b
+    into = {"overwrite_a": int(overwrite_a and not t), "overwrite_b": int(overwrite_b and not conj)}
     if kind == "pos":
-        c, info = r["potrf"](view, lower=int(flag), clean=0)
+        norm = _hermitian_norm1(a, lower)
+        c, info = r["potrf"](view, lower=int(flag), clean=0, overwrite_a=into["overwrite_a"])
         if info > 0:
             raise Singular
-        rcond = r["pocon"](c, _hermitian_norm1(a, lower), uplo="L" if flag else "U")[0]
-        x = r["potrs"](c, rhs, lower=int(flag))[0]
+        rcond = r["pocon"](c, norm, uplo="L" if flag else "U")[0]
+        x = r["potrs"](c, rhs, lower=int(flag), overwrite_b=into["overwrite_b"])[0]
     else:
         solver, con = (r["hesv"], r["hecon"]) if kind == "her" and a.dtype.kind == "c" else (r["sysv"], r["sycon"])
-        ldu, ipiv, x, info = solver(view, rhs, lower=int(flag))
-        if info > 0:
-            raise Singular
         if detected:
             norm = r["lange"]("1", view)
         else:
             norm = _hermitian_norm1(a, lower) if kind == "her" else _symmetric_norm1(a, lower)
+        ldu, ipiv, x, info = solver(view, rhs, lower=int(flag), **into)
+        if info > 0:
+            raise Singular
         rcond = con(ldu, ipiv, norm, lower=int(flag))[0]
-    return (x.conj() if conj else x), rcond
+    if conj:
+        return np.conjugate(x, out=b if overwrite_b else None), rcond
+    return x, rcond
 
 
-def inv_slice(a: np.ndarray, kind: str, lower: bool) -> tuple[np.ndarray, float]:
-    """Invert one ``(n, n)`` matrix; returns ``(inverse, rcond)``."""
+def inv_slice(a: np.ndarray, kind: str, lower: bool, overwrite_a: bool = False) -> tuple[np.ndarray, float]:
+    """Invert one ``(n, n)`` matrix; returns ``(inverse, rcond)`` (with ``overwrite_a``, the
+    general LU's inverse is computed in ``a`` itself)."""
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":
@@ -202,10 +213,11 @@ def inv_slice(a: np.ndarray, kind: str, lower: bool) -> tuple[np.ndarray, float]
         tri = np.tril(tri) if flag else np.triu(tri)
         full = tri + tri.conj().T - np.diag(np.diag(tri).real)
         return (full.T if t else full), rcond
-    lu, piv, info = r["getrf"](view)
+    norm = "I" if t else "1"
+    anorm = r["lange"](norm, view)
+    lu, piv, info = r["getrf"](view, overwrite_a=int(overwrite_a and not t))
     if info > 0:
         raise Singular
-    norm = "I" if t else "1"
-    rcond = r["gecon"](lu, r["lange"](norm, view), norm)[0]
-    inv = r["getri"](lu, piv)[0]
+    rcond = r["gecon"](lu, anorm, norm)[0]
+    inv = r["getri"](lu, piv, overwrite_lu=1)[0]  # lu is a copy of ours, or a itself when overwriting is asked
     return (inv.T if t else inv), rcond

@@ -16,7 +16,7 @@ from ...operands import wrap
 
 __all__ = [
     "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "lapack_common", "over_batch",
-    "raise_singular", "warn_ill_conditioned",
+    "caller_stacklevel", "raise_singular", "warn_ill_conditioned",
     "LinAlgError", "linalg_warning",
 ]
 
@@ -48,18 +48,19 @@ def all_finite(x: np.ndarray) -> bool:
     return _count_nonzero(_isfinite(x)) == x.size  # cheaper than .all() on small arrays
 
 
-def as_array(x: Any, check_finite: bool, name: str = "a") -> np.ndarray:
+def as_array(x: Any, check_finite: bool, name: str = "a", any_dtype: bool = False) -> np.ndarray:
     """A NumPy array view of ``x`` (NumPy, torch CPU, array-likes); with ``check_finite``
-    raise SciPy's ``ValueError`` on NaN or infinity."""
+    raise SciPy's ``ValueError`` on NaN or infinity. Object and structured/void arrays are
+    refused (``ValueError``, as SciPy's) unless ``any_dtype`` (the caller checks the dtype)."""
     if type(x) is np.ndarray:
         arr = x if x.dtype.isnative else native(x)
     elif hasattr(x, "__dlpack__") or type(x).__module__.startswith("torch"):
         arr = wrap(x, name).array
     else:
         arr = native(np.asarray(x))
-        if arr.dtype == object:
+        if arr.dtype == object and not any_dtype:
             raise ValueError(f"{name}: object arrays are not supported")
-    if arr.dtype.kind in "OV":  # SciPy refuses object arrays; structured/void data has no numbers
+    if arr.dtype.kind in "OV" and not any_dtype:  # SciPy refuses object arrays; structured/void data has no numbers
         what = "object arrays" if arr.dtype.kind == "O" else "structured or void data"
         raise UnsupportedDtypeError(f"{name}: dtype {arr.dtype} is not supported ({what}); allowed: numeric dtypes")
     if check_finite and not all_finite(arr):
@@ -163,6 +164,18 @@ def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], co
     return stacked[0] if len(stacked) == 1 else stacked
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called from this package that names the first
+    frame outside it (the caller's), however many of the package's frames lie between."""
+    import os
+    import sys
+
+    here, level, frame = os.path.dirname(__file__), 1, sys._getframe(1)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def raise_singular(slices: list[int]) -> None:
     """SciPy's error for singular matrices, naming the (flat) batch slices."""
     raise LinAlgError(f"A singular matrix detected: slice(s) {slices} are singular.")
@@ -173,4 +186,4 @@ def warn_ill_conditioned(ill: list[tuple[int, float]]) -> None:
     import warnings
 
     text = ",".join(f"slice {i} has rcond = {r:.6g}" for i, r in ill)
-    warnings.warn(f"An ill-conditioned matrix detected: {text}.", linalg_warning(), stacklevel=3)
+    warnings.warn(f"An ill-conditioned matrix detected: {text}.", linalg_warning(), stacklevel=caller_stacklevel())

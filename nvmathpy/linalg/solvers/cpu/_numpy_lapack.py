@@ -91,8 +91,9 @@ def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
     fn, integer = _symbol(_PREFIX[dtype.name] + "getrs")
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
 
-    def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0) -> tuple[np.ndarray, int]:
-        lu, x = _readable(lu, dtype), np.array(b, dtype=dtype, order="F")
+    def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0,
+              overwrite_b: int = 0) -> tuple[np.ndarray, int]:
+        lu, x = _readable(lu, dtype), _fortran(b, dtype, bool(overwrite_b))
         n = lu.shape[0]
         ipiv = (np.asarray(piv) + 1).astype(index)
         info = integer(0)
@@ -157,8 +158,8 @@ def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
             for trans in (first, second):
                 trsv(uplo, ctypes.c_char_p(trans), ctypes.c_char_p(b"N"), *args, at, step)
 
-    def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0) -> tuple[np.ndarray, int]:
-        c, x = _readable(c, dtype), np.array(b, dtype=dtype, order="F")
+    def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0, overwrite_b: int = 0) -> tuple[np.ndarray, int]:
+        c, x = _readable(c, dtype), _fortran(b, dtype, bool(overwrite_b))
         n = c.shape[0]
         nrhs = x.shape[1] if x.ndim == 2 else 1
         if trsv is not None and nrhs <= POTRS_BY_COLUMN:
