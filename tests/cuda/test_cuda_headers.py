@@ -55,6 +55,7 @@ PREFIXES = {
     "cublas.Operation": "CUBLAS_OP_",
     "cublas.FillMode": "CUBLAS_FILL_MODE_",
     "cublas.SideMode": "CUBLAS_SIDE_",
+    "cublas.DiagType": "CUBLAS_DIAG_",
     "cublas.ComputeType": "CUBLAS_",
     "library_types.DataType": "CUDA_",
     "library_types.LibraryProperty": "",
