@@ -37,7 +37,7 @@ from cuda_emulation import HostArray, _host, _view, host_cupy
 from nvmathpy.cuda.bindings import cublas, cusolver
 from nvmathpy.cuda.bindings.library_types import DataType
 
-__all__ = ["Emulation", "HostArray", "install", "matrix", "solver_cupy"]
+__all__ = ["Emulation", "HostArray", "dev", "install", "matrix", "solver_cupy"]
 
 NP_OF = {DataType.R_32F: np.float32, DataType.R_64F: np.float64, DataType.C_32F: np.complex64,
          DataType.C_64F: np.complex128}
@@ -57,6 +57,11 @@ def solver_cupy() -> Any:
     for name in EXTRA_CUPY:
         setattr(module, name, _host(getattr(np, name)))
     return module
+
+
+def dev(x: Any) -> HostArray:
+    """``x`` (host memory) dressed as a CuPy array: the same memory, answering ``.data.ptr``."""
+    return np.asarray(x).view(HostArray)
 
 
 def matrix(pointer: int, dtype: Any, rows: int, cols: int, ld: int) -> np.ndarray:

@@ -29,6 +29,15 @@ def up(x) -> np.ndarray:
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
+def rel(x, ref) -> float:
+    """Relative norm error of ``x`` against ``ref``, in float64; the shapes must agree and ``x``
+    must be finite (NaN never passes)."""
+    x, ref = up(x), up(ref)
+    assert x.shape == ref.shape, (x.shape, ref.shape)
+    assert np.isfinite(x).all()
+    return float(np.linalg.norm((x - ref).ravel()) / max(np.linalg.norm(ref.ravel()), 1e-300))
+
+
 def zero_pivot_cases(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     """Fortran-ordered float64 ``n x n`` matrices on which LU meets an exactly zero pivot, by
     name: the zero matrix, a zero column at the start, second, a third in and the end, and

@@ -36,7 +36,8 @@ import nvmathpy.linalg as nl  # noqa: E402
 from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions  # noqa: E402
 from nvmathpy.linalg.solvers.cuda._engine import candidates  # noqa: E402
 from nvmathpy.plan import Problem  # noqa: E402
-from cuda_emulation_solvers import HostArray, install  # noqa: E402
+from cuda_emulation_solvers import HostArray, dev, install  # noqa: E402
+from numerics import rel, up  # noqa: E402
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
@@ -48,23 +49,6 @@ def em(monkeypatch):
     _cusolver_functions.plan_cache().clear()
     yield emulation
     _cusolver_functions.plan_cache().clear()
-
-
-def dev(x):
-    """A host array dressed as a CuPy array (same memory)."""
-    return np.asarray(x).view(HostArray)
-
-
-def up(x):
-    x = np.asarray(x).view(np.ndarray)
-    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
-
-
-def rel(x, ref):
-    x, ref = up(x), up(ref)
-    assert x.shape == ref.shape, (x.shape, ref.shape)
-    assert np.isfinite(x).all()
-    return np.linalg.norm((x - ref).ravel()) / max(np.linalg.norm(ref.ravel()), 1e-300)
 
 
 def rand(rng, shape, dtype, layout="C"):

@@ -26,7 +26,8 @@ except MissingDependencyError as exc:  # pragma: no cover - depends on the insta
 import nvmathpy.linalg as nl  # noqa: E402
 from nvmathpy.linalg.solvers.cuda import _functions as cuda_functions  # noqa: E402
 from nvmathpy.scipy import linalg as nsla  # noqa: E402
-from cuda_emulation_solvers import ALLOCATIONS, HostArray, install  # noqa: E402
+from cuda_emulation_solvers import ALLOCATIONS, HostArray, dev, install  # noqa: E402
+from numerics import rel, up  # noqa: E402
 
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
 
@@ -39,21 +40,6 @@ def em(monkeypatch):
     emulation.ready = True
     nl.check_cuda_errors()  # nothing left pending for the next test
     cuda_functions.plan_cache().clear()
-
-
-def dev(x):
-    return np.asarray(x).view(HostArray)
-
-
-def up(x):
-    x = np.asarray(x).view(np.ndarray)
-    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
-
-
-def rel(x, ref):
-    x, ref = up(x), up(ref)
-    assert x.shape == ref.shape, (x.shape, ref.shape)
-    return np.linalg.norm((x - ref).ravel()) / max(np.linalg.norm(ref.ravel()), 1e-300)
 
 
 def triangular(rng, n, dtype, layout):

@@ -20,7 +20,6 @@ buffers and kept results save more than the call overhead costs).
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import threading

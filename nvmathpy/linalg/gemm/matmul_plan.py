@@ -469,25 +469,21 @@ _CACHE = PlanCache(maxsize=128)
 _NO_INPUTS: Mapping[str, Any] = {}
 
 
-#: The NumPy problems (shapes, strides, dtypes) whose cached plan, with every option at its
-#: default, is the bound ``ndarray.dot`` call: :func:`matmul` makes that call for them at once,
-#: before building a cache key (tiny products cost less than ``numpy.matmul`` this way). At most
-#: the plan cache's size; emptied with it.
+#: NumPy problems (shapes, strides, dtypes) whose all-defaults plan is the bound ``dot`` call:
+#: :func:`matmul` makes that call at once, with no cache key. At most the plan cache's size.
 _PLAIN_DOT: set[tuple] = set()
 
 
 def _remember_plain_dot(plan: Matmul, a: Any, b: Any, key: tuple) -> None:
-    """Note ``a @ b``'s problem in :data:`_PLAIN_DOT` when ``plan``, just built for ``key``
-    (:func:`matmul`'s key of NumPy operands: shapes, strides, dtypes, then alpha, beta, epilogue,
-    execution, options, stream), has every option at its default and runs the bare ``dot`` call."""
+    """Note ``a @ b`` in :data:`_PLAIN_DOT` if ``plan``, built for :func:`matmul`'s NumPy ``key``
+    (shapes, strides, dtypes, alpha, beta, epilogue, execution, options, stream), qualifies."""
     alpha, *others = key[6:]
     defaults = type(alpha) is float and alpha == 1.0 and others == [None] * 5
-    if not (defaults and plan.candidate.label == "dot" and plan._convert is None and not plan._options.check_finite):
-        return
-    if len(_PLAIN_DOT) >= _CACHE.maxsize:
-        _PLAIN_DOT.clear()
-    if _CACHE.maxsize:
-        _PLAIN_DOT.add((a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
+    if defaults and plan.candidate.label == "dot" and plan._convert is None and not plan._options.check_finite:
+        if len(_PLAIN_DOT) >= _CACHE.maxsize:
+            _PLAIN_DOT.clear()
+        if _CACHE.maxsize:
+            _PLAIN_DOT.add((a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
 
 
 def set_plan_cache_size(maxsize: int) -> None:
