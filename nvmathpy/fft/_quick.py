@@ -212,9 +212,9 @@ def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np
     """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
     needed): a view when cropping only, else a fresh zeroed array per call (runners are
     shared between threads, so they own no buffer)."""
-    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
-    if all(n == m for n, m in zip(shape, layout.in_shape)):
+    if shape == layout.in_shape:
         return None
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
     if all(m <= n for n, m in zip(shape, layout.in_shape)):
         return lambda x: x[region]
     in_shape, in_dtype = layout.in_shape, layout.in_dtype
