@@ -22,7 +22,6 @@ from nvmathpy.fft._driver import plan_cache, runner_cache
 from nvmathpy.fft._heuristic import rank
 from nvmathpy.fft._layout import describe
 from nvmathpy.fft._quick import QUICK_ELEMENTS
-from nvmathpy.plan import Problem
 from nvmathpy.plan.wisdom import default_wisdom
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,22 +100,36 @@ def test_large_or_unusual_calls_are_left_to_plans(fresh) -> None:
     assert not any(runner_cache()._runners.values())  # each signature marked "plans run it"
 
 
-def test_wisdom_entry_sends_the_problem_to_a_plan(fresh, tmp_path, monkeypatch) -> None:
-    """A problem the wisdom store may hold a tuned choice for is planned (the plan looks it up)."""
+def test_wisdom_entry_is_taken_as_a_plan_takes_it(fresh, tmp_path, monkeypatch) -> None:
+    """The quick path takes the wisdom store's choice for the exact problem, as a plan does (same
+    bits); an entry of another device or problem changes nothing; a stateful choice is planned."""
     from nvmathpy.fft import _quick
 
     monkeypatch.setattr(_quick, "WISDOM_RECHECK", 0.0)  # look at the store on every new signature
     monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NVMATHPY_WISDOM", "on")
     x = _operand(np.random.default_rng(7), (48,), np.float64)
-    nfft.rfft(x)
-    assert plan_cache().misses == 0
-    problem = Problem.of("fft", kind="r2c", in_shape=[48], in_dtype="float64")
-    default_wisdom().record(problem, {"device": "test"}, {"label": "scipy", "params": {"threads": 1}})
+    layout = describe(x.shape, x.dtype, kind="r2c")
+    budget = _engines_cpu.cores()
+    problem = _engines_cpu.fft_problem(layout, budget)
+    device = _engines_cpu._device(_engines_cpu.installed_libraries())
+    heuristic = _engines_cpu.first_candidate(layout, budget)
+    default_wisdom().record(problem, {"device": "another"}, {"label": "scipy", "params": {"threads": 1}})
+    assert _engines_cpu.wisdom_choice(layout, budget) is None
+    other = "scipy" if heuristic.label != "scipy" else "ducc0"
+    default_wisdom().record(problem, device, {"label": other, "params": {"threads": 1}})
     runner_cache().clear()
     got = nfft.rfft(x)
-    assert plan_cache().misses == 1
-    assert np.linalg.norm(got - np.fft.rfft(x)) <= 1e-12 * np.linalg.norm(np.fft.rfft(x))
+    plan = FFT(x, kind="r2c").plan()
+    assert plan_cache().misses == 0 and plan.chosen_by == "wisdom"
+    assert np.array_equal(got, plan.execute())
+    assert _engines_cpu.wisdom_choice(layout, budget).label == other
+    if "pyfftw" in _engines_cpu.installed_libraries():
+        default_wisdom().record(problem, device, {"label": "pyfftw", "params": {"threads": 1, "effort": "estimate"}})
+        runner_cache().clear()
+        got = nfft.rfft(x)
+        assert plan_cache().misses == 1
+        assert np.linalg.norm(got - np.fft.rfft(x)) <= 1e-12 * np.linalg.norm(np.fft.rfft(x))
 
 
 def test_first_candidate_is_the_rankings_first() -> None:

@@ -24,12 +24,14 @@ import numpy as np
 
 from ..execution import ExecutionCPU, cpu_description
 from ..plan import Candidate, Engine, Problem
+from ..plan.base import remembered_choice
+from ..plan.wisdom import default_wisdom
 from ..errors import MissingDependencyError
 from ._heuristic import library_order, rank, threads_guess
 from ._layout import Layout
 from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
 
-__all__ = ["CPUFFTEngine", "cores", "engine_for", "first_candidate", "layout_of", "prepare_candidate", "thread_options"]
+__all__ = ["CPUFFTEngine", "cores", "engine_for", "fft_problem", "first_candidate", "layout_of", "prepare_candidate", "thread_options", "wisdom_choice"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +127,25 @@ def first_candidate(layout: Layout, budget: int) -> Candidate:
     libraries = installed_libraries()
     name = next(n for n in library_order(layout) if n in libraries and LIBRARIES[n].supports(layout))
     return _candidate_of(name, threads_guess(layout, _options(budget)))
+
+
+def fft_problem(layout: Layout, threads: int, inplace: bool = False, **fields: Any) -> Problem:
+    """The problem key of ``layout`` under a thread budget (plans key wisdom with it; ``fields``:
+    callbacks and CUDA details, none on the quick path)."""
+    return Problem.of("fft", kind=layout.kind, axes=list(layout.axes), lengths=list(layout.lengths),
+                      in_shape=list(layout.in_shape), in_dtype=layout.in_dtype.name,
+                      out_shape=list(layout.out_shape), out_dtype=layout.out_dtype.name, norm=layout.norm,
+                      threads=threads, inplace=inplace, **fields)
+
+
+def wisdom_choice(layout: Layout, budget: int) -> Candidate | None:
+    """The candidate the default wisdom store names for an out-of-place transform of ``layout``
+    under ``budget``, exactly as ``plan()`` of a one-call function would take it (``None``: no
+    usable entry, and the plan takes :func:`first_candidate`)."""
+    problem = fft_problem(layout, budget)
+    libraries = installed_libraries()
+    remembered = remembered_choice(default_wisdom().lookup(problem, _device(libraries)))
+    return remembered if remembered is not None and remembered in _ranked(problem, libraries, budget) else None
 
 
 @functools.lru_cache(maxsize=64)

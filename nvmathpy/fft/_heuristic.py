@@ -42,9 +42,9 @@ def largest_prime_factor(n: int) -> int:
 
 def library_order(layout: Layout) -> list[str]:
     """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE)."""
-    awkward = any(largest_prime_factor(n) > 7 for n in layout.lengths)
-    batched_1d = len(layout.axes) == 1 and layout.batch > 1
-    if awkward or batched_1d or layout.size <= SMALL:
+    # the cheap tests first: the factorisation costs a new small length more than its transform
+    if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
+            largest_prime_factor(n) > 7 for n in layout.lengths):
         return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
     if layout.kind != "c2c" and len(layout.axes) == 1:
         return ["pyfftw", "mkl_fft", "ducc0", "scipy"]

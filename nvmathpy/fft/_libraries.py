@@ -426,6 +426,8 @@ LIBRARIES: dict[str, Library] = {
 
 
 @functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def installed_libraries() -> tuple[str, ...]:
-    """Names of the libraries importable here (scipy always)."""
+    """Names of the libraries importable here (scipy always); looked up once a process (the
+    look-up searches the import path, which cost a new call signature more than its transform)."""
     return tuple(name for name, lib in LIBRARIES.items() if lib.available())

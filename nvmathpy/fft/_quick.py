@@ -5,16 +5,18 @@ small array pays for each layer above the library call (the plan-cache checkout,
 wrapper, the closure rebinding) every time, and on a new shape for the problem key, the wisdom
 lookup and the candidate ranking. For the common call - a NumPy array in native float32/64 or
 complex64/128, at most :data:`QUICK_ELEMENTS` elements in and out, no ``out`` - this module
-builds a *runner* instead: the heuristic's first candidate prepared exactly as a plan would
+builds a *runner* instead: the plan's candidate prepared exactly as a plan would
 prepare it (:func:`~nvmathpy.fft._engines_cpu.prepare_candidate`; the same library, thread
 count and layout handling, so the same bits), wrapped in a closure that crops or zero-pads the
 operand and calls the library. Runners hold no buffers and no operands, so one is shared by
 every thread; :class:`RunnerCache` keeps them per call signature (shape, strides, dtype and
 the raw arguments).
 
-Problems the quick path leaves to plans: those whose first candidate keeps state between
-calls (pyFFTW's aligned buffers), those a wisdom entry may name a tuned choice for
-(:func:`wisdom_may_know`), other dtypes and packages, and large ones (where a plan's reused
+A runner takes the candidate a plan would: the wisdom store's choice when it holds an entry
+of the exact problem (:func:`wisdom_may_know` screens cheaply, then
+:func:`~nvmathpy.fft._engines_cpu.wisdom_choice` looks up as a plan does), else the
+heuristic's first. Problems the quick path leaves to plans: those whose candidate keeps state
+between calls (pyFFTW's aligned buffers), other dtypes and packages, and large ones (where a plan's reused
 buffers and kept results save more than the call overhead costs).
 """
 
@@ -182,14 +184,17 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
         layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
     except Exception:  # noqa: BLE001 - the plan path raises the caller's error
         return None
-    if (layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS
-            or wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype))):
+    if layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS:
         return None
     if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
         if threads_guess(layout, [1, 2]) != 1:
             return None
         threads = threads()
-    candidate = _engines_cpu.first_candidate(layout, threads or _engines_cpu.cores())
+    budget = threads or _engines_cpu.cores()
+    candidate = None
+    if wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype)):  # then ask as a plan would
+        candidate = _engines_cpu.wisdom_choice(layout, budget)
+    candidate = candidate or _engines_cpu.first_candidate(layout, budget)
     if candidate.label not in _STATELESS:
         return None
     prepared = _engines_cpu.prepare_candidate(layout, candidate)
@@ -206,9 +211,9 @@ def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np
     """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
     needed): a view when cropping only, else a fresh zeroed array per call (runners are
     shared between threads, so they own no buffer)."""
-    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
-    if all(n == m for n, m in zip(shape, layout.in_shape)):
+    if shape == layout.in_shape:
         return None
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
     if all(m <= n for n, m in zip(shape, layout.in_shape)):
         return lambda x: x[region]
     in_shape, in_dtype = layout.in_shape, layout.in_dtype

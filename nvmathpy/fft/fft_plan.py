@@ -28,9 +28,9 @@ from ..errors import (
 from ..execution import ExecutionCUDA, as_execution, resolve_execution
 from ..kernels.ir import inputs_of
 from ..operands import Operand, unwrapper, wrap
-from ..plan import Problem, as_options
+from ..plan import as_options
 from ._callbacks import _convert_input, check_inputs_used, make_callback
-from ._engines_cpu import engine_for
+from ._engines_cpu import engine_for, fft_problem
 from ._layout import DIRECTIONS, describe, make_stage
 from ._libraries import LIBRARIES
 from ._one_operand import OneOperandPlan
@@ -248,21 +248,8 @@ class FFT(OneOperandPlan):
         if cuda:
             self._epilog = None
         extra = {role: str(cb.expr) for role, cb in (("prolog", self._prolog), ("epilog", self._epilog)) if cb}
-        self._problem = Problem.of(
-            "fft",
-            kind=layout.kind,
-            axes=list(layout.axes),
-            lengths=list(layout.lengths),
-            in_shape=list(layout.in_shape),
-            in_dtype=layout.in_dtype.name,
-            out_shape=list(layout.out_shape),
-            out_dtype=layout.out_dtype.name,
-            norm=layout.norm,
-            threads=self._engine.budget,
-            inplace=self._inplace,
-            **extra,
-            **(self._cuda_fields(operand) if cuda else {}),
-        )
+        self._problem = fft_problem(layout, self._engine.budget, self._inplace, **extra,
+                                    **(self._cuda_fields(operand) if cuda else {}))
         self._user = x
         self._operand = operand
         self._signature = {

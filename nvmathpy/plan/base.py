@@ -41,7 +41,7 @@ from .autotune import (
 from .problem import Problem, freeze, thaw
 from .wisdom import Wisdom, WisdomWarning, default_wisdom
 
-__all__ = ["Candidate", "Engine", "Plan", "Prepared"]
+__all__ = ["Candidate", "Engine", "Plan", "Prepared", "remembered_choice"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def _failure_summary(failures: Mapping[str, BaseException]) -> str:
     return "candidates that failed:\n" + "\n".join(lines)
 
 
-def _remembered_choice(entry: Mapping[str, Any] | None) -> "Candidate | None":
+def remembered_choice(entry: Mapping[str, Any] | None) -> "Candidate | None":
     """The candidate a wisdom entry names, or ``None`` when there is no entry or its choice is
     malformed (an edited or damaged file: it is ignored, as a stale one is)."""
     if entry is None:
@@ -222,7 +222,7 @@ class Plan(abc.ABC):
         candidates = self._engine.candidates(self._problem)
         chosen, extra, how = candidates[0], None, "heuristic"
         entry = self._wisdom.lookup(self._problem, self._engine.device())
-        remembered = _remembered_choice(entry)
+        remembered = remembered_choice(entry)
         if remembered is not None and remembered in candidates:
             chosen, extra, how = remembered, entry.get("extra"), "wisdom"
         prepared = None
