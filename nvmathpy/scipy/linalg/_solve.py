@@ -4,11 +4,12 @@ defaults, return conventions, errors and warnings, calling LAPACK directly."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
-from ...linalg.lapack import fast_module
+from ...linalg.lapack import MAX_ORDER, fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
@@ -261,20 +262,23 @@ def _getrf(char: str) -> Any:
     return get_lapack_funcs("getrf", dtype=np.dtype(char))
 
 
+#: 0, 1, 2, ...: the row indices ``getrf``'s pivots name when a row is not interchanged.
+_STEPS = np.arange(MAX_ORDER, dtype=np.int32)
+
+
 def _lu_det(getrf: Any, m: np.ndarray, scratch_c: int, scratch_f: int) -> float | complex:
     """The determinant of the square matrix ``m`` from its LU (``getrf`` of ``m``'s dtype):
-    the pivots' product, taken in double precision in Python numbers (which overflow to
-    infinity without a warning), signed by the row interchanges; 0 for an exact zero pivot.
+    the pivots' product, taken left to right in double precision in Python numbers (which
+    overflow to infinity without a warning), signed by the row interchanges; 0 for an exact zero pivot.
     ``m`` is factored in place when it is C-ordered and ``scratch_c``, or otherwise when
     ``scratch_f`` (a C-ordered ``m`` is factored as its transpose, which has the same determinant)."""
     lu, piv, info = getrf(m.T, scratch_c) if m.flags.c_contiguous else getrf(m, scratch_f)
     if info > 0:
         return 0.0
-    d = 1.0
-    for pivot in lu.diagonal().tolist():
-        d *= pivot
-    swaps = sum(p != i for i, p in enumerate(piv.tolist()))
-    return -d if swaps % 2 else d
+    d = math.prod(lu.diagonal().tolist())  # left to right, in C
+    n = piv.shape[0]
+    steps = _STEPS if n <= _STEPS.shape[0] else np.arange(n, dtype=piv.dtype)
+    return -d if np.count_nonzero(piv != steps[:n]) % 2 else d
 
 
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
