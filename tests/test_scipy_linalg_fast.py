@@ -349,3 +349,73 @@ def test_a_first_call_never_waits_for_the_compiler(monkeypatch, tmp_path):
             np.testing.assert_allclose(nla.solve(a, b), sla.solve(a, b), rtol=1e-12)
     finally:
         _fast.reset()
+
+
+# inv and det take a direct path for one square NumPy matrix of a LAPACK dtype.
+DIRECT_SIZES = (2, 3, 7, 13, 64)
+
+
+def _direct_cases():
+    return [(dt, n, lay) for dt in DTYPES for n in DIRECT_SIZES for lay in ("C", "F", "strided")]
+
+
+def _arrange(a, layout):
+    if layout == "strided":
+        big = np.zeros((2 * a.shape[0], 2 * a.shape[1]), a.dtype)
+        big[::2, ::2] = a
+        return big[::2, ::2]
+    return _layout(a, layout)
+
+
+@pytest.mark.parametrize("dtype,n,layout", _direct_cases())
+def test_inv_det_direct_path(dtype, n, layout):
+    rng = np.random.default_rng(uuid.uuid4().int)
+    a = _arrange(well(rng, n, dtype)[rng.permutation(n)], layout)  # rows shuffled: the LU interchanges rows
+    before = a.copy()
+    ref64 = a.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+    _check(nla.inv(a), sla.inv(a), dtype, n)
+    _check(nla.inv(a), np.linalg.inv(ref64).astype(dtype), dtype, n)
+    d = nla.det(a)
+    assert type(d) is type(sla.det(a))
+    assert abs(d - sla.det(a)) <= tol(dtype, n) * 10 * abs(sla.det(a))
+    assert abs(d - np.linalg.det(ref64)) <= tol(dtype, n) * 10 * abs(np.linalg.det(ref64))
+    assert np.array_equal(a, before)  # neither overwrites without overwrite_a
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inv_det_direct_path_singular(dtype):
+    rng = np.random.default_rng(uuid.uuid4().int)
+    a = well(rng, 7, dtype)
+    a[:, 3] = 0
+    with pytest.raises(np.linalg.LinAlgError):
+        nla.inv(a)
+    assert nla.det(a) == sla.det(a) == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_inv_det_direct_path_check_finite(dtype, bad):
+    rng = np.random.default_rng(uuid.uuid4().int)
+    a = np.asfortranarray(well(rng, 5, dtype))
+    a[2, 3] = bad
+    before = a.copy()
+    for f in (nla.inv, nla.det):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            f(a, overwrite_a=True)
+        np.testing.assert_array_equal(a, before)  # refused before anything is overwritten
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inv_det_direct_path_overwrite(dtype):
+    rng = np.random.default_rng(uuid.uuid4().int)
+    a = np.asfortranarray(well(rng, 9, dtype))
+    ref = sla.inv(a)
+    x = nla.inv(a, overwrite_a=True)
+    assert x is a or np.shares_memory(x, a)
+    _check(x, ref, dtype, 9)
+    c = np.ascontiguousarray(well(rng, 9, dtype))
+    original, theirs = c.copy(), c.copy()
+    ref_det = sla.det(theirs, overwrite_a=True)
+    assert abs(nla.det(c, overwrite_a=True) - ref_det) <= tol(dtype, 9) * 10 * abs(ref_det)
+    assert not np.array_equal(c, original)
+    _check(c, theirs, dtype, 9)  # factored in place, as SciPy's det does

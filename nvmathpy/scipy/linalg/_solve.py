@@ -4,11 +4,12 @@ defaults, return conventions, errors and warnings, calling LAPACK directly."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
-from ...linalg.lapack import fast_module
+from ...linalg.lapack import MAX_ORDER, fast_module
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
@@ -176,6 +177,25 @@ def _each_slice(shape: tuple, dtype: np.dtype, one: Any) -> np.ndarray:
     return out
 
 
+def _one_lapack_matrix(a: Any) -> bool:
+    """True for one non-empty square 2-D NumPy matrix of a LAPACK dtype in native byte order:
+    the operand of ``inv``'s and ``det``'s direct paths."""
+    return (type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD" and a.dtype.isnative
+            and a.shape[0] == a.shape[1] and a.size > 0)
+
+
+def _inv_one(one: Any, dtype_char: str) -> np.ndarray:
+    """The inverse ``one()`` computes with its ``rcond``, with SciPy's ``LinAlgError`` when
+    the matrix is singular and ``LinAlgWarning`` when it is ill-conditioned."""
+    try:
+        x, rcond = one()
+    except Singular:
+        raise_singular([0])
+    if not rcond >= EPS[dtype_char]:
+        warn_ill_conditioned([(0, rcond)])
+    return x
+
+
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_a: str | None = None,
         lower: bool = False) -> Any:
     """Inverse of a (batch of) square matrices, as :func:`scipy.linalg.inv`.
@@ -195,6 +215,11 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     array([[-2. ,  1. ],
            [ 1.5, -0.5]])
     """
+    # The common call, without the general path's layers; a matrix with NaN or infinity is
+    # detected general, and inv_slice checks it.
+    if assume_a is None and _one_lapack_matrix(a) and detect(a) in ("gen", "sym", "her"):
+        in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
+        return _inv_one(lambda: inv_slice(a, "gen", False, in_a, check_finite), a.dtype.char)
     kind = _inv_structure(assume_a)
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
@@ -213,12 +238,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
 
     if a1.ndim > 2:
         return convert(_each_slice(a1.shape, dtype, one))
-    try:
-        x, rcond = one(())
-    except Singular:
-        raise_singular([0])
-    if not rcond >= EPS[dtype.char]:
-        warn_ill_conditioned([(0, rcond)])
+    x = _inv_one(lambda: one(()), dtype.char)
     if in_a and not np.may_share_memory(x, a1):  # the structured kernels' inverses are new arrays
         a1[...] = x
         x = a1
@@ -242,6 +262,25 @@ def _getrf(char: str) -> Any:
     return get_lapack_funcs("getrf", dtype=np.dtype(char))
 
 
+#: 0, 1, 2, ...: the row indices ``getrf``'s pivots name when a row is not interchanged.
+_STEPS = np.arange(MAX_ORDER, dtype=np.int32)
+
+
+def _lu_det(getrf: Any, m: np.ndarray, scratch_c: int, scratch_f: int) -> float | complex:
+    """The determinant of the square matrix ``m`` from its LU (``getrf`` of ``m``'s dtype):
+    the pivots' product, taken left to right in double precision in Python numbers (which
+    overflow to infinity without a warning), signed by the row interchanges; 0 for an exact zero pivot.
+    ``m`` is factored in place when it is C-ordered and ``scratch_c``, or otherwise when
+    ``scratch_f`` (a C-ordered ``m`` is factored as its transpose, which has the same determinant)."""
+    lu, piv, info = getrf(m.T, scratch_c) if m.flags.c_contiguous else getrf(m, scratch_f)
+    if info > 0:
+        return 0.0
+    d = math.prod(lu.diagonal().tolist())  # left to right, in C
+    n = piv.shape[0]
+    steps = _STEPS if n <= _STEPS.shape[0] else np.arange(n, dtype=piv.dtype)
+    return -d if np.count_nonzero(piv != steps[:n]) % 2 else d
+
+
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     """Determinant, as :func:`scipy.linalg.det`: a ``numpy.float64``/``complex128`` scalar for
     one matrix, an array for a batch. As SciPy does, single precision is factored in single
@@ -258,6 +297,11 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     >>> type(d).__name__, round(float(d), 12)
     ('float64', -2.0)
     """
+    if _one_lapack_matrix(a):  # the common call, without the general path's layers
+        if check_finite and not all_finite(a):
+            raise ValueError("array must not contain infs or NaNs")
+        scalar = np.complex128 if a.dtype.kind == "c" else np.float64
+        return scalar(_lu_det(_getrf(a.dtype.char), a, int(overwrite_a and a.flags.writeable), 0))
     a1 = as_array(a, check_finite, "a", any_dtype=True)
     convert = to_caller_of(a)
     if a1.ndim < 2:
@@ -277,16 +321,8 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     getrf = _getrf(compute.char)
     flat = a1.reshape((-1, n, n))
     dets = np.empty(flat.shape[0], out_dtype)
-    steps = np.arange(1, n + 1, dtype=np.int32)
     for i in range(flat.shape[0]):
-        m = flat[i]
-        lu, piv, info = getrf(m.T, scratch) if m.flags.c_contiguous else getrf(m, int(owned))
-        if info > 0:  # an exact zero pivot
-            dets[i] = 0
-            continue
-        sign = -1.0 if np.count_nonzero(piv + 1 != steps) % 2 else 1.0
-        with np.errstate(over="ignore", under="ignore"):
-            dets[i] = sign * np.prod(np.diagonal(lu).astype(out_dtype))
+        dets[i] = _lu_det(getrf, flat[i], scratch, int(owned))
     if a1.ndim == 2:
         return dets[0]
     return convert(dets.reshape(a1.shape[:-2]))

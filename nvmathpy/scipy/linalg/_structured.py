@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.lapack import routines
+from ._validate import all_finite
 
 __all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 
@@ -187,9 +188,12 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
     return x, rcond
 
 
-def inv_slice(a: np.ndarray, kind: str, lower: bool, overwrite_a: bool = False) -> tuple[np.ndarray, float]:
+def inv_slice(a: np.ndarray, kind: str, lower: bool, overwrite_a: bool = False,
+              check_finite: bool = False) -> tuple[np.ndarray, float]:
     """Invert one ``(n, n)`` matrix; returns ``(inverse, rcond)`` (with ``overwrite_a``, the
-    general LU's inverse is computed in ``a`` itself)."""
+    general LU's inverse is computed in ``a`` itself). ``check_finite`` (general kind only)
+    raises SciPy's ``ValueError`` for NaN or infinity before anything is overwritten: a finite
+    norm of ``a`` proves every entry finite, so only a norm that is not looks at the entries."""
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":
@@ -215,7 +219,9 @@ def inv_slice(a: np.ndarray, kind: str, lower: bool, overwrite_a: bool = False) 
         return (full.T if t else full), rcond
     norm = "I" if t else "1"
     anorm = r["lange"](norm, view)
-    lu, piv, info = r["getrf"](view, overwrite_a=int(overwrite_a and not t))
+    if check_finite and not anorm - anorm == 0 and not all_finite(a):
+        raise ValueError("array must not contain infs or NaNs")
+    lu, piv, info = r["getrf"](view, int(overwrite_a and not t))
     if info > 0:
         raise Singular
     rcond = r["gecon"](lu, anorm, norm)[0]

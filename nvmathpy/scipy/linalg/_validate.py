@@ -37,11 +37,12 @@ def all_finite(x: np.ndarray) -> bool:
 
     A small array is summed in Python numbers first: a finite sum proves every entry
     finite (a NaN or infinity makes it NaN or infinite, without a floating-point warning),
-    and that is cheaper than a NumPy scan; a sum that is not finite (or that overflowed) is
-    settled by the scan."""
-    if x.dtype.kind not in "fc":
+    and that is cheaper than a NumPy scan up to about 32 real or 16 complex entries (measured);
+    a sum that is not finite (or that overflowed) is settled by the scan."""
+    kind = x.dtype.kind
+    if kind not in "fc":
         return True
-    if x.size <= 64:
+    if x.size <= (16 if kind == "c" else 32):
         total = sum((x if x.ndim == 1 else x.ravel(order="K")).tolist())
         if total - total == 0:
             return True
