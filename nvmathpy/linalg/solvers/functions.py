@@ -45,6 +45,14 @@ def _same(x: Any) -> Any:
     return x
 
 
+def _as_subclass(x: Any, like: Any) -> Any:
+    """``x`` as the ndarray subclass of operand ``like`` (through its ``__array_wrap__``), as
+    NumPy's linalg returns results; plain arrays and other packages' arrays pass unchanged."""
+    if type(like) is not _ndarray and isinstance(like, _ndarray):
+        return like.__array_wrap__(x)
+    return x
+
+
 def _cuda_route(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Route a call whose operand lives on a GPU (or ``execution="cuda"``) to the function of
     the same name in :mod:`.cuda._functions`; NumPy calls pay one type check."""
@@ -127,7 +135,7 @@ def _solve_general(a: Any, b: Any, execution: Any) -> Any:
         key = cache_key("solve", a1, b2.shape, execution is None)
         x = run_cached(key, lambda: Solve(a1, b2, execution=execution), lambda p: p._set(a1, b2), lambda p: p._run(),
                        execution=execution)
-    return to_caller(x[..., 0] if vector else x)
+    return _as_subclass(to_caller(x[..., 0] if vector else x), b)
 
 
 @_cuda_route
@@ -147,11 +155,11 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a")
     if a1.size == 0:
-        return to_caller(np.empty(a1.shape, a1.dtype))
+        return _as_subclass(to_caller(np.empty(a1.shape, a1.dtype)), a)
     key = cache_key("inv", a1)
     out = run_cached(key, lambda: Solve(a1, execution=execution), lambda p: p._set(a1, None), lambda p: p._run(),
                      execution=execution)
-    return to_caller(out)
+    return _as_subclass(to_caller(out), a)
 
 
 # -- determinants -------------------------------------------------------------------------------
@@ -274,7 +282,9 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, subset_by_index: Any,
           subset_by_value: Any, driver: str | None) -> Any:
     if uplo not in ("L", "U"):
-        raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
+        if uplo not in ("l", "u"):
+            raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U' (either case)")
+        uplo = uplo.upper()
     sbi = None if subset_by_index is None else tuple(subset_by_index)
     sbv = None if subset_by_value is None else tuple(subset_by_value)
     options = (uplo, vectors, itype, sbi, sbv, driver)
@@ -303,7 +313,7 @@ def eigh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by
     a
         ``(..., n, n)`` Hermitian matrices; only the triangle ``UPLO`` names is read.
     UPLO
-        ``"L"`` (default) or ``"U"``.
+        ``"L"`` (default) or ``"U"``, in either case (as NumPy).
     b
         ``(..., n, n)`` Hermitian positive definite matrices of ``a``'s shape: the generalized
         problem (as :class:`~nvmathpy.linalg.Eigh`; CPU operands only).
