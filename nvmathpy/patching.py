@@ -68,9 +68,9 @@ NAMESPACES = ("scipy.linalg", "numpy.linalg", "numpy.fft", "scipy.fft")
 #: The :mod:`nvmathpy.linalg` functions patched into :mod:`numpy.linalg`: those that pass NumPy's
 #: own ``linalg/tests/test_linalg.py`` when patched in (``tests/test_patch.py`` runs it). The
 #: others differ from NumPy at edges that suite checks (``inv``: complex64 rounding, the matrix
-#: is factored transposed; ``qr``: empty shapes and ``mode="raw"``; ``cholesky``: float16 is
-#: accepted; lstsq and det conventions; float32 rounding of SVD-based results) and stay NumPy's.
-NUMPY_LINALG_EXACT = ("solve", "eigh", "eigvalsh", "svdvals")
+#: is factored transposed; ``cholesky``: float16 is accepted; lstsq conventions; float32
+#: rounding of SVD-based results) and stay NumPy's.
+NUMPY_LINALG_EXACT = ("solve", "det", "slogdet", "qr", "eigh", "eigvalsh", "svdvals")
 
 _LOCK = threading.RLock()
 _FFT_DOMAIN = "numpy.scipy.fft"

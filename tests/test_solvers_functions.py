@@ -196,6 +196,19 @@ def test_qr_function(mode):
         assert out.Q is q
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7, 5), (2, 5, 7), (3, 1, 4, 4), (3, 0), (0, 4), (2, 0, 0), (0, 3, 2)])
+def test_qr_raw_is_numpys(dtype, shape):
+    """mode "raw": LAPACK's Householder factors ``(h, tau)`` as NumPy returns them (same geqrf:
+    the same signs), ``h`` transposed; empty shapes and batches too."""
+    a = rand(np.random.default_rng(6), shape, dtype)
+    ref = np.linalg.qr(wide(a), mode="raw")
+    h, tau = nl.qr(in_layout(a, "F"), mode="raw")
+    assert h.shape == ref[0].shape and tau.shape == ref[1].shape and h.dtype == tau.dtype == a.dtype
+    if h.size:
+        assert relerr(h, ref[0]) < tol(dtype, 7) and relerr(tau, ref[1]) < tol(dtype, 7)
+
+
 class _Sub(np.ndarray):
     pass
 

@@ -159,7 +159,7 @@ def qr(a: Any, /, *, num_threads: int | None = 1) -> tuple["da.Array", "da.Array
 
     a = _tall(as_dask(a, "a"), "qr")
     n = a.shape[1]
-    dtype = np.linalg.qr(np.ones((1, 1), a.dtype))[0].dtype
+    dtype = _block_qr(np.ones((1, 1), a.dtype), 1)[0].dtype
     block_qr = delayed(_block_qr, nout=2, pure=True)
     firsts = [block_qr(block, num_threads) for block in a.to_delayed()[:, 0]]
     q2, r = delayed(_stacked_qr, nout=2, pure=True)([r_i for _, r_i in firsts], num_threads)

@@ -18,7 +18,7 @@ from ._cached import CACHE, EighResult, SlogdetResult, cache_key, plan_cache, ru
 from ._dispatch import cuda_function, wants_cuda
 from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
-from .cpu._numpy_lapack import FROM_ORDER
+from .cpu._numpy_lapack import FROM_ORDER, numpy_linalg
 from ._operands import as_stack, host_arrays, solve_operands
 from ..validation import check_dtype, factor_pair, lu_factors
 from .plans.cholesky import Cholesky
@@ -204,7 +204,7 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
     -2.0
     """
     if _numpy_determinant(a, execution):
-        return np.linalg.det(a)
+        return numpy_linalg.det(a)
     a1, to_caller, key = _lu_plan(a, execution)
     if a1.shape[-1] == 0:
         return to_caller(np.ones(a1.shape[:-2], a1.dtype)[()])
@@ -225,7 +225,7 @@ def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
     (-1.0, 921.034037)
     """
     if _numpy_determinant(a, execution):
-        return SlogdetResult(*np.linalg.slogdet(a))
+        return SlogdetResult(*numpy_linalg.slogdet(a))
     a1, to_caller, key = _lu_plan(a, execution)
     if a1.shape[-1] == 0:
         ones = np.ones(a1.shape[:-2], a1.dtype)[()]
@@ -262,7 +262,9 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
 
 @_cuda_route
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
-    """QR decomposition (``mode`` ``"reduced"``, ``"complete"`` or ``"r"``) of ``(..., m, n)`` ``a``.
+    """QR decomposition (``mode`` ``"reduced"``, ``"complete"``, ``"r"`` or ``"raw"``) of
+    ``(..., m, n)`` ``a``. ``"raw"`` returns NumPy's ``(h, tau)``: LAPACK's Householder
+    reflectors, ``h`` ``(..., n, m)`` (transposed, as LAPACK leaves it), ``tau`` ``(..., k)``.
 
     Examples
     --------
@@ -271,12 +273,32 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     >>> q, r = qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
     >>> bool(np.allclose(q @ r, [[3, 1], [4, 2]]))
     True
+    >>> h, tau = qr(np.array([[3.0, 1.0], [4.0, 2.0], [0.0, 1.0]]), mode="raw")
+    >>> h.shape, tau.shape
+    ((2, 3), (2,))
     """
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a", square=False)
+    if mode == "raw":  # the factors of mode "r"'s plan, which it keeps per matrix
+        key = cache_key("qr", a1, "r")
+        return to_caller(run_cached(key, lambda: QR(a1, mode="r"), lambda p: p.reset_operands(a1),
+                                    lambda p: _householder(p, a1), execution=execution))
     key = cache_key("qr", a1, mode)
     return to_caller(run_cached(key, lambda: QR(a1, mode=mode), lambda p: p.reset_operands(a1), lambda p: p._run(),
                                 execution=execution))
+
+
+def _householder(plan: QR, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(h, tau)`` of ``a`` by ``plan`` (mode ``"r"``): each matrix's ``geqrf`` output transposed
+    (Fortran order read as C order) and its reflector scales, stacked in ``a``'s batch shape."""
+    plan._run()
+    m, n = a.shape[-2:]
+    parts = plan._state  # (qr, tau, ...) per matrix, qr Fortran-ordered (m, n)
+    h = np.empty((len(parts), n, m), a.dtype)
+    tau = np.empty((len(parts), min(m, n)), a.dtype)
+    for i, part in enumerate(parts):
+        h[i], tau[i] = part[0].T, part[1]
+    return h.reshape(a.shape[:-2] + (n, m)), tau.reshape(a.shape[:-2] + (min(m, n),))
 
 
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, subset_by_index: Any,
