@@ -58,8 +58,11 @@ def test_solve_mixed_and_integer_dtypes():
 def test_solve_singular_and_bad_shapes():
     with pytest.raises(np.linalg.LinAlgError, match="Singular"):
         nl.solve(np.ones((3, 3)), np.ones(3))
-    with pytest.raises(InvalidOperandError, match="square"):
-        nl.solve(np.ones((3, 4)), np.ones(3))
+    for a in (np.ones((3, 4)), np.ones((2, 0, 1))):  # NumPy's LinAlgError, an InvalidOperandError too
+        with pytest.raises(np.linalg.LinAlgError, match="square"):
+            nl.solve(a, np.ones(a.shape[:-1]))
+        with pytest.raises(InvalidOperandError, match="square"):
+            nl.inv(a)
     with pytest.raises(InvalidOperandError, match="rows|n=3"):
         nl.solve(np.eye(3), np.ones(4))
 
@@ -194,7 +197,38 @@ def test_qr_function(mode):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("shape", [(7, 5), (2, 5, 7), (3, 1, 4, 4), (3, 0), (0, 4), (2, 0, 0), (0, 3, 2)])
+def test_qr_raw_is_numpys(dtype, shape):
+    """mode "raw": LAPACK's Householder factors ``(h, tau)`` as NumPy returns them (same geqrf:
+    the same signs), ``h`` transposed; empty shapes and batches too."""
+    a = rand(np.random.default_rng(6), shape, dtype)
+    ref = np.linalg.qr(wide(a), mode="raw")
+    h, tau = nl.qr(in_layout(a, "F"), mode="raw")
+    assert h.shape == ref[0].shape and tau.shape == ref[1].shape and h.dtype == tau.dtype == a.dtype
+    if h.size:
+        assert relerr(h, ref[0]) < tol(dtype, 7) and relerr(tau, ref[1]) < tol(dtype, 7)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+@pytest.mark.parametrize("k", [2, 0, None])  # None: b is one vector
+@pytest.mark.parametrize("n", [5, 0])
+def test_solve_and_inv_keep_the_operands_subclass(k, n):
+    """As NumPy's: solve's result has ``b``'s ndarray subclass, inv's ``a``'s (empty ones too)."""
+    rng = np.random.default_rng(11)
+    a = well(rng, n, np.float64, (3,))
+    b = rng.standard_normal((n,) if k is None else (3, n, k))
+    x = nl.solve(a, b.view(_Sub))
+    assert type(x) is _Sub and x.shape == np.linalg.solve(a, b).shape
+    if x.size:
+        assert relerr(np.asarray(x), np.linalg.solve(a, b)) < 1e-12
+    assert type(nl.inv(a.view(_Sub))) is _Sub and type(nl.inv(a)) is np.ndarray
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("uplo", ["L", "U", "l", "u"])
 def test_eigh_eigvalsh(dtype, uplo):
     a = herm(np.random.default_rng(5), 9, dtype, (2,))
     ref = np.linalg.eigvalsh(wide(a), UPLO=uplo)

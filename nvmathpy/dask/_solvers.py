@@ -72,7 +72,7 @@ def solve(a: Any, b: Any, /, *, num_threads: int | None = 1) -> "da.Array":
     nb = len(batch)
     i, j, c = nb, nb + 1, nb + 2
     out_ind = (*range(nb), j) if vector else (*range(nb), j, c)
-    dtype = np.linalg.solve(np.eye(1, dtype=a.dtype), np.ones((1,) * core, b.dtype)).dtype
+    dtype = _solve_block(np.eye(1, dtype=a.dtype), np.ones((1,) * core, b.dtype), threads=1).dtype
     return da.blockwise(
         _solve_block, out_ind, a, batch_index(nb, a.ndim, (i, j)), b, batch_index(nb, b.ndim, (i, c)[:core]),
         concatenate=True, dtype=dtype, meta=empty_meta(len(out_ind), dtype), threads=num_threads,
@@ -159,7 +159,7 @@ def qr(a: Any, /, *, num_threads: int | None = 1) -> tuple["da.Array", "da.Array
 
     a = _tall(as_dask(a, "a"), "qr")
     n = a.shape[1]
-    dtype = np.linalg.qr(np.ones((1, 1), a.dtype))[0].dtype
+    dtype = _block_qr(np.ones((1, 1), a.dtype), 1)[0].dtype
     block_qr = delayed(_block_qr, nout=2, pure=True)
     firsts = [block_qr(block, num_threads) for block in a.to_delayed()[:, 0]]
     q2, r = delayed(_stacked_qr, nout=2, pure=True)([r_i for _, r_i in firsts], num_threads)

@@ -41,7 +41,8 @@ class UnsupportedDtypeError(InvalidOperandError, TypeError):
 
 
 class NotAMatrixError(InvalidOperandError, LinAlgError):
-    """An operand has fewer than two dimensions (a ``LinAlgError``, as NumPy's)."""
+    """An operand has fewer than two dimensions, or is not square where square matrices are
+    required (a ``LinAlgError``, as NumPy's)."""
 
 
 def native(x: np.ndarray) -> np.ndarray:

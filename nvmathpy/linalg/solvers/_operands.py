@@ -16,7 +16,7 @@ from ...errors import InvalidOperandError
 from ...execution import resolve_execution
 from ...operands import common_package, unwrapper, wrap_all
 from .cpu._lapack import lapack_dtype
-from ..validation import check_dtype, check_matrix, check_result_size, host_array
+from ..validation import NotAMatrixError, check_dtype, check_matrix, check_result_size, host_array
 
 __all__ = [
     "solve_operands",
@@ -74,7 +74,7 @@ def as_stack(a: np.ndarray, name: str, *, square: bool = True, dtype: np.dtype |
     matrix) cannot be allocated NumPy's ``MemoryError``, before any work."""
     check_matrix(a, name)
     if square and a.shape[-1] != a.shape[-2]:
-        raise InvalidOperandError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
+        raise NotAMatrixError(f"{name}: expected square matrices (..., n, n), got shape {a.shape}")
     check_dtype(a.dtype, name)
     target = lapack_dtype(a.dtype) if dtype is None else dtype
     check_result_size(a.shape[:-2], target, name)

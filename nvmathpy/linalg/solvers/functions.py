@@ -18,7 +18,7 @@ from ._cached import CACHE, EighResult, SlogdetResult, cache_key, plan_cache, ru
 from ._dispatch import cuda_function, wants_cuda
 from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
-from .cpu._numpy_lapack import FROM_ORDER
+from .cpu._numpy_lapack import FROM_ORDER, numpy_linalg
 from ._operands import as_stack, host_arrays, solve_operands
 from ..validation import check_dtype, factor_pair, lu_factors
 from .plans.cholesky import Cholesky
@@ -42,6 +42,14 @@ _ndarray = np.ndarray
 
 def _same(x: Any) -> Any:
     """The results of NumPy operands: NumPy arrays already."""
+    return x
+
+
+def _as_subclass(x: Any, like: Any) -> Any:
+    """``x`` as the ndarray subclass of operand ``like`` (through its ``__array_wrap__``), as
+    NumPy's linalg returns results; plain arrays and other packages' arrays pass unchanged."""
+    if type(like) is not _ndarray and isinstance(like, _ndarray):
+        return like.__array_wrap__(x)
     return x
 
 
@@ -127,7 +135,7 @@ def _solve_general(a: Any, b: Any, execution: Any) -> Any:
         key = cache_key("solve", a1, b2.shape, execution is None)
         x = run_cached(key, lambda: Solve(a1, b2, execution=execution), lambda p: p._set(a1, b2), lambda p: p._run(),
                        execution=execution)
-    return to_caller(x[..., 0] if vector else x)
+    return _as_subclass(to_caller(x[..., 0] if vector else x), b)
 
 
 @_cuda_route
@@ -147,11 +155,11 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a")
     if a1.size == 0:
-        return to_caller(np.empty(a1.shape, a1.dtype))
+        return _as_subclass(to_caller(np.empty(a1.shape, a1.dtype)), a)
     key = cache_key("inv", a1)
     out = run_cached(key, lambda: Solve(a1, execution=execution), lambda p: p._set(a1, None), lambda p: p._run(),
                      execution=execution)
-    return to_caller(out)
+    return _as_subclass(to_caller(out), a)
 
 
 # -- determinants -------------------------------------------------------------------------------
@@ -196,7 +204,7 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
     -2.0
     """
     if _numpy_determinant(a, execution):
-        return np.linalg.det(a)
+        return numpy_linalg.det(a)
     a1, to_caller, key = _lu_plan(a, execution)
     if a1.shape[-1] == 0:
         return to_caller(np.ones(a1.shape[:-2], a1.dtype)[()])
@@ -217,7 +225,7 @@ def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
     (-1.0, 921.034037)
     """
     if _numpy_determinant(a, execution):
-        return SlogdetResult(*np.linalg.slogdet(a))
+        return SlogdetResult(*numpy_linalg.slogdet(a))
     a1, to_caller, key = _lu_plan(a, execution)
     if a1.shape[-1] == 0:
         ones = np.ones(a1.shape[:-2], a1.dtype)[()]
@@ -254,7 +262,9 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
 
 @_cuda_route
 def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
-    """QR decomposition (``mode`` ``"reduced"``, ``"complete"`` or ``"r"``) of ``(..., m, n)`` ``a``.
+    """QR decomposition (``mode`` ``"reduced"``, ``"complete"``, ``"r"`` or ``"raw"``) of
+    ``(..., m, n)`` ``a``. ``"raw"`` returns NumPy's ``(h, tau)``: LAPACK's Householder
+    reflectors, ``h`` ``(..., n, m)`` (transposed, as LAPACK leaves it), ``tau`` ``(..., k)``.
 
     Examples
     --------
@@ -263,18 +273,40 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     >>> q, r = qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
     >>> bool(np.allclose(q @ r, [[3, 1], [4, 2]]))
     True
+    >>> h, tau = qr(np.array([[3.0, 1.0], [4.0, 2.0], [0.0, 1.0]]), mode="raw")
+    >>> h.shape, tau.shape
+    ((2, 3), (2,))
     """
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a", square=False)
+    if mode == "raw":  # the factors of mode "r"'s plan, which it keeps per matrix
+        key = cache_key("qr", a1, "r")
+        return to_caller(run_cached(key, lambda: QR(a1, mode="r"), lambda p: p.reset_operands(a1),
+                                    lambda p: _householder(p, a1), execution=execution))
     key = cache_key("qr", a1, mode)
     return to_caller(run_cached(key, lambda: QR(a1, mode=mode), lambda p: p.reset_operands(a1), lambda p: p._run(),
                                 execution=execution))
 
 
+def _householder(plan: QR, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(h, tau)`` of ``a`` by ``plan`` (mode ``"r"``): each matrix's ``geqrf`` output transposed
+    (Fortran order read as C order) and its reflector scales, stacked in ``a``'s batch shape."""
+    plan._run()
+    m, n = a.shape[-2:]
+    parts = plan._state  # (qr, tau, ...) per matrix, qr Fortran-ordered (m, n)
+    h = np.empty((len(parts), n, m), a.dtype)
+    tau = np.empty((len(parts), min(m, n)), a.dtype)
+    for i, part in enumerate(parts):
+        h[i], tau[i] = part[0].T, part[1]
+    return h.reshape(a.shape[:-2] + (n, m)), tau.reshape(a.shape[:-2] + (min(m, n),))
+
+
 def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, subset_by_index: Any,
           subset_by_value: Any, driver: str | None) -> Any:
     if uplo not in ("L", "U"):
-        raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U'")
+        if uplo not in ("l", "u"):
+            raise InvalidOperandError(f"UPLO={uplo!r} is not allowed; allowed: 'L', 'U' (either case)")
+        uplo = uplo.upper()
     sbi = None if subset_by_index is None else tuple(subset_by_index)
     sbv = None if subset_by_value is None else tuple(subset_by_value)
     options = (uplo, vectors, itype, sbi, sbv, driver)
@@ -303,7 +335,7 @@ def eigh(a: Any, /, UPLO: str = "L", *, b: Any = None, itype: int = 1, subset_by
     a
         ``(..., n, n)`` Hermitian matrices; only the triangle ``UPLO`` names is read.
     UPLO
-        ``"L"`` (default) or ``"U"``.
+        ``"L"`` (default) or ``"U"``, in either case (as NumPy).
     b
         ``(..., n, n)`` Hermitian positive definite matrices of ``a``'s shape: the generalized
         problem (as :class:`~nvmathpy.linalg.Eigh`; CPU operands only).

@@ -58,29 +58,29 @@ def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
 def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], Any]], Callable[[], Any]]:
     """``({algorithm: call}, reference call)`` for one order: the algorithms as the plans call
     them (on a C-ordered matrix's transposed view), the reference as a SciPy user calls it,
-    which is also the algorithm :data:`PLAIN`. SciPy's functions are taken from the modules
-    that define them: ``scipy.linalg.<name>`` is nvmathpy's own while SciPy is patched."""
-    from scipy.linalg._decomp import eigh
-    from scipy.linalg._decomp_cholesky import cho_factor
-    from scipy.linalg._decomp_lu import lu_factor
+    which is also the algorithm :data:`PLAIN`. SciPy's and NumPy's functions are called in
+    the modules that define them: :func:`nvmathpy.patch` replaces ``scipy.linalg.lu_factor``
+    and the like by nvmathpy's, which would then be timed against themselves."""
+    from scipy.linalg import _decomp, _decomp_cholesky, _decomp_lu
 
     a = _matrix(kind, n, dtype)
     reference: Callable[[], Any]
     if kind == "getrf":
         from ._lookahead_lu import getrf_of, getrf_order
 
-        reference = lambda: lu_factor(a)  # noqa: E731
+        reference = lambda: _decomp_lu.lu_factor(a)  # noqa: E731
         algorithms = {alg: (lambda f=getrf_of(alg, dtype): f(a.T)) for alg in getrf_order(n, dtype)}
     elif kind == "potrf":
         from ._lookahead_cholesky import potrf_of, potrf_order
 
-        reference = lambda: cho_factor(a)  # noqa: E731
+        reference = lambda: _decomp_cholesky.cho_factor(a)  # noqa: E731
         algorithms = {alg: (lambda f=potrf_of(alg, dtype): f(a.T, lower=1, clean=0)) for alg in potrf_order(n, dtype)}
     else:
         from ._blocked_eigh import blocked_eigh, blocked_eigh_available
+        from ._numpy_lapack import numpy_linalg
 
-        reference = lambda: eigh(a)  # noqa: E731
-        algorithms = {"numpy": lambda: np.linalg.eigh(a)}
+        reference = lambda: _decomp.eigh(a)  # noqa: E731
+        algorithms = {"numpy": lambda: numpy_linalg.eigh(a)}
         if blocked_eigh_available(dtype):
             algorithms["blocked_evd"] = lambda f=blocked_eigh(dtype): f(a.T, True, True)
     return {**algorithms, PLAIN[kind]: reference}, reference

@@ -14,6 +14,10 @@ The Fortran entry points are called (not LAPACKE, which may scan the input for N
 results equal the f2py wrappers', with their calling conventions, so the plans take either.
 Each call costs a few microseconds of ctypes, which is why small matrices stay on SciPy's
 wrappers.
+
+:data:`numpy_linalg` is the module NumPy's own ``numpy.linalg`` functions are defined in:
+plans that run NumPy's solvers call them there, never through ``numpy.linalg``, whose
+attributes :func:`nvmathpy.patch` replaces by nvmathpy's (a call through them would recurse).
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "routines", "suits"]
+try:  # NumPy 2: the module numpy.linalg's functions live in
+    from numpy.linalg import _linalg as numpy_linalg
+except ImportError:  # NumPy 1.26
+    from numpy.linalg import linalg as numpy_linalg  # type: ignore[no-redef]
+
+__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "routines", "suits", "numpy_linalg"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few

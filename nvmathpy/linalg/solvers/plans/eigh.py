@@ -262,8 +262,8 @@ class Eigh(SolverPlan):
                 return np.empty(0, np.finfo(am.dtype).dtype), np.empty((0, 0), am.dtype)
             if label == "numpy":  # standard problems, all eigenvalues (the only ones it is listed for)
                 try:
-                    return (tuple(np.linalg.eigh(am, UPLO=triangle)) if vectors
-                            else (np.linalg.eigvalsh(am, UPLO=triangle), None))
+                    return (tuple(numpy_lapack.numpy_linalg.eigh(am, UPLO=triangle)) if vectors
+                            else (numpy_lapack.numpy_linalg.eigvalsh(am, UPLO=triangle), None))
                 except np.linalg.LinAlgError:
                     raise LinAlgError("eigenvalue algorithm (numpy syevd) did not converge") from None
             if bm is None:

@@ -26,6 +26,7 @@ from ....plan import Candidate, Prepared, Problem
 from ._base import SolverPlan
 from ..cpu._engine import CPULapackEngine
 from ..cpu._lapack import lwork_of, routine
+from ..cpu._numpy_lapack import numpy_linalg
 from .._operands import as_stack, batch_index, fortran_view, flat_part, flat_view, identity, matrix_at
 from ..cpu._compiled import compiled_offered, compiled_solver
 from ..cpu._small import CLOSED_FORM_MAX, ELIMINATION_MAX, closed_form, eliminate
@@ -109,7 +110,7 @@ class Solve(SolverPlan):
         inverse = self._b is None
         loop = self._lapack_one(label, state, inverse)
         if label == "numpy":
-            return self._with_index(lambda a, b: np.linalg.inv(a) if b is None else np.linalg.solve(a, b), loop)
+            return self._with_index(lambda a, b: numpy_linalg.inv(a) if b is None else numpy_linalg.solve(a, b), loop)
         if label == "compiled":
             fast = compiled_solver(self._a.shape[-1], self._a.dtype.name)
             return self._looped(loop) if fast is None else self._vectorised(fast, loop)  # None: the build failed
