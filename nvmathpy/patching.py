@@ -4,7 +4,8 @@ Four namespaces can be patched, each on its own:
 
 - ``"scipy.linalg"``: the functions of :mod:`nvmathpy.scipy.linalg` replace SciPy's.
 - ``"numpy.linalg"``: the functions of :mod:`nvmathpy.linalg` that are NumPy's exactly
-  (:data:`NUMPY_LINALG_EXACT`: those that pass NumPy's own linalg tests when patched in).
+  (:data:`NUMPY_LINALG_PATCHED`: those that pass NumPy's own linalg tests when patched in
+  and are not slower than NumPy's on small matrices).
 - ``"numpy.fft"``: the transforms of :mod:`nvmathpy.fft` replace NumPy's (the ``*freq`` and
   ``*shift`` helpers stay NumPy's: nothing to accelerate there, and nvmathpy's call NumPy's).
 - ``"scipy.fft"``: :mod:`nvmathpy.scipy.fft` becomes SciPy's global uarray backend, with
@@ -60,19 +61,25 @@ from typing import Any, Callable, Iterator
 
 from ._logging import logger
 
-__all__ = ["NAMESPACES", "NUMPY_LINALG_EXACT", "patch", "unpatch", "patched", "patched_namespaces"]
+__all__ = ["NAMESPACES", "NUMPY_LINALG_EXACT", "NUMPY_LINALG_PATCHED", "patch", "unpatch", "patched",
+           "patched_namespaces"]
 
 #: The namespaces :func:`patch` knows, in the order it patches them.
 NAMESPACES = ("scipy.linalg", "numpy.linalg", "numpy.fft", "scipy.fft")
 
-#: The :mod:`nvmathpy.linalg` functions patched into :mod:`numpy.linalg`: those that pass NumPy's
-#: own ``linalg/tests/test_linalg.py`` when patched in (``tests/test_patch.py`` runs it). The
-#: others differ from NumPy at edges that suite checks and stay NumPy's: NumPy computes
-#: float32/complex64 operands in double precision and rounds the result, nvmathpy in single
-#: precision (``inv``, ``svd``, ``lstsq``: the suite's 5-decimal checks see the difference);
-#: ``cholesky`` accepts float16; ``lstsq`` also differs on ``rcond=-1`` and on the error of
-#: incompatible shapes.
+#: The :mod:`nvmathpy.linalg` functions that are NumPy's exactly: they pass NumPy's own
+#: ``linalg/tests/test_linalg.py`` patched in (``tests/test_patch.py`` runs it with all of them).
+#: The others differ at edges that suite checks: NumPy computes float32/complex64 operands in
+#: double precision and rounds the result, nvmathpy in single precision (``inv``, ``svd``,
+#: ``lstsq``: the suite's 5-decimal checks see the difference); ``cholesky`` accepts float16;
+#: ``lstsq`` also differs on ``rcond=-1`` and on the error of incompatible shapes.
 NUMPY_LINALG_EXACT = ("solve", "det", "slogdet", "qr", "eigh", "eigvalsh", "svdvals")
+
+#: What ``patch("numpy.linalg")`` installs: the exact functions that are not slower than NumPy's
+#: on the small matrices most calls see. ``det``/``slogdet`` (0.8x NumPy's speed at order 8),
+#: ``qr``, ``eigh``/``eigvalsh`` and ``svdvals`` (0.2-0.3x: a plan's fixed cost per call) stay
+#: NumPy's until their small calls are as cheap (``benchmarks/bench_patch.py`` measures).
+NUMPY_LINALG_PATCHED = ("solve",)
 
 _LOCK = threading.RLock()
 _FFT_DOMAIN = "numpy.scipy.fft"
@@ -191,7 +198,7 @@ def _install(namespace: str) -> _Undo:
     if namespace == "scipy.linalg":
         return _functions(namespace, "scipy.linalg", "nvmathpy.scipy.linalg", lambda source, peer: list(source.__all__))
     if namespace == "numpy.linalg":
-        return _functions(namespace, "numpy.linalg", "nvmathpy.linalg", lambda source, peer: list(NUMPY_LINALG_EXACT))
+        return _functions(namespace, "numpy.linalg", "nvmathpy.linalg", lambda source, peer: list(NUMPY_LINALG_PATCHED))
     if namespace == "numpy.fft":
         return _functions(namespace, "numpy.fft", "nvmathpy.fft", lambda source, peer: [
             name for name in source.__all__ if name in peer.__all__ and not name.endswith(("freq", "shift"))])
