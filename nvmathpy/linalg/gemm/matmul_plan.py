@@ -17,12 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ...errors import (
-    InvalidOperandError,
-    InvalidOptionError,
-    OperandMismatchError,
-    PlanStateError,
-)
+from ...errors import InvalidOperandError, InvalidOptionError, OperandMismatchError, PlanStateError
 from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ...plan import Plan, PlanCache, Prepared, Problem, as_options
@@ -489,8 +484,7 @@ def _remember_plain_dot(plan: Matmul, a: Any, b: Any, key: tuple) -> None:
 def set_plan_cache_size(maxsize: int) -> None:
     """Bound the number of plans :func:`matmul` keeps (``0`` disables caching)."""
     _CACHE.resize(maxsize)
-    if len(_PLAIN_DOT) > maxsize:
-        _PLAIN_DOT.clear()
+    _PLAIN_DOT.clear()
 
 
 def clear_plan_cache() -> None:
