@@ -266,6 +266,23 @@ def test_eigh_one_matrix_direct_path(dtype, n, layout, uplo, monkeypatch):
     np.testing.assert_array_equal(a, keep)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (3, 7), (33, 33), (64, 5), (65, 9)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_svdvals_one_matrix_direct_path(dtype, shape, layout, monkeypatch):
+    """One small NumPy matrix's singular values come from ?gesdd without a plan (65 rows take
+    the plan); they equal NumPy's, a float64 reference's and the plan path's to rounding."""
+    a = in_layout(rand(np.random.default_rng(shape[0]), shape, dtype), layout)
+    keep = a.copy()
+    s = nl.svdvals(a)
+    assert s.dtype == np.linalg.svd(a, compute_uv=False).dtype
+    assert relerr(s, np.linalg.svd(wide(a), compute_uv=False)) < tol(dtype, max(shape)) * 10
+    assert relerr(nl.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False)) < tol(dtype, max(shape)) * 10
+    monkeypatch.setattr(functions, "DIRECT_UP_TO", 0)
+    assert relerr(s, nl.svdvals(a)) < tol(dtype, max(shape)) * 10
+    np.testing.assert_array_equal(a, keep)
+
+
 def test_eigh_one_matrix_direct_path_nan_raises():
     with pytest.raises(np.linalg.LinAlgError):
         nl.eigvalsh(np.full((4, 4), np.nan))

@@ -399,8 +399,11 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     array([2., 1.])
     """
     options = (bool(full_matrices), bool(compute_uv), driver)
-    if execution is None and driver in ("gesdd", "gesvd") and _plain(a) and a.ndim == 2:  # one matrix: no plan
-        return svd_matrix(a, full_matrices, compute_uv, driver)
+    if execution is None and _plain(a) and a.ndim == 2:  # one matrix: no plan
+        if driver in ("gesdd", "gesvd"):
+            return svd_matrix(a, full_matrices, compute_uv, driver)
+        if driver is None and not compute_uv and max(a.shape) <= DIRECT_UP_TO:  # small: plan costs more
+            return svd_matrix(a, False, False, "gesdd")
     if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
         a1, to_caller = a, _same
         key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)
