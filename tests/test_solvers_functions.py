@@ -239,6 +239,55 @@ def test_eigh_eigvalsh(dtype, uplo):
     assert nl.eigh(a).eigenvalues.shape == (2, 9)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 7, 33, 64, 65])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("uplo", ["L", "u"])
+def test_eigh_one_matrix_direct_path(dtype, n, layout, uplo, monkeypatch):
+    """One small NumPy matrix runs ?syevd/?heevd without a plan (order <= DIRECT_UP_TO; 65 takes
+    the plan): only triangle ``uplo`` is read, the results equal NumPy's, a float64 reference
+    and the plan path's to rounding, and the caller's matrix is untouched."""
+    rng = np.random.default_rng(n)
+    x = rand(rng, (n, n), dtype)
+    x[np.diag_indices(n)] = x.diagonal().real
+    a = in_layout(x, layout)  # not Hermitian: the other triangle is ignored
+    keep = a.copy()
+    ref = np.linalg.eigvalsh(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), UPLO=uplo)
+    full = np.tril(a) if uplo in "Ll" else np.triu(a)
+    full = wide(full + np.conj(np.tril(full, -1) if uplo in "Ll" else np.triu(full, 1)).T)
+    w, v = nl.eigh(a, UPLO=uplo)
+    assert w.dtype == np.linalg.eigvalsh(a).dtype and v.dtype == a.dtype and type(w) is np.ndarray
+    assert relerr(w, ref) < tol(dtype, n) * 10
+    assert relerr(w, np.linalg.eigh(a, UPLO=uplo).eigenvalues) < tol(dtype, n) * 10
+    assert relerr(full @ v, v * w) < tol(dtype, n) * 10
+    assert relerr(nl.eigvalsh(a, UPLO=uplo), ref) < tol(dtype, n) * 10
+    monkeypatch.setattr(functions, "DIRECT_UP_TO", 0)  # the plan path, for comparison
+    assert relerr(w, nl.eigvalsh(a, UPLO=uplo)) < tol(dtype, n) * 10
+    np.testing.assert_array_equal(a, keep)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (3, 7), (33, 33), (64, 5), (65, 9)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_svdvals_one_matrix_direct_path(dtype, shape, layout, monkeypatch):
+    """One small NumPy matrix's singular values come from ?gesdd without a plan (65 rows take
+    the plan); they equal NumPy's, a float64 reference's and the plan path's to rounding."""
+    a = in_layout(rand(np.random.default_rng(shape[0]), shape, dtype), layout)
+    keep = a.copy()
+    s = nl.svdvals(a)
+    assert s.dtype == np.linalg.svd(a, compute_uv=False).dtype
+    assert relerr(s, np.linalg.svd(wide(a), compute_uv=False)) < tol(dtype, max(shape)) * 10
+    assert relerr(nl.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False)) < tol(dtype, max(shape)) * 10
+    monkeypatch.setattr(functions, "DIRECT_UP_TO", 0)
+    assert relerr(s, nl.svdvals(a)) < tol(dtype, max(shape)) * 10
+    np.testing.assert_array_equal(a, keep)
+
+
+def test_eigh_one_matrix_direct_path_nan_raises():
+    with pytest.raises(np.linalg.LinAlgError):
+        nl.eigvalsh(np.full((4, 4), np.nan))
+
+
 @pytest.mark.parametrize("full", [True, False])
 def test_svd_svdvals(full):
     a = rand(np.random.default_rng(6), (3, 8, 5), np.complex128)

@@ -22,7 +22,7 @@ from .cpu._numpy_lapack import FROM_ORDER, numpy_linalg
 from ._operands import as_stack, host_arrays, solve_operands
 from ..validation import check_dtype, factor_pair, lu_factors
 from .plans.cholesky import Cholesky
-from .plans.eigh import Eigh
+from .plans.eigh import DIRECT_UP_TO, Eigh, eigh_matrix
 from .plans.lstsq import Lstsq
 from .plans.lu import LU
 from .plans.qr import QR
@@ -310,6 +310,10 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, 
     sbi = None if subset_by_index is None else tuple(subset_by_index)
     sbv = None if subset_by_value is None else tuple(subset_by_value)
     options = (uplo, vectors, itype, sbi, sbv, driver)
+    if (execution is None and b is None and sbi is None and sbv is None and driver is None and itype == 1
+            and _plain_square(a) and a.ndim == 2 and a.shape[0] <= DIRECT_UP_TO):  # one small matrix: no plan
+        out = eigh_matrix(a, uplo == "L", vectors)
+        return EighResult(*out) if vectors else out
     if execution is None and _plain_square(a) and (b is None or type(b) is _ndarray and b.dtype == a.dtype):
         # the common NumPy case: no wrapping, a key from attributes
         a1, b1, to_caller = a, b, _same
@@ -395,8 +399,11 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     array([2., 1.])
     """
     options = (bool(full_matrices), bool(compute_uv), driver)
-    if execution is None and driver in ("gesdd", "gesvd") and _plain(a) and a.ndim == 2:  # one matrix: no plan
-        return svd_matrix(a, full_matrices, compute_uv, driver)
+    if execution is None and _plain(a) and a.ndim == 2:  # one matrix: no plan
+        if driver in ("gesdd", "gesvd"):
+            return svd_matrix(a, full_matrices, compute_uv, driver)
+        if driver is None and not compute_uv and max(a.shape) <= DIRECT_UP_TO:  # small: plan costs more
+            return svd_matrix(a, False, False, "gesdd")
     if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
         a1, to_caller = a, _same
         key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)

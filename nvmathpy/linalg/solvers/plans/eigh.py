@@ -12,10 +12,15 @@ take the fastest (``evd`` beats SciPy's default ``evr`` at n = 1024 on this clas
 ``blocked_evd`` beats ``evd``). A C-ordered Hermitian ``A`` is read through its Fortran view
 ``conj(A)`` with the other triangle; the eigenvectors come back conjugated accordingly,
 without copying ``A``.
+
+:func:`eigh_matrix` is ``?syevd`` / ``?heevd`` on one small matrix without a plan: what the
+one-call :func:`~nvmathpy.linalg.eigh` runs on a single small NumPy matrix, where a plan's
+bookkeeping would cost more than LAPACK does.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -31,12 +36,15 @@ from ..cpu._factored import stack_factors
 from ..cpu._lapack import lwork_of, routine
 from .._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
-__all__ = ["BLOCKED_FROM", "Eigh"]
+__all__ = ["BLOCKED_FROM", "DIRECT_UP_TO", "Eigh", "eigh_matrix"]
 
 #: From this order on, all eigenvalues of a standard problem try ``blocked_evd`` first: its
 #: gain over ``?syevd`` grows with the order, and for small matrices its extra calls cost more
 #: than the back-transformation saves.
 BLOCKED_FROM = 512
+
+#: Up to this order, the one-call functions run one NumPy matrix through :func:`eigh_matrix`.
+DIRECT_UP_TO = 64
 
 
 def _candidates(problem: Problem) -> list[Candidate]:
@@ -85,6 +93,35 @@ def _setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
             else:
                 work["liwork"] = lwork_of(query[1])
     return {"fn": routine(_ROUTINE[label], dtype), "label": label, "work": work}
+
+
+@functools.lru_cache(maxsize=256)
+def _evd(dtype: np.dtype, n: int, vectors: bool) -> tuple[Callable[..., Any], dict[str, int]]:
+    """``?syevd`` / ``?heevd`` for ``dtype`` and the workspace it needs at order ``n``."""
+    name = dtype.name
+    work = {} if vectors else {"lwork": lwork_of(routine("syevd_lwork", name)(n, compute_v=0))}
+    return routine("syevd", name), work
+
+
+def eigh_matrix(a: np.ndarray, lower: bool, vectors: bool) -> Any:
+    """All eigenvalues (ascending), and the eigenvectors when ``vectors``, of one non-empty
+    Hermitian matrix ``a`` (a 2-D NumPy array of a LAPACK dtype) reading triangle ``lower``,
+    by divide and conquer as the plan's ``evd`` driver, without a plan: ``(w, v)`` or ``w``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> eigh_matrix(np.array([[2.0, 1.0], [1.0, 2.0]]), True, False)
+    array([1., 3.])
+    """
+    fn, work = _evd(a.dtype, a.shape[0], vectors)
+    view, transposed = fortran_view(a)
+    w, v, info = fn(view, compute_v=int(vectors), lower=int(lower != transposed), **work)
+    if info:
+        raise LinAlgError(f"eigenvalue algorithm (evd) did not converge (info={info})")
+    if not vectors:
+        return w
+    return w, (v.conj() if transposed and a.dtype.kind == "c" else v)
 
 
 def _check_subsets(subset_by_index: Any, subset_by_value: Any, n: int) -> tuple[str, list]:
