@@ -346,13 +346,19 @@ def test_scipy_fft_restores_a_global_backend_set_before():
 
 
 def test_scipy_fft_unreadable_backend_state_restores_scipys_default(monkeypatch):
+    found = _fft_global()  # other tests may have left another (try_last) setting: put it back after
+    scipy.fft.set_global_backend("scipy", try_last=True)  # SciPy's own global state at import
     default = _fft_global()
-    monkeypatch.setattr(scipy._lib._uarray, "get_state", lambda: object())  # a SciPy without uarray's layout
-    nvmathpy.patch("scipy.fft")
-    assert nvmathpy.patching._scipy_fft_backends(scipy._lib._uarray) is None
-    nvmathpy.unpatch("scipy.fft")
-    monkeypatch.undo()
-    assert _fft_global() == default and default[0].__name__ == "_ScipyBackend"
+    try:
+        monkeypatch.setattr(scipy._lib._uarray, "get_state", lambda: object())  # a SciPy without uarray's layout
+        nvmathpy.patch("scipy.fft")
+        assert nvmathpy.patching._scipy_fft_backends(scipy._lib._uarray) is None
+        nvmathpy.unpatch("scipy.fft")
+        monkeypatch.undo()
+        assert _fft_global() == default and default[0].__name__ == "_ScipyBackend"
+    finally:
+        backend, coerce, only, try_last = found
+        scipy.fft.set_global_backend(backend, coerce=coerce, only=only, try_last=try_last)
 
 
 def test_import_and_state_queries_load_no_peer():
