@@ -191,8 +191,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    from .execution import cpu_description
     from .linalg.solvers.cpu._calibrate import CALIBRATIONS, OutOfTime
-    from .plan.calibration import machine, record
+    from .plan.calibration import record
 
     # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
     asked = args.only or [""]
@@ -203,7 +204,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         print(f"tune: unknown crossover(s) {unknown}; available: {kinds}, each by order (e.g. getrf.float64.1024)",
               file=sys.stderr)
         return 2
-    here = machine()
+    here = cpu_description()
     print(f"calibrating {len(names)} crossover(s) on {here['cpu']} ({here['cores']} cores, {here['blas']}), "
           f"at most about {args.seconds:g} s", flush=True)
     deadline = time.perf_counter() + args.seconds

@@ -56,12 +56,12 @@ def test_a_recorded_value_is_read_back_by_a_later_process(isolated_cache):
 
 
 def test_a_value_of_another_machine_is_ignored(monkeypatch):
-    here = calibration.machine
+    here = calibration.cpu_description
     other = {**here(), "cpu": "another CPU", "cores": 128}
-    monkeypatch.setattr(calibration, "machine", lambda: other)
+    monkeypatch.setattr(calibration, "cpu_description", lambda: other)
     calibration.record("potrf.float64.1024", table("lookahead"), {}, 0.1)
     assert calibration.calibrated("potrf.float64.1024", "default") == table("lookahead")
-    monkeypatch.setattr(calibration, "machine", here)
+    monkeypatch.setattr(calibration, "cpu_description", here)
     calibration.forget()
     assert calibration.calibrated("potrf.float64.1024", "default") == "default"
     assert calibration.entries() == []
@@ -229,8 +229,36 @@ def test_tune_refuses_an_unknown_crossover(isolated_cache):
     assert tuned.returncode == 2 and "unknown crossover" in tuned.stderr and "getrf.float64" in tuned.stderr
 
 
-def test_the_machine_key_does_not_depend_on_what_was_imported_first():
-    code = "{}\nimport json\nfrom nvmathpy.plan.calibration import machine\nprint(json.dumps(machine()))"
-    keys = [json.loads(subprocess.run([sys.executable, "-c", code.format(first)], capture_output=True, text=True,
-                                      cwd=ROOT, check=True).stdout) for first in ("import numpy", "import scipy.linalg")]
-    assert keys[0] == keys[1] and keys[0]["blas"] != "unknown"
+#: Prints, as JSON, the machine description and the device part of every wisdom key: the
+#: calibration's, a GEMM plan's and an FFT plan's (a solver plan's is the description and its
+#: engine's name).
+MACHINE_KEYS = """{}
+import json
+import numpy as np
+import nvmathpy.fft, nvmathpy.linalg
+from nvmathpy.execution import cpu_description
+from nvmathpy.plan import calibration
+x = np.ones((4, 4))
+print(json.dumps([cpu_description(), calibration.cpu_description(), nvmathpy.linalg.Matmul(x, x)._engine.device(),
+                  nvmathpy.fft.FFT(x.astype(complex))._engine.device()]))"""
+
+
+@pytest.mark.parametrize("first", ["import scipy.linalg", "import scipy.fft", "import scipy.linalg; import numpy.fft"])
+def test_the_machine_key_does_not_depend_on_what_was_imported_first(first):
+    """threadpoolctl lists BLAS libraries in the order they were loaded, and SciPy's is loaded
+    only with scipy.linalg: every key must read the same with NumPy alone as after either."""
+    keys = [json.loads(subprocess.run([sys.executable, "-c", MACHINE_KEYS.format(imports)], capture_output=True,
+                                      text=True, cwd=ROOT, check=True).stdout) for imports in ("import numpy", first)]
+    assert keys[0] == keys[1]
+    description = keys[0][0]
+    assert all(key == description or key.items() >= description.items() for key in keys[0])
+    assert description["blas"].startswith("numpy: ") and "; scipy: " in description["blas"]
+    assert "unknown" not in description["blas"]
+
+
+def test_importing_scipy_linalg_is_left_to_the_caller():
+    """A wisdom key reads SciPy's BLAS from its build configuration: a NumPy-only program does
+    not pay for loading scipy.linalg on its first planned call."""
+    code = "import sys\nfrom nvmathpy.execution import cpu_description\ncpu_description()\nprint('scipy.linalg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"

@@ -2,11 +2,11 @@
 
 A heuristic that chooses among algorithms by order (which LU, Cholesky or eigh driver is
 tried first) asks :func:`calibrated` for a named value. The value comes from the wisdom store
-(:mod:`.wisdom`), keyed by the name and by this machine: CPU model, core count, architecture,
-NumPy's and SciPy's BLAS and their versions, NumPy's and SciPy's versions (:func:`machine`),
-and nvmathpy's version; an entry of another machine is never read. Values are measured by ``python -m nvmathpy
-tune``, or, bounded in time (:data:`AUTO_SECONDS`), the first time a heuristic asks for one it
-does not have. Without a value the heuristic keeps its built-in default.
+(:mod:`.wisdom`), keyed by the name and by this machine as every wisdom entry is
+(:func:`nvmathpy.execution.cpu_description`: CPU model, core count, architecture, NumPy's and
+SciPy's BLAS, their versions) and nvmathpy's version; an entry of another machine is never
+read. Values are measured by ``python -m nvmathpy tune``, or, bounded in time
+(:data:`AUTO_SECONDS`), the first time a heuristic asks for one it does not have. Without a value the heuristic keeps its built-in default.
 
 Automatic calibration is controlled by ``NVMATHPY_CALIBRATE``: ``auto`` (the default) measures
 a missing value on first need; ``off`` never measures (defaults and values stored by ``tune``
@@ -22,17 +22,17 @@ spinning for a while after each call.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
 from typing import Any, Callable
 
 from .._logging import logger
+from ..execution import cpu_description
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios", "machine",
+__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios",
            "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
@@ -48,27 +48,6 @@ _FAILED: set[tuple[str, str]] = set()
 #: Held while a value is being measured (a heuristic asked meanwhile, by another thread or by
 #: the measurement itself, gets its default).
 _MEASURING = threading.Lock()
-
-
-@functools.lru_cache(maxsize=1)
-def machine() -> dict[str, Any]:
-    """The description calibrated values are keyed by: :func:`nvmathpy.execution.cpu_description`
-    with ``blas`` naming every BLAS loaded once SciPy's LAPACK is (NumPy's and SciPy's, sorted:
-    the order threadpoolctl lists them in depends on what was imported first).
-
-    Examples
-    --------
-    >>> sorted(machine())
-    ['blas', 'cores', 'cpu', 'machine', 'numpy', 'scipy', 'space']
-    """
-    import scipy.linalg  # noqa: F401 - loads SciPy's BLAS, which the calibrated choices are measured against
-    from threadpoolctl import threadpool_info
-
-    from ..execution import cpu_description
-
-    pools = sorted(" ".join(str(pool.get(k, "")) for k in ("internal_api", "version", "architecture"))
-                   for pool in threadpool_info() if pool.get("user_api") == "blas")
-    return {**cpu_description(), "blas": "; ".join(pools) or "unknown"}
 
 
 def auto_enabled() -> bool:
@@ -88,7 +67,7 @@ def _memo_key(name: str) -> tuple[str, str]:
 def _stored(name: str) -> Any:
     key = _memo_key(name)
     if key not in _MEMO:
-        entry = default_wisdom().lookup(_problem(name), machine())
+        entry = default_wisdom().lookup(_problem(name), cpu_description())
         params = entry["choice"].get("params") if entry else None
         _MEMO[key] = params.get("value") if isinstance(params, dict) else None
     return _MEMO[key]
@@ -103,7 +82,7 @@ def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> N
     >>> calibrated("example", None)
     {'first': 'lookahead'}
     """
-    default_wisdom().record(_problem(name), machine(), {"label": "calibrated", "params": {"value": value}},
+    default_wisdom().record(_problem(name), cpu_description(), {"label": "calibrated", "params": {"value": value}},
                             extra={"measured": measured, "seconds": round(seconds, 3)})
     _MEMO[_memo_key(name)] = value
 
@@ -163,7 +142,7 @@ def failed(name: str) -> bool:
 def entries() -> list[dict[str, Any]]:
     """The values calibrated on this machine: ``name``, ``value``, ``recorded``, ``seconds``,
     ``measured``, each from the store (for ``python -m nvmathpy info``)."""
-    here = machine()
+    here = cpu_description()
     found = []
     for entry in default_wisdom().entries():
         problem = entry.get("problem", {})
