@@ -141,13 +141,16 @@ def test_the_lu_order_puts_the_calibrated_first_choice_first(first):
     order = ALGORITHMS["getrf"][0](1024, "float64")
     assert order[0] == first and sorted(order, key=str) == sorted(getrf_order(1024, "float64"), key=str)
     assert ALGORITHMS["getrf"][0](900, "float64")[0] == first  # the nearest measured order
-    assert ALGORITHMS["getrf"][0](880, "float64") == getrf_order(880, "float64")  # nearer 768: not calibrated
-    assert ALGORITHMS["getrf"][0](4096, "float64") == getrf_order(4096, "float64")  # beyond the orders
-    assert ALGORITHMS["getrf"][0](1024, "float32") == getrf_order(1024, "float32")  # another dtype
+    # nearer 768, and another dtype: covered but not calibrated, so SciPy's routine first
+    assert ALGORITHMS["getrf"][0](880, "float64") == [SCIPY, *getrf_order(880, "float64")]
+    assert ALGORITHMS["getrf"][0](1024, "float32") == [SCIPY, *getrf_order(1024, "float32")]
+    assert ALGORITHMS["getrf"][0](4096, "float64") == getrf_order(4096, "float64")  # beyond the orders: built-in
+    assert ALGORITHMS["getrf"][0](1024, "complex128") == getrf_order(1024, "complex128")  # a dtype not covered
 
 
 def test_scipy_first_keeps_scipys_routines():
     calibration.record("getrf.float64.1024", table(SCIPY), {}, 0.1)
+    calibration.record("potrf.float64.1024", table(None), {}, 0.1)
     assert for_order(1024, np.dtype("float64"), "getrf", "getrs") is None
     assert for_order(1024, np.dtype("float64"), "potrf", "potrs") is not None
     candidates = view_candidates("getrf", "getrs")(Problem.of("lu", n=1024, dtype="float64", layout="C"))
@@ -158,12 +161,12 @@ def test_scipy_first_keeps_scipys_routines():
 def test_the_cholesky_order_reads_its_calibration():
     calibration.record("potrf.float64.1024", table(None), {}, 0.1)
     assert ALGORITHMS["potrf"][0](1024, "float64")[0] is None
-    assert ALGORITHMS["potrf"][0](1024, "float32") == potrf_order(1024, "float32")
+    assert ALGORITHMS["potrf"][0](1024, "float32") == [SCIPY, *potrf_order(1024, "float32")]  # not calibrated
 
 
-def test_a_calibrated_choice_that_does_not_run_here_is_ignored():
+def test_a_calibrated_choice_that_does_not_run_here_counts_as_none():
     calibration.record("potrf.float64.1024", table("an algorithm of another build"), {}, 0.1)
-    assert ALGORITHMS["potrf"][0](1024, "float64") == potrf_order(1024, "float64")
+    assert ALGORITHMS["potrf"][0](1024, "float64") == [SCIPY, *potrf_order(1024, "float64")]
 
 
 @pytest.mark.parametrize("first", ["numpy", "evr"])
@@ -199,10 +202,26 @@ def test_automatic_calibration_out_of_time_puts_scipys_routine_first(monkeypatch
     monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
     monkeypatch.setattr(calibration, "AUTO_SECONDS", 0.0)
     assert ALGORITHMS["potrf"][0](512, "float64") == [SCIPY, *potrf_order(512, "float64")]
-    assert calibration.failed("potrf.float64.512") and calibration.entries() == []
+    assert calibration.entries() == []
     assert for_order(512, np.dtype("float64"), "potrf", "potrs") is None
-    monkeypatch.setenv("NVMATHPY_CALIBRATE", "off")
-    assert ALGORITHMS["potrf"][0](1024, "float32") == potrf_order(1024, "float32")  # not tried: the built-in order
+
+
+@pytest.mark.parametrize("n", [410, 1024, 2560])
+def test_uncalibrated_orders_that_calibration_covers_start_with_the_plain_call(n):
+    """With calibration off (as in the tests and CI), nothing measured here says another algorithm
+    beats the call a user would otherwise make, so it goes first: SciPy's ?getrf / ?potrf, and
+    SciPy's default eigh driver for one matrix with vectors. Other orders and dtypes keep the
+    built-in order."""
+    assert ALGORITHMS["getrf"][0](n, "float64")[0] == SCIPY
+    assert ALGORITHMS["potrf"][0](n, "float32")[0] == SCIPY
+    assert for_order(n, np.dtype("float64"), "getrf", "getrs") is None
+    assert for_order(n, np.dtype("float64"), "potrf", "potrs") is None
+    fields = dict(n=n, dtype="float64", layout="C", generalized=False, subset="all", bounds=[], lower=True,
+                  itype=1, driver=None, batch=[], vectors=True)
+    assert eigh_plan._candidates(Problem.of("eigh", **fields))[0].label == "evr"
+    for outside in (400, 2600):
+        assert ALGORITHMS["getrf"][0](outside, "float64") == getrf_order(outside, "float64")
+        assert ALGORITHMS["potrf"][0](outside, "float64") == potrf_order(outside, "float64")
 
 
 def run_cli(*args, cache):

@@ -6,7 +6,8 @@ tried first) asks :func:`calibrated` for a named value. The value comes from the
 (:func:`nvmathpy.execution.cpu_description`: CPU model, core count, architecture, NumPy's and
 SciPy's BLAS, their versions) and nvmathpy's version; an entry of another machine is never
 read. Values are measured by ``python -m nvmathpy tune``, or, bounded in time
-(:data:`AUTO_SECONDS`), the first time a heuristic asks for one it does not have. Without a value the heuristic keeps its built-in default.
+(:data:`AUTO_SECONDS`), the first time a heuristic asks for one it does not have. Without a value the heuristic takes its default, which is conservative: the
+solvers' is the call a user would otherwise make (:mod:`nvmathpy.linalg.solvers.cpu._calibrate`).
 
 Automatic calibration is controlled by ``NVMATHPY_CALIBRATE``: ``auto`` (the default) measures
 a missing value on first need; ``off`` never measures (defaults and values stored by ``tune``
@@ -32,7 +33,7 @@ from ..execution import cpu_description
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios",
+__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "forget", "interleaved_ratios",
            "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
@@ -126,17 +127,6 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
         return value
     finally:
         _MEASURING.release()
-
-
-def failed(name: str) -> bool:
-    """Whether measuring ``name`` failed in this process (ran out of time, or raised).
-
-    Examples
-    --------
-    >>> failed("an uncalibrated name")
-    False
-    """
-    return _memo_key(name) in _FAILED
 
 
 def entries() -> list[dict[str, Any]]:

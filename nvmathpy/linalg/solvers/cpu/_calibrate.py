@@ -4,8 +4,9 @@ Each calibrated value, named ``<kind>.<dtype>.<order>`` for the orders :data:`OR
 ``{"first": algorithm}``: the algorithm to try first for matrices of about that order. Each
 algorithm is timed against the call a user would otherwise make (``scipy.linalg.lu_factor``,
 ``cho_factor``, ``eigh``) in alternating calls
-(:func:`~nvmathpy.plan.calibration.interleaved_ratios`); orders not calibrated keep the
-built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`). At the orders calibration covers, a
+machine without a value (calibration off, or not measurable in time) takes that call
+(:func:`first_choice`); other orders and dtypes keep the built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
 first only where its median ratio beats it by :data:`MARGIN`: a close call, or a machine too
 noisy to tell, goes to the plain call.
 
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ....plan.calibration import calibrated, failed, interleaved_ratios
+from ....plan.calibration import calibrated, interleaved_ratios
 
 __all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
@@ -124,11 +125,13 @@ CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
 
 
 def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
-    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
-    (the measured order nearest ``n``, measured now when automatic calibration is on and none
-    is stored), ``(True, PLAIN[kind])`` when that measurement failed in this process (the
-    machine too busy to measure in time: the plain call is the safe choice), else
-    ``(False, None)``: the caller keeps its built-in order.
+    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``:
+    the value of the measured order nearest ``n`` (measured now when automatic calibration is
+    on and none is stored), else - calibration off, or its measurement failed (a machine too
+    busy to measure in time) - :data:`PLAIN`, the call a user would otherwise make: without a
+    measurement of this machine nothing is known to beat it, and in calls that alternate with
+    SciPy's and NumPy's the faster algorithms of a quiet machine can lose to it. ``(False,
+    None)`` for orders and dtypes calibration does not cover: the caller keeps its built-in order.
 
     Examples
     --------
@@ -142,15 +145,14 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     if name not in CALIBRATIONS:
         return False, None
     value = calibrated(name, None, CALIBRATIONS[name])
-    if not isinstance(value, dict) or "first" not in value:
-        return (True, PLAIN[kind]) if failed(name) else (False, None)
-    return True, value["first"]
+    return True, value["first"] if isinstance(value, dict) and "first" in value else PLAIN[kind]
 
 
 def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
-    """``order`` (a built-in order of algorithms, first choice first) with the calibrated first
-    choice for ``n`` moved (or, :data:`PLAIN`, added) to the front, when there is one and it
-    is in ``order`` or the plain call.
+    """``order`` (a built-in order of algorithms, first choice first) with :func:`first_choice`
+    for ``n`` moved (or, :data:`PLAIN`, added) to the front where calibration covers ``n``; a
+    calibrated choice that does not run here (another build's) counts as none, and
+    :data:`PLAIN` goes first.
 
     Examples
     --------
@@ -158,6 +160,8 @@ def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
     [None, 'recursive']
     """
     known, first = first_choice(kind, n, dtype)
-    if not known or (first not in order and first != PLAIN[kind]):
+    if not known:
         return order
+    if first not in order:
+        first = PLAIN[kind]
     return [first] + [alg for alg in order if alg != first]
