@@ -23,7 +23,9 @@ spinning for a while after each call.
 
 from __future__ import annotations
 
+import functools
 import os
+import statistics
 import threading
 import time
 from typing import Any, Callable
@@ -33,8 +35,8 @@ from ..execution import cpu_description
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "forget", "interleaved_ratios",
-           "record"]
+__all__ = ["AUTO_SECONDS", "OutOfTime", "alternating_rounds", "auto_enabled", "calibrated", "choose_first", "entries",
+           "forget", "interleaved_ratios", "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
 AUTO_SECONDS = 1.0
@@ -61,8 +63,18 @@ def _problem(name: str) -> Problem:
 
 
 def _memo_key(name: str) -> tuple[str, str]:
+    environ = os.environ
+    return (_store(environ.get("NVMATHPY_CACHE_DIR"), environ.get("XDG_CACHE_HOME"), environ.get("HOME"),
+                   environ.get("NVMATHPY_WISDOM")), name)
+
+
+@functools.lru_cache(maxsize=16)
+def _store(*settings: str | None) -> str:
+    """The default store's file (``""``: wisdom off) under ``settings``, the environment
+    variables it follows: a look-up by a heuristic costs a few dict accesses, not a path's
+    construction (the FFT heuristic looks one up on the first call of each new signature)."""
     wisdom = default_wisdom()
-    return (str(wisdom.path) if wisdom.enabled else "", name)
+    return str(wisdom.path) if wisdom.enabled else ""
 
 
 def _stored(name: str) -> Any:
@@ -187,3 +199,42 @@ def interleaved_ratios(candidate: Callable[[], Any], reference: Callable[[], Any
     """
     times = alternating_rounds({"candidate": candidate, "reference": reference}, rounds, calls)
     return [r / max(c, 1e-12) for c, r in zip(times["candidate"], times["reference"])]
+
+
+class OutOfTime(Exception):
+    """A measurement that would not fit its time bound (nothing was timed)."""
+
+
+def choose_first(contenders: dict[Any, Callable[[], Any]], reference: Callable[[], Any], keep: Any, seconds: float, *,
+                 rounds: int, min_rounds: int, call_seconds: float, max_calls: int,
+                 margin: float) -> tuple[Any, dict[str, float]]:
+    """``(first, {contender: median ratio})``: each contender timed against ``reference`` in
+    :func:`interleaved_ratios` (the ratio: the reference's time over the contender's), and the
+    contender to try first - ``keep`` unless another's median ratio beats it by ``margin``.
+
+    Every contender is called once first (compiled drivers, workspaces, plans), then up to
+    ``rounds`` rounds run, as many as ``seconds`` allow, each of passes lasting about
+    ``call_seconds`` (at most ``max_calls`` calls); :class:`OutOfTime` when not even
+    ``min_rounds`` would fit.
+
+    Examples
+    --------
+    >>> first, ratios = choose_first({"a": lambda: sum(range(10)), "b": lambda: sum(range(10))},
+    ...                              lambda: sum(range(10)), "a", 5.0, rounds=3, min_rounds=3,
+    ...                              call_seconds=1e-4, max_calls=10, margin=100.0)
+    >>> first, sorted(ratios)
+    ('a', ['a', 'b'])
+    """
+    for call in contenders.values():
+        call()
+    start = time.perf_counter()
+    reference()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, min(max_calls, int(call_seconds / once)))
+    rounds = min(rounds, int(seconds / (2 * once * calls * len(contenders))))
+    if rounds < min_rounds:
+        raise OutOfTime(f"{min_rounds} rounds take over {seconds:g} s here")
+    medians = {name: float(statistics.median(interleaved_ratios(call, reference, rounds, calls)))
+               for name, call in contenders.items()}
+    best = max(medians, key=lambda name: medians[name] / (1.0 if name == keep else margin))
+    return best, {str(name): round(r, 3) for name, r in medians.items()}

@@ -4,11 +4,12 @@ Each calibrated value, named ``<kind>.<dtype>.<order>`` for the orders :data:`OR
 ``{"first": algorithm}``: the algorithm to try first for matrices of about that order. Each
 algorithm is timed against the call a user would otherwise make (``scipy.linalg.lu_factor``,
 ``cho_factor``, ``eigh``) in alternating calls
-(:func:`~nvmathpy.plan.calibration.interleaved_ratios`). At the orders calibration covers, a
-machine without a value (calibration off, or not measurable in time) takes that call
-(:func:`first_choice`); other orders and dtypes keep the built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
-first only where its median ratio beats it by :data:`MARGIN`: a close call, or a machine too
-noisy to tell, goes to the plain call.
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`). That call itself is one of the
+algorithms (:data:`PLAIN`), and another is first only where its median ratio beats it by
+:data:`MARGIN`: a close call, or a machine too noisy to tell, goes to the plain call. At the
+orders calibration covers, a machine without a value (calibration off, or not measurable in
+time) takes the plain call too (:func:`first_choice`); other orders and dtypes keep the
+built-in choice.
 
 - ``getrf.<dtype>.<order>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
   OpenBLAS, :mod:`._lookahead_lu`) or ``"scipy"`` (SciPy's ``?getrf``);
@@ -20,12 +21,11 @@ noisy to tell, goes to the plain call.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable
 
 import numpy as np
 
-from ....plan.calibration import calibrated, interleaved_ratios
+from ....plan.calibration import OutOfTime, calibrated, choose_first
 
 __all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
@@ -87,30 +87,21 @@ def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], A
     return {**algorithms, PLAIN[kind]: reference}, reference
 
 
-class OutOfTime(Exception):
-    """A measurement that would not fit its time bound (nothing was timed)."""
-
-
 def measure(kind: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
     """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at order ``n``:
     ``({"first": algorithm}, {algorithm: median ratio})``, the ratio being the reference's time
-    over the algorithm's. Up to :data:`ROUNDS` rounds, as many as ``seconds`` allow after the
-    first calls (which build compiled drivers and workspaces);
-    :class:`OutOfTime` when not even :data:`MIN_ROUNDS` would."""
+    over the algorithm's (:func:`~nvmathpy.plan.calibration.choose_first`, keeping
+    :data:`PLAIN` unless another beats it by :data:`MARGIN`). Up to :data:`ROUNDS` rounds, as
+    many as ``seconds`` allow after the first calls (which build compiled drivers and
+    workspaces); :class:`~nvmathpy.plan.calibration.OutOfTime` when not even
+    :data:`MIN_ROUNDS` would."""
     algorithms, reference = _contenders(kind, n, dtype)
-    for call in algorithms.values():
-        call()
-    start = time.perf_counter()
-    reference()
-    once = max(time.perf_counter() - start, 1e-6)
-    calls = max(1, min(4, int(CALL_SECONDS / once)))
-    rounds = min(ROUNDS, int(seconds / (2 * once * calls * len(algorithms))))
-    if rounds < MIN_ROUNDS:
-        raise OutOfTime(f"{kind} {dtype} n={n}: {MIN_ROUNDS} rounds take over {seconds:g} s here")
-    medians = {alg: float(np.median(interleaved_ratios(call, reference, rounds, calls)))
-               for alg, call in algorithms.items()}
-    best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
-    return {"first": best}, {str(alg): round(r, 3) for alg, r in medians.items()}
+    try:
+        best, medians = choose_first(algorithms, reference, PLAIN[kind], seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
+                                     call_seconds=CALL_SECONDS, max_calls=4, margin=MARGIN)
+    except OutOfTime as exc:
+        raise OutOfTime(f"{kind} {dtype} n={n}: {exc}") from None
+    return {"first": best}, medians
 
 
 def _name(kind: str, dtype: str, n: int) -> str:
