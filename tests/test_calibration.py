@@ -230,17 +230,19 @@ def run_cli(*args, cache):
                           env=env, timeout=300)
 
 
-def test_tune_stores_what_info_shows(isolated_cache):
-    tuned = run_cli("tune", "potrf.float32.512", "--seconds", "30", cache=isolated_cache)
+@pytest.mark.parametrize("name, choices", [("potrf.float32.512", {"lookahead", "None", SCIPY}),
+                                           ("fft.c2c.double.64", {"scipy", "ducc0", "pyfftw", "mkl_fft"})])
+def test_tune_stores_what_info_shows(isolated_cache, name, choices):
+    tuned = run_cli("tune", name, "--seconds", "30", cache=isolated_cache)
     assert tuned.returncode == 0, tuned.stderr
-    assert "potrf.float32.512" in tuned.stdout
+    assert name in tuned.stdout
     values = json.loads(run_cli("info", "--json", cache=isolated_cache).stdout)["calibration"]["values"]
     if "not measured" in tuned.stdout:  # a machine too busy for 3 rounds in 30 s: nothing stored
         assert values == []
     else:
-        assert [v["name"] for v in values] == ["potrf.float32.512"]
-        assert str(values[0]["value"]["first"]) in {"lookahead", "None", SCIPY}
-        assert "potrf.float32.512" in run_cli("info", cache=isolated_cache).stdout
+        assert [v["name"] for v in values] == [name]
+        assert str(values[0]["value"]["first"]) in choices
+        assert name in run_cli("info", cache=isolated_cache).stdout
 
 
 def test_tune_refuses_an_unknown_crossover(isolated_cache):

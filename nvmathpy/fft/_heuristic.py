@@ -12,7 +12,9 @@ count; ``benchmarks/bench_fft.py`` runs those cases and prints the table.
 The rules (:func:`library_order`): ducc0 leads for double precision, for sizes with a prime
 factor above 7, for batches of 1-D transforms and for small transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
 large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
-transforms. scipy.fft is never first when another library is installed. Threads: problems of
+transforms. scipy.fft is never first when another library is installed. Where this machine is
+calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a smooth
+length, by kind, precision and size), the library measured fastest there goes first instead. Threads: problems of
 fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
 larger ones on the whole budget.
 """
@@ -20,9 +22,10 @@ larger ones on the whole budget.
 from __future__ import annotations
 
 from ..plan import Candidate
+from ._calibrate import first_library
 from ._layout import Layout
 
-__all__ = ["rank", "library_order", "threads_guess"]
+__all__ = ["builtin_order", "heuristic_candidate", "library_order", "rank", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
@@ -41,7 +44,16 @@ def largest_prime_factor(n: int) -> int:
 
 
 def library_order(layout: Layout) -> list[str]:
-    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE)."""
+    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE): the
+    built-in rules' (:func:`builtin_order`), with the library this machine's calibration puts
+    first for such transforms, if any (:func:`._calibrate.first_library`), moved to the front."""
+    order = builtin_order(layout)
+    first = first_library(layout)
+    return order if first not in order else [first] + [name for name in order if name != first]
+
+
+def builtin_order(layout: Layout) -> list[str]:
+    """Libraries in the order of the built-in rules for ``layout``."""
     # the cheap tests first: the factorisation costs a new small length more than its transform
     if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
             largest_prime_factor(n) > 7 for n in layout.lengths):
@@ -59,7 +71,8 @@ def threads_guess(layout: Layout, options: list[int]) -> int:
     return options[0] if elements < THREADED_FROM else options[-1]
 
 
-def _candidate(library: str, threads: int, effort: str = "estimate") -> Candidate:
+def heuristic_candidate(library: str, threads: int, effort: str = "estimate") -> Candidate:
+    """The candidate of ``library`` at ``threads`` (pyFFTW at FFTW ``effort``)."""
     if library == "pyfftw":
         return Candidate.of(library, threads=threads, effort=effort)
     return Candidate.of(library, threads=threads)
@@ -79,14 +92,14 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     order = [name for name in library_order(layout) if name in libraries]
     best_t = threads_guess(layout, threads)
     other_t = [t for t in reversed(threads) if t != best_t]
-    head = [_candidate(name, best_t) for name in order[:2]]
+    head = [heuristic_candidate(name, best_t) for name in order[:2]]
     if "pyfftw" in order:
-        head.append(_candidate("pyfftw", best_t, "measure"))
+        head.append(heuristic_candidate("pyfftw", best_t, "measure"))
     if other_t:
-        head.append(_candidate(order[0], other_t[0]))
-    rest = [_candidate(name, t) for t in [best_t, *other_t] for name in order]
-    rest += [_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
-    rest += [_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
+        head.append(heuristic_candidate(order[0], other_t[0]))
+    rest = [heuristic_candidate(name, t) for t in [best_t, *other_t] for name in order]
+    rest += [heuristic_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
+    rest += [heuristic_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
     ranked: list[Candidate] = []
     for cand in head + rest:
         if cand not in ranked:
