@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nvmathpy.fft import _calibrate as fft_calibration
-from nvmathpy.fft._heuristic import builtin_order, library_order
+from nvmathpy.fft._heuristic import CALIBRATED_KINDS, CALIBRATED_SIZES, builtin_order, first_library, library_order
 from nvmathpy.fft._layout import describe
 from nvmathpy.fft._libraries import installed_libraries
 from nvmathpy.plan import calibration
@@ -41,8 +41,8 @@ def test_a_calibrated_library_goes_first_for_the_layouts_it_covers():
 
 
 def test_layouts_a_value_does_not_cover_keep_the_built_in_rules():
-    for size in fft_calibration.SIZES:
-        for kind in fft_calibration.KINDS:
+    for size in CALIBRATED_SIZES:
+        for kind in CALIBRATED_KINDS:
             for precision in ("double", "single"):
                 calibrate(f"fft.{kind}.{precision}.{size}", "scipy")
     not_covered = [
@@ -61,7 +61,7 @@ def test_layouts_a_value_does_not_cover_keep_the_built_in_rules():
 
 def test_without_a_value_the_built_in_rules_decide():
     layout = describe((1024,), np.dtype("complex128"))
-    assert fft_calibration.first_library(layout) is None
+    assert first_library(layout) is None
     assert library_order(layout) == builtin_order(layout)
     calibrate("fft.c2c.single.1024", "scipy")  # another precision
     assert library_order(layout) == builtin_order(layout)

@@ -1,7 +1,8 @@
 """The FFT library crossovers calibrated per machine (:mod:`nvmathpy.plan.calibration`).
 
-Each value, named ``fft.<kind>.<precision>.<size>`` for the kinds :data:`KINDS`, both
-precisions and the sizes :data:`SIZES`, is ``{"first": library}``: the library the heuristic
+Each value, named ``fft.<kind>.<precision>.<size>`` for the kinds
+:data:`~._heuristic.CALIBRATED_KINDS`, both precisions and the sizes
+:data:`~._heuristic.CALIBRATED_SIZES`, is ``{"first": library}``: the library the heuristic
 (:func:`._heuristic.library_order`) tries first for one 1-D transform of a smooth length (no
 prime factor above 7, no batch) nearest that size. Every installed library is timed, at the
 thread count the heuristic gives that size, against ``scipy.fft`` (the call a user would
@@ -14,26 +15,25 @@ value, and the layouts calibration does not cover (several axes, batches, length
 prime factor), keep the built-in rules.
 
 The heuristic reads a value once per layout, when it builds a plan or the one-call functions'
-runner of a new call signature (:func:`first_library`); repeated calls never read it.
+runner of a new call signature (:func:`._heuristic.first_library`); repeated calls never read it.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Any, Callable
 
 import numpy as np
 
-from ..plan.calibration import OutOfTime, calibrated, choose_first
-from ._layout import Layout, describe
+from ..plan.calibration import OutOfTime, choose_first
+from ._engines_cpu import cores, prepare_candidate, thread_options
+from ._heuristic import CALIBRATED_KINDS, CALIBRATED_SIZES, builtin_order, calibration_name, heuristic_candidate, \
+    threads_guess
+from ._layout import describe
+from ._libraries import LIBRARIES, installed_libraries
+from ._quick import _STATELESS, QUICK_ELEMENTS
 
-__all__ = ["CALIBRATIONS", "KINDS", "MARGIN", "SIZES", "first_library", "measure"]
+__all__ = ["CALIBRATIONS", "MARGIN", "measure"]
 
-#: The transform kinds measured: complex and real input.
-KINDS = ("c2c", "r2c")
-#: The 1-D sizes measured, smallest first.
-SIZES = (1 << 6, 1 << 10, 1 << 14, 1 << 18, 1 << 22)
 #: How much faster than the built-in first choice (median of the per-round ratios) another
 #: library must be to take its place (as for the solvers: above a busy machine's noise).
 MARGIN = 1.10
@@ -41,48 +41,8 @@ MARGIN = 1.10
 ROUNDS = 7
 MIN_ROUNDS = 3
 CALL_SECONDS = 0.005
-#: A size takes the value of the nearest measured size within this factor of the smallest and
-#: the largest.
-REACH = 4
 _DTYPES = {("c2c", "double"): "complex128", ("c2c", "single"): "complex64",
            ("r2c", "double"): "float64", ("r2c", "single"): "float32"}
-
-
-def _smooth(n: int) -> bool:
-    for p in (2, 3, 5, 7):
-        while n % p == 0:
-            n //= p
-    return n == 1
-
-
-def _name(kind: str, precision: str, size: int) -> str:
-    return f"fft.{kind}.{precision}.{size}"
-
-
-def first_library(layout: Layout) -> str | None:
-    """The library calibrated first for ``layout`` on this machine, or ``None`` (not covered,
-    or not calibrated: the built-in rules decide).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nvmathpy.fft._layout import describe
-    >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
-    True
-    """
-    if len(layout.axes) != 1 or layout.kind not in KINDS or layout.in_shape != (layout.lengths[0],):
-        return None
-    name = _covering(layout.kind, layout.precision, layout.lengths[0])
-    value = calibrated(name, None) if name else None
-    return value.get("first") if isinstance(value, dict) else None
-
-
-@functools.lru_cache(maxsize=256)
-def _covering(kind: str, precision: str, size: int) -> str | None:
-    """The calibrated value covering one transform of ``size`` points (``None``: none does)."""
-    if not SIZES[0] / REACH <= size <= SIZES[-1] * REACH or not _smooth(size):
-        return None
-    return _name(kind, precision, min(SIZES, key=lambda s: abs(math.log(size / s))))
 
 
 def _contenders(kind: str, precision: str, size: int) -> tuple[str, dict[str, Callable[[], Any]], Callable[[], Any]]:
@@ -92,11 +52,6 @@ def _contenders(kind: str, precision: str, size: int) -> tuple[str, dict[str, Ca
     a plan (:data:`._quick.QUICK_ELEMENTS`) leave out the libraries that keep state between
     calls: first there, one would send every one-call transform of that size through a plan."""
     import scipy.fft
-
-    from ._engines_cpu import cores, prepare_candidate, thread_options
-    from ._heuristic import builtin_order, heuristic_candidate, threads_guess
-    from ._libraries import LIBRARIES, installed_libraries
-    from ._quick import _STATELESS, QUICK_ELEMENTS
 
     rng = np.random.default_rng(size)
     x = rng.standard_normal(size)
@@ -131,6 +86,6 @@ def measure(kind: str, precision: str, size: int, seconds: float) -> tuple[dict[
 
 #: Every calibrated FFT value: name -> the measurement (given a time bound), smaller sizes first.
 CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
-    _name(kind, precision, size): (lambda seconds, k=kind, p=precision, n=size: measure(k, p, n, seconds))
-    for kind in KINDS for precision in ("double", "single") for size in SIZES
+    calibration_name(kind, precision, size): (lambda seconds, k=kind, p=precision, n=size: measure(k, p, n, seconds))
+    for kind in CALIBRATED_KINDS for precision in ("double", "single") for size in CALIBRATED_SIZES
 }

@@ -21,16 +21,27 @@ larger ones on the whole budget.
 
 from __future__ import annotations
 
+import functools
+import math
+
 from ..plan import Candidate
-from ._calibrate import first_library
+from ..plan.calibration import calibrated
 from ._layout import Layout
 
-__all__ = ["builtin_order", "heuristic_candidate", "library_order", "rank", "threads_guess"]
+__all__ = ["CALIBRATED_KINDS", "CALIBRATED_SIZES", "builtin_order", "calibration_name", "first_library",
+           "heuristic_candidate", "library_order", "rank", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
 #: Transforms of at most this many points count as small.
 SMALL = 1024
+#: The transforms whose first library is calibrated per machine (``python -m nvmathpy tune``,
+#: :mod:`._calibrate`): one 1-D transform of these kinds, of a smooth length (no prime factor
+#: above 7), nearest one of these sizes, within :data:`CALIBRATED_REACH` of the smallest and
+#: the largest.
+CALIBRATED_KINDS = ("c2c", "r2c")
+CALIBRATED_SIZES = (1 << 6, 1 << 10, 1 << 14, 1 << 18, 1 << 22)
+CALIBRATED_REACH = 4
 
 
 def largest_prime_factor(n: int) -> int:
@@ -43,10 +54,52 @@ def largest_prime_factor(n: int) -> int:
     return max(largest, n) if n > 1 else largest
 
 
+def calibration_name(kind: str, precision: str, size: int) -> str:
+    """The name of a calibrated value (``fft.<kind>.<precision>.<size>``)."""
+    return f"fft.{kind}.{precision}.{size}"
+
+
+def first_library(layout: Layout) -> str | None:
+    """The library calibrated first for ``layout`` on this machine, or ``None`` (not covered,
+    or not calibrated: the built-in rules decide). Only ``tune`` measures these values: a
+    first transform takes microseconds, and a measurement on first need would cost it many
+    thousand times that.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.fft._layout import describe
+    >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
+    True
+    """
+    if len(layout.axes) != 1 or layout.kind not in CALIBRATED_KINDS or layout.in_shape != (layout.lengths[0],):
+        return None
+    name = _covering(layout.kind, layout.precision, layout.lengths[0])
+    value = calibrated(name, None) if name else None
+    return value.get("first") if isinstance(value, dict) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _covering(kind: str, precision: str, size: int) -> str | None:
+    """The calibrated value covering one transform of ``size`` points (``None``: none does)."""
+    sizes = CALIBRATED_SIZES
+    if not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not _smooth(size):
+        return None
+    return calibration_name(kind, precision, min(sizes, key=lambda s: abs(math.log(size / s))))
+
+
+def _smooth(n: int) -> bool:
+    """Whether ``n`` has no prime factor above 7 (cheaper than :func:`largest_prime_factor`)."""
+    for p in (2, 3, 5, 7):
+        while n % p == 0:
+            n //= p
+    return n == 1
+
+
 def library_order(layout: Layout) -> list[str]:
     """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE): the
     built-in rules' (:func:`builtin_order`), with the library this machine's calibration puts
-    first for such transforms, if any (:func:`._calibrate.first_library`), moved to the front."""
+    first for such transforms, if any (:func:`first_library`), moved to the front."""
     order = builtin_order(layout)
     first = first_library(layout)
     return order if first not in order else [first] + [name for name in order if name != first]
