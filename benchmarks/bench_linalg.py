@@ -202,7 +202,13 @@ def eigh_rows(h, rounds, budget):
 
 
 def bench_targets(rng, rounds, budget):
-    """The issue's target cases: LU and solve, Cholesky at n = 1024, eigh at n = 512 and 1024."""
+    """The issue's target cases: LU and solve, Cholesky at n = 1024, eigh at n = 512 and 1024;
+    first, a control: SciPy's LU factor+solve against itself, whose spread is the machine's
+    noise (a ratio of other rows inside it tells nothing)."""
+    a, b = rng_matrix(rng, 1024), rng.standard_normal((1024, 4))
+    pairs([("control: scipy LU factor+solve n=1024 against itself", "scipy lu_factor+lu_solve (1)",
+            lambda: sla.lu_solve(sla.lu_factor(a), b), "scipy lu_factor+lu_solve (2)",
+            lambda: sla.lu_solve(sla.lu_factor(a), b), "1.00x")], rounds, budget, SETTLE)
     _, b = lu_rows(rng, 1024, rounds, budget)
     cholesky_rows(rng, 1024, b, rounds, budget)
     for n in (512, 1024):
