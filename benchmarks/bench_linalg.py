@@ -157,18 +157,23 @@ def bench_one_shot(rng, rounds, budget):
 SETTLE = 0.3
 
 
+def pairs(rows: list[tuple[str, str, Callable[[], object], str, Callable[[], object], str]], rounds: int,
+          budget: float, settle: float = 0.0) -> None:
+    """One row per ``(case, ours, our call, reference, its call, target)``, each pair timed on
+    its own (:func:`compare`): in the interleaved mode each call of one side then runs right
+    after a call of the other, never after a third contender's (whose thread pool would tax
+    whichever side follows it in the cycle, the same one every round)."""
+    for case, ours, our_call, ref, ref_call, target in rows:
+        row(case, compare({ours: our_call, ref: ref_call}, rounds, budget, settle), ours, ref, target)
+
+
 def lu_rows(rng, n, rounds, budget):
     """LU factor+solve and the drop-in's solve, C-ordered, 4 right-hand sides; returns (a, b)."""
     a, b = rng_matrix(rng, n), rng.standard_normal((n, 4))
-    t = compare({
-        "nvmathpy LU(a).solve(b)": lambda: nl.LU(a).solve(b),
-        "scipy lu_factor+lu_solve": lambda: sla.lu_solve(sla.lu_factor(a), b),
-        "nvmathpy.scipy solve": lambda: nsl.solve(a, b),
-        "scipy solve": lambda: sla.solve(a, b),
-    }, rounds, budget, SETTLE)
-    row(f"LU factor+solve n={n}, C-ordered, 4 rhs", t, "nvmathpy LU(a).solve(b)", "scipy lu_factor+lu_solve",
-        ">= 1.3x")
-    row(f"solve n={n}, C-ordered, 4 rhs", t, "nvmathpy.scipy solve", "scipy solve", ">= 1.3x")
+    pairs([(f"LU factor+solve n={n}, C-ordered, 4 rhs", "nvmathpy LU(a).solve(b)", lambda: nl.LU(a).solve(b),
+            "scipy lu_factor+lu_solve", lambda: sla.lu_solve(sla.lu_factor(a), b), ">= 1.3x"),
+           (f"solve n={n}, C-ordered, 4 rhs", "nvmathpy.scipy solve", lambda: nsl.solve(a, b),
+            "scipy solve", lambda: sla.solve(a, b), ">= 1.3x")], rounds, budget, SETTLE)
     return a, b
 
 
@@ -176,36 +181,34 @@ def cholesky_rows(rng, n, b, rounds, budget):
     """Cholesky factor+solve (both triangles) and the drop-in's cholesky; returns the matrix."""
     s = spd(rng, n)
     # Each side reads the same triangle: SciPy's cho_factor reads the upper one by default.
-    t = compare({
-        "nvmathpy Cholesky(a, lower=False).solve(b)": lambda: nl.Cholesky(s, lower=False).solve(b),
-        "scipy cho_factor+cho_solve": lambda: sla.cho_solve(sla.cho_factor(s), b),
-        "nvmathpy Cholesky(a).solve(b)": lambda: nl.Cholesky(s).solve(b),
-        "scipy cho_factor(lower=True)+cho_solve": lambda: sla.cho_solve(sla.cho_factor(s, lower=True), b),
-        "nvmathpy.scipy cholesky": lambda: nsl.cholesky(s),
-        "scipy cholesky": lambda: sla.cholesky(s),
-    }, rounds, budget, SETTLE)
-    row(f"Cholesky factor+solve n={n}, C-ordered, upper triangle (SciPy's default), 4 rhs", t,
-        "nvmathpy Cholesky(a, lower=False).solve(b)", "scipy cho_factor+cho_solve", ">= 1.3x")
-    row(f"Cholesky factor+solve n={n}, C-ordered, lower triangle, 4 rhs", t, "nvmathpy Cholesky(a).solve(b)",
-        "scipy cho_factor(lower=True)+cho_solve", "")
-    row(f"cholesky n={n}, C-ordered", t, "nvmathpy.scipy cholesky", "scipy cholesky", "")
+    pairs([(f"Cholesky factor+solve n={n}, C-ordered, upper triangle (SciPy's default), 4 rhs",
+            "nvmathpy Cholesky(a, lower=False).solve(b)", lambda: nl.Cholesky(s, lower=False).solve(b),
+            "scipy cho_factor+cho_solve", lambda: sla.cho_solve(sla.cho_factor(s), b), ">= 1.3x"),
+           (f"Cholesky factor+solve n={n}, C-ordered, lower triangle, 4 rhs",
+            "nvmathpy Cholesky(a).solve(b)", lambda: nl.Cholesky(s).solve(b),
+            "scipy cho_factor(lower=True)+cho_solve", lambda: sla.cho_solve(sla.cho_factor(s, lower=True), b), ""),
+           (f"cholesky n={n}, C-ordered", "nvmathpy.scipy cholesky", lambda: nsl.cholesky(s),
+            "scipy cholesky", lambda: sla.cholesky(s), "")], rounds, budget, SETTLE)
     return s
 
 
 def eigh_rows(h, rounds, budget):
     nsl.eigh(h)
-    t = compare({
-        "nvmathpy.scipy eigh": lambda: nsl.eigh(h),
-        "scipy eigh (default evr)": lambda: sla.eigh(h),
-        "nvmathpy eigh": lambda: nl.eigh(h),
-        "numpy eigh": lambda: np.linalg.eigh(h),
-    }, rounds, budget, SETTLE)  # every round: one sample of each swings by up to 30% on this shared machine
-    row(f"eigh n={h.shape[0]}", t, "nvmathpy.scipy eigh", "scipy eigh (default evr)", ">= 1.2x")
-    row(f"eigh n={h.shape[0]}", t, "nvmathpy eigh", "numpy eigh", "")
+    # every round: one sample of each swings widely on a shared machine
+    pairs([(f"eigh n={h.shape[0]}", "nvmathpy.scipy eigh", lambda: nsl.eigh(h),
+            "scipy eigh (default evr)", lambda: sla.eigh(h), ">= 1.2x"),
+           (f"eigh n={h.shape[0]}", "nvmathpy eigh", lambda: nl.eigh(h), "numpy eigh", lambda: np.linalg.eigh(h), "")],
+          rounds, budget, SETTLE)
 
 
 def bench_targets(rng, rounds, budget):
-    """The issue's target cases: LU and solve, Cholesky at n = 1024, eigh at n = 512 and 1024."""
+    """The issue's target cases: LU and solve, Cholesky at n = 1024, eigh at n = 512 and 1024;
+    first, a control: SciPy's LU factor+solve against itself, whose spread is the machine's
+    noise (a ratio of other rows inside it tells nothing)."""
+    a, b = rng_matrix(rng, 1024), rng.standard_normal((1024, 4))
+    pairs([("control: scipy LU factor+solve n=1024 against itself", "scipy lu_factor+lu_solve (1)",
+            lambda: sla.lu_solve(sla.lu_factor(a), b), "scipy lu_factor+lu_solve (2)",
+            lambda: sla.lu_solve(sla.lu_factor(a), b), "1.00x")], rounds, budget, SETTLE)
     _, b = lu_rows(rng, 1024, rounds, budget)
     cholesky_rows(rng, 1024, b, rounds, budget)
     for n in (512, 1024):

@@ -191,8 +191,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from .linalg.solvers.cpu._calibrate import CALIBRATIONS, OutOfTime
-    from .plan.calibration import machine, record
+    from .execution import cpu_description
+    from .fft._calibrate import CALIBRATIONS as FFT_CALIBRATIONS
+    from .linalg.solvers.cpu._calibrate import CALIBRATIONS as SOLVER_CALIBRATIONS
+    from .plan.calibration import OutOfTime, record
+
+    CALIBRATIONS = {**SOLVER_CALIBRATIONS, **FFT_CALIBRATIONS}
 
     # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
     asked = args.only or [""]
@@ -200,10 +204,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     unknown = [a for a in asked if a and not any(n == a or n.startswith(a + ".") for n in CALIBRATIONS)]
     if unknown:
         kinds = sorted({n.rsplit(".", 1)[0] for n in CALIBRATIONS})
-        print(f"tune: unknown crossover(s) {unknown}; available: {kinds}, each by order (e.g. getrf.float64.1024)",
+        print(f"tune: unknown crossover(s) {unknown}; available: {kinds}, each by order or size (e.g. getrf.float64.1024)",
               file=sys.stderr)
         return 2
-    here = machine()
+    here = cpu_description()
     print(f"calibrating {len(names)} crossover(s) on {here['cpu']} ({here['cores']} cores, {here['blas']}), "
           f"at most about {args.seconds:g} s", flush=True)
     deadline = time.perf_counter() + args.seconds
@@ -212,7 +216,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         try:
             value, measured = CALIBRATIONS[name](max(0.0, deadline - start) / left)
         except OutOfTime as exc:
-            print(f"  {name}: not measured ({exc}; the built-in choice stands)", flush=True)
+            print(f"  {name}: not measured ({exc}; the default stands)", flush=True)
             continue
         record(name, value, measured, time.perf_counter() - start)
         print(f"  {name}: first {value['first']}  (speed-up over SciPy's call: {json.dumps(measured)}; "
@@ -270,8 +274,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("args", nargs=argparse.REMAINDER, help="its arguments (its sys.argv[1:])")
     run.set_defaults(func=_cmd_run)
     tune = sub.add_parser("tune", help="measure the CPU heuristics' crossovers on this machine, kept in wisdom")
-    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64 or "
-                                              "getrf.float64.1024; default: all)")
+    tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64, "
+                                              "getrf.float64.1024 or fft.c2c.double; default: all)")
     tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
     tune.set_defaults(func=_cmd_tune)
     return parser

@@ -150,7 +150,15 @@ def cuda_unavailable_reason() -> str | None:
 def cpu_description() -> dict[str, Any]:
     """A description of this host for wisdom keys: CPU model, cores, BLAS and library versions.
 
-    Two machines with the same description are expected to rank candidates the same way.
+    Two machines with the same description are expected to rank candidates the same way. Every
+    wisdom key (plans, FFT and GEMM choices, calibrated crossovers) starts from it, and it is
+    the same whichever of NumPy and SciPy was imported first, and whether SciPy's LAPACK is
+    loaded yet (:func:`_blas_description`).
+
+    Examples
+    --------
+    >>> sorted(cpu_description())
+    ['blas', 'cores', 'cpu', 'machine', 'numpy', 'scipy', 'space']
     """
     import numpy as np
     import scipy
@@ -178,12 +186,54 @@ def _cpu_model() -> str:
 
 
 def _blas_description() -> str:
-    """``internal_api version architecture`` of the BLAS NumPy uses (via threadpoolctl if present)."""
+    """``numpy: <BLAS>; scipy: <BLAS>``: the BLAS NumPy runs on as it runs here
+    (``internal_api version architecture``, from threadpoolctl: it is loaded with NumPy), and
+    the BLAS SciPy was built with (name and version from its build configuration).
+
+    SciPy's library itself is loaded only with ``scipy.linalg``, which a wisdom key must not
+    import (a NumPy-only program would pay for it on its first planned call), and the order in
+    which threadpoolctl lists loaded libraries follows the order they were loaded in: this
+    description reads neither, so it does not change with what was imported first. Both
+    libraries pick their kernels for the same CPU (and ``OPENBLAS_CORETYPE``), so NumPy's
+    architecture stands for SciPy's.
+    """
+    return f"numpy: {_numpy_blas()}; scipy: {_scipy_blas()}"
+
+
+def _package_dirs(name: str) -> tuple[str, ...]:
+    """The directory of package ``name`` and the one its wheel puts bundled libraries in."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        return ()
+    root = os.path.dirname(os.path.realpath(spec.origin))
+    return (root + os.sep, root + ".libs" + os.sep)
+
+
+def _numpy_blas() -> str:
+    """NumPy's BLAS as loaded: the threadpoolctl entry inside NumPy's wheel, else the first one
+    outside SciPy's (NumPy and SciPy linked to one shared library)."""
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
         return "unknown (threadpoolctl not installed)"
-    for info in threadpool_info():
-        if info.get("user_api") == "blas":
-            return " ".join(str(info.get(k, "")) for k in ("internal_api", "version", "architecture")).strip()
-    return "unknown"
+    pools = [(os.path.realpath(str(info.get("filepath", ""))), info) for info in threadpool_info()
+             if info.get("user_api") == "blas"]
+    numpy_dirs, scipy_dirs = _package_dirs("numpy"), _package_dirs("scipy")
+    own = [info for path, info in pools if path.startswith(numpy_dirs)] or [
+        info for path, info in pools if not path.startswith(scipy_dirs)]
+    if not own:
+        return "unknown"
+    return " ".join(str(own[0].get(k, "")) for k in ("internal_api", "version", "architecture")).strip()
+
+
+def _scipy_blas() -> str:
+    """The BLAS SciPy was built with (``name version``), from ``scipy.__config__``."""
+    try:
+        from scipy.__config__ import CONFIG
+
+        blas = CONFIG["Build Dependencies"]["blas"]
+        return f"{blas['name']} {blas['version']}"
+    except (ImportError, KeyError, TypeError):
+        return "unknown"

@@ -54,9 +54,9 @@ def collect_info() -> dict[str, Any]:
     import scipy
     from threadpoolctl import threadpool_info
 
-    from .execution import cuda_unavailable_reason
+    from .execution import cpu_description, cuda_unavailable_reason
     from .patching import patched_namespaces
-    from .plan.calibration import auto_enabled, entries, machine
+    from .plan.calibration import auto_enabled, entries
     from .plan.wisdom import cache_dir, default_wisdom, wisdom_enabled
 
     pools = [
@@ -77,7 +77,7 @@ def collect_info() -> dict[str, Any]:
         "cache_dir": str(cache_dir()),
         "wisdom": {"enabled": wisdom_enabled(), "entries": len(default_wisdom().entries())},
         "patched": list(patched_namespaces()),
-        "calibration": {"auto": auto_enabled(), "machine": machine(), "values": entries()},
+        "calibration": {"auto": auto_enabled(), "machine": cpu_description(), "values": entries()},
     }
 
 

@@ -76,9 +76,9 @@ NAMESPACES = ("scipy.linalg", "numpy.linalg", "numpy.fft", "scipy.fft")
 NUMPY_LINALG_EXACT = ("solve", "det", "slogdet", "qr", "eigh", "eigvalsh", "svdvals")
 
 #: What ``patch("numpy.linalg")`` installs: the exact functions that are not slower than NumPy's
-#: on the small matrices most calls see. ``det``/``slogdet`` (0.8x NumPy's speed at order 8),
-#: ``qr``, ``eigh``/``eigvalsh`` and ``svdvals`` (0.2-0.3x: a plan's fixed cost per call) stay
-#: NumPy's until their small calls are as cheap (``benchmarks/bench_patch.py`` measures).
+#: on the small matrices most calls see. ``det``/``slogdet``, ``qr``, ``eigh``/``eigvalsh`` and
+#: ``svdvals`` (slower there: a plan's fixed cost per call) stay NumPy's until their small calls
+#: are as cheap (``benchmarks/bench_patch.py`` measures them).
 NUMPY_LINALG_PATCHED = ("solve",)
 
 _LOCK = threading.RLock()

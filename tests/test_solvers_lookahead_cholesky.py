@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
+from lookahead_helpers import TOL, calibrated_first, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 
 from nvmathpy.linalg import Cholesky
 from nvmathpy.linalg.solvers.cpu import _lookahead as lookahead
@@ -125,6 +125,8 @@ def test_placement(monkeypatch):
     assert potrf_order(first, "float64") == ["lookahead", None] == potrf_order(first, "float32")
     assert potrf_order(first - 1, "float64") == [None, "lookahead"]
     assert potrf_order(1024, "complex128") == [None]
+    assert numpy_algorithms.for_order(1024, "float64", "potrf") is None  # uncalibrated: SciPy's routine
+    calibrated_first("potrf", "float64", 1024, "lookahead")
     (potrf,) = numpy_algorithms.for_order(1024, "float64", "potrf")
     assert potrf is lookahead_potrf(np.float64) and potrf_of(None, "float64") is numpy_lapack.routines("float64",
                                                                                                         "potrf")[0]
@@ -138,6 +140,7 @@ def test_cholesky_plan_puts_it_first_and_solves():
     x = rng.standard_normal((n, n))
     a = x @ x.T + n * np.eye(n)  # C-ordered: SciPy's upper triangle is the Fortran view's lower one
     b = rng.standard_normal((n, 2))
+    calibrated_first("potrf", "float64", 768, "lookahead")  # the measured order nearest 800
     plan = Cholesky(a, lower=False)
     assert plan._engine.candidates(plan.problem)[0].params.get("algorithm") == "lookahead"
     x_ = plan.solve(b)

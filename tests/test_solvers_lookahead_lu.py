@@ -17,7 +17,7 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lookahead_helpers import TOL, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
+from lookahead_helpers import TOL, calibrated_first, no_other_threads, thread_count  # noqa: F401 (an autouse fixture)
 from numerics import zero_pivot_cases
 
 from nvmathpy.linalg import LU
@@ -186,6 +186,9 @@ def test_which_orders_and_dtypes_take_it_first(monkeypatch):
     assert getrf_order(2048, "float32") == ["lookahead", None, "recursive"]
     assert getrf_order(4096, "float64") == [None, "recursive", "lookahead"]
     assert getrf_order(1024, "complex128")[0] is None and "lookahead" not in getrf_order(1024, "complex128")
+    # uncalibrated, SciPy's routine goes first at the orders calibration covers; calibrated, its choice
+    assert numpy_algorithms.for_order(1024, "float64", "getrf", "getrs") is None
+    calibrated_first("getrf", "float64", 1024, "lookahead")
     getrf, getrs = numpy_algorithms.for_order(1024, "float64", "getrf", "getrs")
     assert getrf is lookahead_getrf(np.float64) and getrs is numpy_lapack.routines("float64", "getrs")[0]
     assert getrf_of(None, "float64") is numpy_lapack.routines("float64", "getrf")[0]
@@ -205,6 +208,7 @@ def test_lu_plan_puts_it_first_and_solves_both_ways():
     rng = np.random.default_rng(n)
     a = rng.standard_normal((n, n)) + np.sqrt(n) * np.eye(n)  # C-ordered: factored through a.T
     b = rng.standard_normal((n, 3))
+    calibrated_first("getrf", "float64", 768, "lookahead")  # the measured order nearest 800
     plan = LU(a)
     assert plan._engine.candidates(plan.problem)[0].params.get("algorithm") == "lookahead"
     for trans in (0, 1):

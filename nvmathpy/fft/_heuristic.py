@@ -12,22 +12,36 @@ count; ``benchmarks/bench_fft.py`` runs those cases and prints the table.
 The rules (:func:`library_order`): ducc0 leads for double precision, for sizes with a prime
 factor above 7, for batches of 1-D transforms and for small transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
 large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
-transforms. scipy.fft is never first when another library is installed. Threads: problems of
+transforms. scipy.fft is never first when another library is installed. Where this machine is
+calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a smooth
+length, by kind, precision and size), the library measured fastest there goes first instead. Threads: problems of
 fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
 larger ones on the whole budget.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+
 from ..plan import Candidate
+from ..plan.calibration import calibrated
 from ._layout import Layout
 
-__all__ = ["rank", "library_order", "threads_guess"]
+__all__ = ["CALIBRATED_KINDS", "CALIBRATED_SIZES", "builtin_order", "calibration_name", "first_library",
+           "heuristic_candidate", "library_order", "rank", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
 #: Transforms of at most this many points count as small.
 SMALL = 1024
+#: The transforms whose first library is calibrated per machine (``python -m nvmathpy tune``,
+#: :mod:`._calibrate`): one 1-D transform of these kinds, of a smooth length (no prime factor
+#: above 7), nearest one of these sizes, within :data:`CALIBRATED_REACH` of the smallest and
+#: the largest.
+CALIBRATED_KINDS = ("c2c", "r2c")
+CALIBRATED_SIZES = (1 << 6, 1 << 10, 1 << 14, 1 << 18, 1 << 22)
+CALIBRATED_REACH = 4
 
 
 def largest_prime_factor(n: int) -> int:
@@ -40,8 +54,59 @@ def largest_prime_factor(n: int) -> int:
     return max(largest, n) if n > 1 else largest
 
 
+def calibration_name(kind: str, precision: str, size: int) -> str:
+    """The name of a calibrated value (``fft.<kind>.<precision>.<size>``)."""
+    return f"fft.{kind}.{precision}.{size}"
+
+
+def first_library(layout: Layout) -> str | None:
+    """The library calibrated first for ``layout`` on this machine, or ``None`` (not covered,
+    or not calibrated: the built-in rules decide). Only ``tune`` measures these values: a
+    first transform takes microseconds, and a measurement on first need would cost it many
+    thousand times that.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.fft._layout import describe
+    >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
+    True
+    """
+    if len(layout.axes) != 1 or layout.kind not in CALIBRATED_KINDS or layout.in_shape != (layout.lengths[0],):
+        return None
+    name = _covering(layout.kind, layout.precision, layout.lengths[0])
+    value = calibrated(name, None) if name else None
+    return value.get("first") if isinstance(value, dict) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _covering(kind: str, precision: str, size: int) -> str | None:
+    """The calibrated value covering one transform of ``size`` points (``None``: none does)."""
+    sizes = CALIBRATED_SIZES
+    if not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not _smooth(size):
+        return None
+    return calibration_name(kind, precision, min(sizes, key=lambda s: abs(math.log(size / s))))
+
+
+def _smooth(n: int) -> bool:
+    """Whether ``n`` has no prime factor above 7 (cheaper than :func:`largest_prime_factor`)."""
+    for p in (2, 3, 5, 7):
+        while n % p == 0:
+            n //= p
+    return n == 1
+
+
 def library_order(layout: Layout) -> list[str]:
-    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE)."""
+    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE): the
+    built-in rules' (:func:`builtin_order`), with the library this machine's calibration puts
+    first for such transforms, if any (:func:`first_library`), moved to the front."""
+    order = builtin_order(layout)
+    first = first_library(layout)
+    return order if first not in order else [first] + [name for name in order if name != first]
+
+
+def builtin_order(layout: Layout) -> list[str]:
+    """Libraries in the order of the built-in rules for ``layout``."""
     # the cheap tests first: the factorisation costs a new small length more than its transform
     if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
             largest_prime_factor(n) > 7 for n in layout.lengths):
@@ -59,7 +124,8 @@ def threads_guess(layout: Layout, options: list[int]) -> int:
     return options[0] if elements < THREADED_FROM else options[-1]
 
 
-def _candidate(library: str, threads: int, effort: str = "estimate") -> Candidate:
+def heuristic_candidate(library: str, threads: int, effort: str = "estimate") -> Candidate:
+    """The candidate of ``library`` at ``threads`` (pyFFTW at FFTW ``effort``)."""
     if library == "pyfftw":
         return Candidate.of(library, threads=threads, effort=effort)
     return Candidate.of(library, threads=threads)
@@ -79,14 +145,14 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     order = [name for name in library_order(layout) if name in libraries]
     best_t = threads_guess(layout, threads)
     other_t = [t for t in reversed(threads) if t != best_t]
-    head = [_candidate(name, best_t) for name in order[:2]]
+    head = [heuristic_candidate(name, best_t) for name in order[:2]]
     if "pyfftw" in order:
-        head.append(_candidate("pyfftw", best_t, "measure"))
+        head.append(heuristic_candidate("pyfftw", best_t, "measure"))
     if other_t:
-        head.append(_candidate(order[0], other_t[0]))
-    rest = [_candidate(name, t) for t in [best_t, *other_t] for name in order]
-    rest += [_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
-    rest += [_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
+        head.append(heuristic_candidate(order[0], other_t[0]))
+    rest = [heuristic_candidate(name, t) for t in [best_t, *other_t] for name in order]
+    rest += [heuristic_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
+    rest += [heuristic_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
     ranked: list[Candidate] = []
     for cand in head + rest:
         if cand not in ranked:

@@ -268,10 +268,10 @@ def import_pyfftw() -> Any:
     """Import pyFFTW without its dask interface, unless dask.array is loaded already.
 
     ``import pyfftw`` imports ``pyfftw.interfaces``, which imports ``dask.array`` when dask is
-    installed (about 200 ms, and scipy.fftpack) for ``pyfftw.interfaces.dask_fft``, which
+    installed (a slow import, which loads scipy.fftpack too) for ``pyfftw.interfaces.dask_fft``, which
     nvmathpy never uses; the FFTW plans need only the core. ``dask.array.fft`` is hidden for
     the import (pyFFTW skips that interface when it cannot be imported), so the first FFT
-    that runs on FFTW costs ~10 ms instead. ``import pyfftw.interfaces.dask_fft`` still
+    that runs on FFTW does not pay for it. ``import pyfftw.interfaces.dask_fft`` still
     works afterwards.
     """
     module = sys.modules.get("pyfftw")

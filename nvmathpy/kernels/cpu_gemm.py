@@ -320,7 +320,7 @@ def others_running() -> int:
     """How many other threads of this process are running now (state ``R`` in ``/proc``; 0
     where that cannot be read); it reads one small file per thread.
 
-    OpenBLAS's worker threads spin for about 0.1 s after each call; a parallel kernel started
+    OpenBLAS's worker threads spin for a while after each call; a parallel kernel started
     meanwhile shares their cores.
 
     Examples

@@ -2,11 +2,12 @@
 
 A heuristic that chooses among algorithms by order (which LU, Cholesky or eigh driver is
 tried first) asks :func:`calibrated` for a named value. The value comes from the wisdom store
-(:mod:`.wisdom`), keyed by the name and by this machine: CPU model, core count, architecture,
-NumPy's and SciPy's BLAS and their versions, NumPy's and SciPy's versions (:func:`machine`),
-and nvmathpy's version; an entry of another machine is never read. Values are measured by ``python -m nvmathpy
-tune``, or, bounded in time (:data:`AUTO_SECONDS`), the first time a heuristic asks for one it
-does not have. Without a value the heuristic keeps its built-in default.
+(:mod:`.wisdom`), keyed by the name and by this machine as every wisdom entry is
+(:func:`nvmathpy.execution.cpu_description`: CPU model, core count, architecture, NumPy's and
+SciPy's BLAS, their versions) and nvmathpy's version; an entry of another machine is never
+read. Values are measured by ``python -m nvmathpy tune``, or, bounded in time
+(:data:`AUTO_SECONDS`), the first time a heuristic asks for one it does not have. Without a value the heuristic takes its default, which is conservative: the
+solvers' is the call a user would otherwise make (:mod:`nvmathpy.linalg.solvers.cpu._calibrate`).
 
 Automatic calibration is controlled by ``NVMATHPY_CALIBRATE``: ``auto`` (the default) measures
 a missing value on first need; ``off`` never measures (defaults and values stored by ``tune``
@@ -24,16 +25,18 @@ from __future__ import annotations
 
 import functools
 import os
+import statistics
 import threading
 import time
 from typing import Any, Callable
 
 from .._logging import logger
+from ..execution import cpu_description
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "alternating_rounds", "auto_enabled", "calibrated", "entries", "failed", "forget", "interleaved_ratios", "machine",
-           "record"]
+__all__ = ["AUTO_SECONDS", "OutOfTime", "alternating_rounds", "auto_enabled", "calibrated", "choose_first", "entries",
+           "forget", "interleaved_ratios", "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
 AUTO_SECONDS = 1.0
@@ -50,27 +53,6 @@ _FAILED: set[tuple[str, str]] = set()
 _MEASURING = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1)
-def machine() -> dict[str, Any]:
-    """The description calibrated values are keyed by: :func:`nvmathpy.execution.cpu_description`
-    with ``blas`` naming every BLAS loaded once SciPy's LAPACK is (NumPy's and SciPy's, sorted:
-    the order threadpoolctl lists them in depends on what was imported first).
-
-    Examples
-    --------
-    >>> sorted(machine())
-    ['blas', 'cores', 'cpu', 'machine', 'numpy', 'scipy', 'space']
-    """
-    import scipy.linalg  # noqa: F401 - loads SciPy's BLAS, which the calibrated choices are measured against
-    from threadpoolctl import threadpool_info
-
-    from ..execution import cpu_description
-
-    pools = sorted(" ".join(str(pool.get(k, "")) for k in ("internal_api", "version", "architecture"))
-                   for pool in threadpool_info() if pool.get("user_api") == "blas")
-    return {**cpu_description(), "blas": "; ".join(pools) or "unknown"}
-
-
 def auto_enabled() -> bool:
     """Whether a missing value is measured on first need (``NVMATHPY_CALIBRATE`` is not ``off``)."""
     return os.environ.get("NVMATHPY_CALIBRATE", "auto").strip().lower() not in ("off", "0", "false", "no")
@@ -81,14 +63,24 @@ def _problem(name: str) -> Problem:
 
 
 def _memo_key(name: str) -> tuple[str, str]:
+    environ = os.environ
+    return (_store(environ.get("NVMATHPY_CACHE_DIR"), environ.get("XDG_CACHE_HOME"), environ.get("HOME"),
+                   environ.get("NVMATHPY_WISDOM")), name)
+
+
+@functools.lru_cache(maxsize=16)
+def _store(*settings: str | None) -> str:
+    """The default store's file (``""``: wisdom off) under ``settings``, the environment
+    variables it follows: a look-up by a heuristic costs a few dict accesses, not a path's
+    construction (the FFT heuristic looks one up on the first call of each new signature)."""
     wisdom = default_wisdom()
-    return (str(wisdom.path) if wisdom.enabled else "", name)
+    return str(wisdom.path) if wisdom.enabled else ""
 
 
 def _stored(name: str) -> Any:
     key = _memo_key(name)
     if key not in _MEMO:
-        entry = default_wisdom().lookup(_problem(name), machine())
+        entry = default_wisdom().lookup(_problem(name), cpu_description())
         params = entry["choice"].get("params") if entry else None
         _MEMO[key] = params.get("value") if isinstance(params, dict) else None
     return _MEMO[key]
@@ -103,7 +95,7 @@ def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> N
     >>> calibrated("example", None)
     {'first': 'lookahead'}
     """
-    default_wisdom().record(_problem(name), machine(), {"label": "calibrated", "params": {"value": value}},
+    default_wisdom().record(_problem(name), cpu_description(), {"label": "calibrated", "params": {"value": value}},
                             extra={"measured": measured, "seconds": round(seconds, 3)})
     _MEMO[_memo_key(name)] = value
 
@@ -149,21 +141,10 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
         _MEASURING.release()
 
 
-def failed(name: str) -> bool:
-    """Whether measuring ``name`` failed in this process (ran out of time, or raised).
-
-    Examples
-    --------
-    >>> failed("an uncalibrated name")
-    False
-    """
-    return _memo_key(name) in _FAILED
-
-
 def entries() -> list[dict[str, Any]]:
     """The values calibrated on this machine: ``name``, ``value``, ``recorded``, ``seconds``,
     ``measured``, each from the store (for ``python -m nvmathpy info``)."""
-    here = machine()
+    here = cpu_description()
     found = []
     for entry in default_wisdom().entries():
         problem = entry.get("problem", {})
@@ -218,3 +199,42 @@ def interleaved_ratios(candidate: Callable[[], Any], reference: Callable[[], Any
     """
     times = alternating_rounds({"candidate": candidate, "reference": reference}, rounds, calls)
     return [r / max(c, 1e-12) for c, r in zip(times["candidate"], times["reference"])]
+
+
+class OutOfTime(Exception):
+    """A measurement that would not fit its time bound (nothing was timed)."""
+
+
+def choose_first(contenders: dict[Any, Callable[[], Any]], reference: Callable[[], Any], keep: Any, seconds: float, *,
+                 rounds: int, min_rounds: int, call_seconds: float, max_calls: int,
+                 margin: float) -> tuple[Any, dict[str, float]]:
+    """``(first, {contender: median ratio})``: each contender timed against ``reference`` in
+    :func:`interleaved_ratios` (the ratio: the reference's time over the contender's), and the
+    contender to try first - ``keep`` unless another's median ratio beats it by ``margin``.
+
+    Every contender is called once first (compiled drivers, workspaces, plans), then up to
+    ``rounds`` rounds run, as many as ``seconds`` allow, each of passes lasting about
+    ``call_seconds`` (at most ``max_calls`` calls); :class:`OutOfTime` when not even
+    ``min_rounds`` would fit.
+
+    Examples
+    --------
+    >>> first, ratios = choose_first({"a": lambda: sum(range(10)), "b": lambda: sum(range(10))},
+    ...                              lambda: sum(range(10)), "a", 5.0, rounds=3, min_rounds=3,
+    ...                              call_seconds=1e-4, max_calls=10, margin=100.0)
+    >>> first, sorted(ratios)
+    ('a', ['a', 'b'])
+    """
+    for call in contenders.values():
+        call()
+    start = time.perf_counter()
+    reference()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, min(max_calls, int(call_seconds / once)))
+    rounds = min(rounds, int(seconds / (2 * once * calls * len(contenders))))
+    if rounds < min_rounds:
+        raise OutOfTime(f"{min_rounds} rounds take over {seconds:g} s here")
+    medians = {name: float(statistics.median(interleaved_ratios(call, reference, rounds, calls)))
+               for name, call in contenders.items()}
+    best = max(medians, key=lambda name: medians[name] / (1.0 if name == keep else margin))
+    return best, {str(name): round(r, 3) for name, r in medians.items()}

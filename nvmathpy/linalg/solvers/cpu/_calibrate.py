@@ -4,10 +4,12 @@ Each calibrated value, named ``<kind>.<dtype>.<order>`` for the orders :data:`OR
 ``{"first": algorithm}``: the algorithm to try first for matrices of about that order. Each
 algorithm is timed against the call a user would otherwise make (``scipy.linalg.lu_factor``,
 ``cho_factor``, ``eigh``) in alternating calls
-(:func:`~nvmathpy.plan.calibration.interleaved_ratios`); orders not calibrated keep the
-built-in choice. That call itself is one of the algorithms (:data:`PLAIN`), and another is
-first only where its median ratio beats it by :data:`MARGIN`: a close call, or a machine too
-noisy to tell, goes to the plain call.
+(:func:`~nvmathpy.plan.calibration.interleaved_ratios`). That call itself is one of the
+algorithms (:data:`PLAIN`), and another is first only where its median ratio beats it by
+:data:`MARGIN`: a close call, or a machine too noisy to tell, goes to the plain call. At the
+orders calibration covers, a machine without a value (calibration off, or not measurable in
+time) takes the plain call too (:func:`first_choice`); other orders and dtypes keep the
+built-in choice.
 
 - ``getrf.<dtype>.<order>``: ``"lookahead"``, ``"recursive"``, ``None`` (``?getrf`` on NumPy's
   OpenBLAS, :mod:`._lookahead_lu`) or ``"scipy"`` (SciPy's ``?getrf``);
@@ -19,12 +21,11 @@ noisy to tell, goes to the plain call.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable
 
 import numpy as np
 
-from ....plan.calibration import calibrated, failed, interleaved_ratios
+from ....plan.calibration import OutOfTime, calibrated, choose_first
 
 __all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
@@ -86,30 +87,21 @@ def _contenders(kind: str, n: int, dtype: str) -> tuple[dict[Any, Callable[[], A
     return {**algorithms, PLAIN[kind]: reference}, reference
 
 
-class OutOfTime(Exception):
-    """A measurement that would not fit its time bound (nothing was timed)."""
-
-
 def measure(kind: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
     """Measure ``kind`` (``"getrf"``, ``"potrf"``, ``"eigh"``) in ``dtype`` at order ``n``:
     ``({"first": algorithm}, {algorithm: median ratio})``, the ratio being the reference's time
-    over the algorithm's. Up to :data:`ROUNDS` rounds, as many as ``seconds`` allow after the
-    first calls (which build compiled drivers and workspaces);
-    :class:`OutOfTime` when not even :data:`MIN_ROUNDS` would."""
+    over the algorithm's (:func:`~nvmathpy.plan.calibration.choose_first`, keeping
+    :data:`PLAIN` unless another beats it by :data:`MARGIN`). Up to :data:`ROUNDS` rounds, as
+    many as ``seconds`` allow after the first calls (which build compiled drivers and
+    workspaces); :class:`~nvmathpy.plan.calibration.OutOfTime` when not even
+    :data:`MIN_ROUNDS` would."""
     algorithms, reference = _contenders(kind, n, dtype)
-    for call in algorithms.values():
-        call()
-    start = time.perf_counter()
-    reference()
-    once = max(time.perf_counter() - start, 1e-6)
-    calls = max(1, min(4, int(CALL_SECONDS / once)))
-    rounds = min(ROUNDS, int(seconds / (2 * once * calls * len(algorithms))))
-    if rounds < MIN_ROUNDS:
-        raise OutOfTime(f"{kind} {dtype} n={n}: {MIN_ROUNDS} rounds take over {seconds:g} s here")
-    medians = {alg: float(np.median(interleaved_ratios(call, reference, rounds, calls)))
-               for alg, call in algorithms.items()}
-    best = max(medians, key=lambda alg: medians[alg] / (1.0 if alg == PLAIN[kind] else MARGIN))
-    return {"first": best}, {str(alg): round(r, 3) for alg, r in medians.items()}
+    try:
+        best, medians = choose_first(algorithms, reference, PLAIN[kind], seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
+                                     call_seconds=CALL_SECONDS, max_calls=4, margin=MARGIN)
+    except OutOfTime as exc:
+        raise OutOfTime(f"{kind} {dtype} n={n}: {exc}") from None
+    return {"first": best}, medians
 
 
 def _name(kind: str, dtype: str, n: int) -> str:
@@ -124,11 +116,13 @@ CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
 
 
 def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
-    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``
-    (the measured order nearest ``n``, measured now when automatic calibration is on and none
-    is stored), ``(True, PLAIN[kind])`` when that measurement failed in this process (the
-    machine too busy to measure in time: the plain call is the safe choice), else
-    ``(False, None)``: the caller keeps its built-in order.
+    """``(True, algorithm)`` when the calibration of ``kind`` for ``dtype`` covers order ``n``:
+    the value of the measured order nearest ``n`` (measured now when automatic calibration is
+    on and none is stored), else - calibration off, or its measurement failed (a machine too
+    busy to measure in time) - :data:`PLAIN`, the call a user would otherwise make: without a
+    measurement of this machine nothing is known to beat it, and in calls that alternate with
+    SciPy's and NumPy's the faster algorithms of a quiet machine can lose to it. ``(False,
+    None)`` for orders and dtypes calibration does not cover: the caller keeps its built-in order.
 
     Examples
     --------
@@ -142,15 +136,14 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     if name not in CALIBRATIONS:
         return False, None
     value = calibrated(name, None, CALIBRATIONS[name])
-    if not isinstance(value, dict) or "first" not in value:
-        return (True, PLAIN[kind]) if failed(name) else (False, None)
-    return True, value["first"]
+    return True, value["first"] if isinstance(value, dict) and "first" in value else PLAIN[kind]
 
 
 def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
-    """``order`` (a built-in order of algorithms, first choice first) with the calibrated first
-    choice for ``n`` moved (or, :data:`PLAIN`, added) to the front, when there is one and it
-    is in ``order`` or the plain call.
+    """``order`` (a built-in order of algorithms, first choice first) with :func:`first_choice`
+    for ``n`` moved (or, :data:`PLAIN`, added) to the front where calibration covers ``n``; a
+    calibrated choice that does not run here (another build's) counts as none, and
+    :data:`PLAIN` goes first.
 
     Examples
     --------
@@ -158,6 +151,8 @@ def reorder(kind: str, n: int, dtype: Any, order: list) -> list:
     [None, 'recursive']
     """
     known, first = first_choice(kind, n, dtype)
-    if not known or (first not in order and first != PLAIN[kind]):
+    if not known:
         return order
+    if first not in order:
+        first = PLAIN[kind]
     return [first] + [alg for alg in order if alg != first]
