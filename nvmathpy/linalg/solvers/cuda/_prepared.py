@@ -152,8 +152,14 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
             return UNPREPARED
     settle()
     stream = cupy.cuda.get_current_stream().ptr
-    key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char,
-           tuple([(x.shape, x.strides, x.dtype.char) for x in others]) if others else ())
+    if not others:
+        layouts: tuple = ()
+    elif len(others) == 1:
+        b = others[0]
+        layouts = (b.shape, b.strides, b.dtype.char)
+    else:
+        layouts = tuple([(x.shape, x.strides, x.dtype.char) for x in others])
+    key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char, layouts)
     entry = _CALLS.pop(key, None)
     if entry is None or entry.freed:
         entry = _build(name, cupy, a, others, options, finite)

@@ -220,13 +220,14 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
     flags = Flags(cupy, checks)
     in_range, nonsingular = flags.bytes[-2:]
     target, pivots, diagonal = route.a[0].T, route.piv[0], cupy.diagonal(route.a[0])
+    unsigned = np.dtype(f"u{piv.dtype.itemsize}")
     solve = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
         if finite:
             cupy.isfinite(lu).all(out=flags.bytes[0])
             cupy.isfinite(b).all(out=flags.bytes[1])
-        ((piv >= 0) & (piv < n)).all(out=in_range)
+        (piv.view(unsigned) < n).all(out=in_range)  # a negative index reads as a large one
         (piv + 1).clip(1, n, out=pivots)  # clipped into range: cuSOLVER never indexes out of it
         target[...] = lu
         diagonal.all(out=nonsingular)
@@ -257,9 +258,7 @@ def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
             cupy.isfinite(a).all(out=flags.bytes[0])
         target[...] = a
         factor(stream)
-        product = diagonal.prod()
-        odd = (pivots != unmoved).sum() % 2 == 1
-        det = cupy.where(odd, -product, product)
+        det = cupy.prod(cupy.where(pivots != unmoved, -diagonal, diagonal))  # a sign flip per row swap
         if finite:
             flags.check(cupy, stream)
         return det
@@ -364,6 +363,16 @@ def _svd_route(cupy: Any, plan: Any, finite: bool, operands: int) -> tuple | Non
         lambda: views or tuple(x[0] for x in route.factors()))
 
 
+def _gesvd(route: SvdRoute, info: int) -> Callable[[int], None]:
+    """``Xgesvd`` of the route's one matrix, codes to ``info``: ``decompose(stream)`` (the
+    route's own ``run`` for its other labels)."""
+    if route.label != "gesvd":
+        return lambda stream: route.run()
+    args = (*_head(route), *route._jobs(), *route._args(0), *_workspace(route), info)
+    enqueue = _solver("cusolverDnXgesvd", route.ctx.handle)
+    return lambda stream: enqueue(stream, *args)
+
+
 def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     full, uv = options
     plan = CudaSVD(a, full_matrices=full, compute_uv=uv)
@@ -371,14 +380,14 @@ def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     if found is None:
         return None
     route, flags, target, factors = found
-    values = route.s[0]
+    values, decompose = route.s[0], _gesvd(route, pointer(flags.info))
 
     def run(stream: int, a: Any) -> Any:
         if finite:
             cupy.isfinite(a).all(out=flags.bytes[0])
             flags.first(cupy)
         target[...] = a
-        route.run()
+        decompose(stream)
         s = values.copy()
         if uv:
             u, vh = factors()
@@ -403,6 +412,7 @@ def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
         return None
     route, flags, target, factors = found
     s, cut, dtype, vector = route.s[0], plan._rcond, a.dtype, b.ndim == 1
+    decompose = _gesvd(route, pointer(flags.info))
     real = np.finfo(dtype).dtype
 
     def run(stream: int, a: Any, b: Any) -> Any:
@@ -411,7 +421,7 @@ def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
             cupy.isfinite(b).all(out=flags.bytes[1])
             flags.first(cupy)
         target[...] = a
-        route.run()
+        decompose(stream)
         u, vh = factors()
         b2 = b[:, None] if vector else b
         keep = s > cut * s[:1]
@@ -440,12 +450,24 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     rows = min(m, n) if mode == "economic" else m
     r_view, triangle = target[:rows, :], _triangle(cupy, rows, n, False)
     flags = Flags(cupy, [not_finite]) if finite else None
+    dt, info, tau = route.data_type, pointer(route.info), pointer(route.tau)
+    geqrf = (*_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *_workspace(route), info)
+    enqueue = _solver("cusolverDnXgeqrf", route.ctx.handle)
+    if route.q is not None:  # the reflectors into Q's buffer, then Q formed there
+        reflectors = min(n, route.q_cols)
+        q_part, reflected = route.q[0, :reflectors, :], route.a[0, :reflectors, :]
+        name = f"cusolverDn{routes.PREFIX[route.dtype_name]}{'ungqr' if a.dtype.kind == 'c' else 'orgqr'}"
+        orgqr = (route.ctx.handle, m, route.q_cols, route.k, pointer(route.q), max(1, m), tau, route.work.device,
+                 route.lwork, info)
 
     def run(stream: int, a: Any) -> Any:
         if finite:
             cupy.isfinite(a).all(out=flags.bytes[0])
         target[...] = a
-        route.run()
+        enqueue(stream, *geqrf)
+        if route.q is not None:
+            q_part[...] = reflected
+            getattr(cusolver.LIB, name)(*orgqr)
         r = triangle(r_view)
         out = (r,) if route.q is None else (route.q[0].copy().T, r)
         if finite:
@@ -484,20 +506,16 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     name = triangular._names(a.dtype)[0]
     alpha = triangular._one(a.dtype).ctypes.data
     handle = routes.blas_handle(a.device.id)
-    shape = (n, k) if args.x_order == "C" else (k, n)
     checks = _finite_checks(finite, 2) + ([] if unit else [_zero_diagonal])
     flags = Flags(cupy, checks) if checks else None
     nonzero = None if unit else flags.bytes[-1]
-    dtype, vector = a.dtype, b.ndim == 1
+    vector = b.ndim == 1
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
             cupy.isfinite(a).all(out=flags.bytes[0])
             cupy.isfinite(b).all(out=flags.bytes[1])
-        x = cupy.empty(shape, dtype)
-        if args.x_order != "C":
-            x = x.T
-        x[...] = b[:, None] if vector else b
+        x = (b[:, None] if vector else b).copy(order=args.x_order)  # solved in place
         lib = cublas.LIB
         lib.cublasSetStream_v2(handle, stream)
         getattr(lib, name)(handle, args.side, args.fill, args.operation, diag, m, cols, alpha, int(a.data.ptr),
