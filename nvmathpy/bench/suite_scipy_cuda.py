@@ -71,6 +71,7 @@ def cases(quick: bool, space: Any) -> list[Case]:
     out: list[Case] = []
     for n in sizes(quick):
         for name, (ours, theirs) in calls(n, space.xp, cupyx_linalg, space.to_device).items():
-            out.append(Case("linalg", f"scipy {name} n={n} float64", "cupy", {"cupy": theirs, "nvmathpy": _deferred(ours)},
+            impls = {"cupy": theirs, "nvmathpy": _deferred(ours)}
+            out.append(Case("linalg", f"scipy {name} n={n} float64", "cupy", impls,
                             note=f"nvmathpy.scipy.linalg.{name.split('(')[0]}"))
     return out
