@@ -151,11 +151,11 @@ def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple,
     return error(f"{message}{where}{LATE}")
 
 
-def _read(wait: bool) -> None:
+def _read(wait: bool, cupy: Any = None) -> None:
     state = _STATE.get()
     if state is None or not state.entries:
         return
-    runtime = import_cupy().cuda.runtime
+    runtime = (cupy or import_cupy()).cuda.runtime
     first = None
     kept = []
     for entry in state.entries:
@@ -174,10 +174,11 @@ def _read(wait: bool) -> None:
         raise first
 
 
-def settle() -> None:
+def settle(cupy: Any = None) -> None:
     """Read the pending copies whose event has completed (no waiting); raise the first failure.
-    Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up."""
-    _read(wait=False)
+    Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up.
+    ``cupy``: the CuPy module, when the caller has it at hand."""
+    _read(False, cupy)
 
 
 def check_cuda_errors() -> None:

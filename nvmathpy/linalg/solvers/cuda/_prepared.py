@@ -150,7 +150,7 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
     for x in others:
         if type(x) is not kind:
             return UNPREPARED
-    settle()
+    settle(cupy)
     stream = cupy.cuda.get_current_stream().ptr
     if not others:
         layouts: tuple = ()

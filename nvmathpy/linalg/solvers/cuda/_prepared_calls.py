@@ -61,14 +61,25 @@ def _workspace(route: Any) -> tuple:
     return w.device, w.device_bytes, w.host, w.host_bytes
 
 
-def _solver(name: str, handle: int) -> Callable[..., Any]:
-    """``cusolverDn<name>`` after pointing ``handle`` at ``stream`` (looked up per call: a test
-    may replace a binding's routine)."""
+def _solver(name: str, handle: int, args: tuple) -> Callable[[int], None]:
+    """``cusolverDn<name>(*args)`` on ``stream`` (``handle`` pointed at it first):
+    ``enqueue(stream)``. The routine is looked up per call: a test may replace a binding's."""
     lib = cusolver.LIB
 
-    def enqueue(stream: int, *args: Any) -> None:
+    def enqueue(stream: int) -> None:
         lib.cusolverDnSetStream(handle, stream)
         getattr(lib, name)(*args)
+
+    return enqueue
+
+
+def _solver_on(name: str, handle: int, head: tuple, tail: tuple) -> Callable[[int, int], None]:
+    """``cusolverDn<name>(*head, x, *tail)`` on ``stream``: ``enqueue(stream, x)``."""
+    lib = cusolver.LIB
+
+    def enqueue(stream: int, x: int) -> None:
+        lib.cusolverDnSetStream(handle, stream)
+        getattr(lib, name)(*head, x, *tail)
 
     return enqueue
 
@@ -77,16 +88,14 @@ def _potrf(route: PotrfLoop, info: int) -> Callable[[int], None]:
     """``Xpotrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
     n, dt = route.n, route.data_type
     args = (*_head(route), route.fill, n, dt, pointer(route.a), max(1, n), dt, *_workspace(route), info)
-    enqueue = _solver("cusolverDnXpotrf", route.ctx.handle)
-    return lambda stream: enqueue(stream, *args)
+    return _solver("cusolverDnXpotrf", route.ctx.handle, args)
 
 
 def _getrf(route: GetrfLoop, info: int) -> Callable[[int], None]:
     """``Xgetrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
     n, dt = route.n, route.data_type
     args = (*_head(route), n, n, dt, pointer(route.a), max(1, n), pointer(route.piv), dt, *_workspace(route), info)
-    enqueue = _solver("cusolverDnXgetrf", route.ctx.handle)
-    return lambda stream: enqueue(stream, *args)
+    return _solver("cusolverDnXgetrf", route.ctx.handle, args)
 
 
 def _getrs(route: GetrfLoop, operation: int, k: int) -> Callable[[int, int], None]:
@@ -94,8 +103,7 @@ def _getrs(route: GetrfLoop, operation: int, k: int) -> Callable[[int, int], Non
     n, dt = route.n, route.data_type
     head = (*_head(route), operation, n, k, dt, pointer(route.a), max(1, n), pointer(route.piv), dt)
     tail = (max(1, n), pointer(route.solve_info))
-    enqueue = _solver("cusolverDnXgetrs", route.ctx.handle)
-    return lambda stream, x: enqueue(stream, *head, x, *tail)
+    return _solver_on("cusolverDnXgetrs", route.ctx.handle, head, tail)
 
 
 def _potrs(route: PotrfLoop, k: int) -> Callable[[int, int], None]:
@@ -103,8 +111,7 @@ def _potrs(route: PotrfLoop, k: int) -> Callable[[int, int], None]:
     n, dt = route.n, route.data_type
     head = (*_head(route), route.fill, n, k, dt, pointer(route.a), max(1, n), dt)
     tail = (max(1, n), pointer(route.solve_info))
-    enqueue = _solver("cusolverDnXpotrs", route.ctx.handle)
-    return lambda stream, x: enqueue(stream, *head, x, *tail)
+    return _solver_on("cusolverDnXpotrs", route.ctx.handle, head, tail)
 
 
 def _triangle(cupy: Any, rows: int, cols: int, lower: bool) -> Callable[[Any], Any]:
@@ -331,7 +338,7 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     n, dt = route.n, route.data_type
     args = (*_head(route), route.jobz, route.fill, n, dt, pointer(route.a), max(1, n), route.real_type,
             pointer(route.w), dt, *_workspace(route), pointer(flags.info))
-    enqueue = _solver("cusolverDnXsyevd", route.ctx.handle)
+    decompose = _solver("cusolverDnXsyevd", route.ctx.handle, args)
     target = storage_view(plan._transposed)(route.a)[0]
     values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
 
@@ -340,7 +347,7 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
             cupy.isfinite(a).all(out=flags.bytes[0])
             flags.first(cupy)
         target[...] = a
-        enqueue(stream, *args)
+        decompose(stream)
         w = values.copy()
         if vectors:
             v = columns.T.conj() if conjugate else columns.copy().T
@@ -369,8 +376,7 @@ def _gesvd(route: SvdRoute, info: int) -> Callable[[int], None]:
     if route.label != "gesvd":
         return lambda stream: route.run()
     args = (*_head(route), *route._jobs(), *route._args(0), *_workspace(route), info)
-    enqueue = _solver("cusolverDnXgesvd", route.ctx.handle)
-    return lambda stream: enqueue(stream, *args)
+    return _solver("cusolverDnXgesvd", route.ctx.handle, args)
 
 
 def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
@@ -452,7 +458,7 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     flags = Flags(cupy, [not_finite]) if finite else None
     dt, info, tau = route.data_type, pointer(route.info), pointer(route.tau)
     geqrf = (*_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *_workspace(route), info)
-    enqueue = _solver("cusolverDnXgeqrf", route.ctx.handle)
+    factor = _solver("cusolverDnXgeqrf", route.ctx.handle, geqrf)
     if route.q is not None:  # the reflectors into Q's buffer, then Q formed there
         reflectors = min(n, route.q_cols)
         q_part, reflected = route.q[0, :reflectors, :], route.a[0, :reflectors, :]
@@ -464,7 +470,7 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
         if finite:
             cupy.isfinite(a).all(out=flags.bytes[0])
         target[...] = a
-        enqueue(stream, *geqrf)
+        factor(stream)
         if route.q is not None:
             q_part[...] = reflected
             getattr(cusolver.LIB, name)(*orgqr)
