@@ -324,7 +324,7 @@ def repeated_calls(rng):
 
 #: Python-level calls of one repeated call, the emulation's own included (its CuPy stand-ins
 #: and recorded vendor routines are Python functions; CuPy's are not).
-PYTHON_CALLS = {"lstsq": 64}
+PYTHON_CALLS = {"lstsq": 44, "lu_solve": 44}
 #: CuPy array-making calls (``empty``, ``zeros``, ``isfinite``, ``where``, ...) of one repeated call.
 ARRAY_MAKERS = {"lstsq": 5}
 
@@ -352,7 +352,7 @@ def test_a_repeated_call_does_little_host_work(em, monkeypatch, mode):
             fn(), fn()  # built
             made.clear(), reads.clear()
             python = count_python_calls(fn, inside)
-            assert python <= PYTHON_CALLS.get(name, 48), (name, python)
+            assert python <= PYTHON_CALLS.get(name, 40), (name, python)
             assert len(made) <= ARRAY_MAKERS.get(name, 3), (name, len(made))
             rank_read = name == "lstsq"  # its rank is a Python int
             early = mode == "raise" and name in ITERATIVE  # check_finite read before an iterative routine
