@@ -208,6 +208,7 @@ def test_what_is_not_prepared_takes_the_general_way(em):
     assert rel(nsla.solve(dev(a), dev(b)), sla.solve(a, b)) < 1e-6  # mixed dtypes
     assert prepared.call("solve", dev(a), (dev(b),), (), True) is prepared.UNPREPARED
     assert prepared.call("solve", a, (), (), True) is prepared.UNPREPARED  # NumPy operands
+    assert prepared.call("lstsq", dev(a), (dev(a),), ([1e-3],), True) is prepared.UNPREPARED  # not hashable
     with pytest.raises(InvalidOperandError, match=r"b: shape \(3,\) does not match"):
         nsla.solve(dev(a), dev(np.ones(3)))  # bad input: the general way names it
 

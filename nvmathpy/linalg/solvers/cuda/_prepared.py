@@ -160,7 +160,10 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
     else:
         layouts = tuple([(x.shape, x.strides, x.dtype.char) for x in others])
     key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char, layouts)
-    entry = _CALLS.pop(key, None)
+    try:
+        entry = _CALLS.pop(key, None)
+    except TypeError:  # an option that is no hashable value: the general way judges it
+        return UNPREPARED
     if entry is None or entry.freed:
         entry = _build(name, cupy, a, others, options, finite)
     if entry is _Unprepared:
