@@ -1,8 +1,8 @@
 """gpu_check.py's ``dropin`` section: ``nvmathpy.scipy.linalg`` on CuPy float64 arrays beside
 CuPy's own function, one row per function and size (issue 24's table).
 
-Each row: the relative error of nvmathpy's result against CuPy's (or, for QR, the backward error
-``||Q R - A|| / ||A||``; for eigh and svd the eigen- / singular values), device time per call of
+Each row: the relative error of nvmathpy's result against CuPy's (for QR, of ``Q R`` against
+CuPy's ``Q R``; for eigh and svd the eigen- / singular values), device time per call of
 both by CUDA events (L2 flushed, interleaved rounds: :func:`gpu_check.interleaved_times`), and
 ``cupy/nvmathpy`` with the target >= 1.0. The drop-in runs with its defaults (``check_finite=True``)
 and ``nvmathpy.linalg.cuda_checks("deferred")``: no host round trip per call, as CuPy's functions
@@ -35,44 +35,24 @@ class Case(NamedTuple):
 
 
 def cases(n: int, rel_error: Callable[[Any, Any], float]) -> list[Case]:
-    """The cases at size ``n`` on fresh random float64 CuPy operands (4 right-hand sides)."""
+    """The cases at size ``n`` (``nvmathpy.bench.suite_scipy_cuda.calls``: fresh random float64
+    CuPy operands, 4 right-hand sides), each with the error its row checks."""
     import cupy
     import cupyx.scipy.linalg as cxl
 
-    from nvmathpy.scipy import linalg as nsla
+    from nvmathpy.bench.suite_scipy_cuda import calls
 
-    rng = cupy.random.default_rng(24 + n)
-    a = rng.standard_normal((n, n)) + n ** 0.5 * 4 * cupy.eye(n)
-    spd = a @ a.T / n + cupy.eye(n)
-    tri = cupy.tril(a)
-    b = rng.standard_normal((n, 4))
-    lu_ours, lu_theirs = nsla.lu_factor(a), cxl.lu_factor(a)
-    norm_a = float(cupy.linalg.norm(a))
+    def first(ours: Any, theirs: Any) -> float:
+        return rel_error(ours[0], theirs[0])
 
-    def qr_error(ours: Any, _: Any) -> float:
-        q, r = ours
-        return float(cupy.linalg.norm(q @ r - a)) / norm_a
+    def product(ours: Any, theirs: Any) -> float:  # QR: Q R against CuPy's (A to rounding)
+        return rel_error(ours[0] @ ours[1], theirs[0] @ theirs[1])
 
-    def first(error: Callable[[Any, Any], float]) -> Callable[[Any, Any], float]:
-        return lambda ours, theirs: error(ours[0], theirs[0])
-
-    return [
-        Case("solve", lambda: nsla.solve(a, b), lambda: cupy.linalg.solve(a, b), rel_error),
-        Case("lu_factor", lambda: nsla.lu_factor(a), lambda: cxl.lu_factor(a), first(rel_error)),
-        Case("lu_solve", lambda: nsla.lu_solve(lu_ours, b), lambda: cxl.lu_solve(lu_theirs, b), rel_error),
-        Case("cho_solve(cho_factor)", lambda: nsla.cho_solve(nsla.cho_factor(spd), b),
-             lambda: cupy.linalg.solve(spd, b), rel_error),
-        Case("cholesky", lambda: nsla.cholesky(spd), lambda: cupy.linalg.cholesky(spd),
-             lambda ours, theirs: rel_error(ours, theirs.T.conj())),
-        Case("eigh", lambda: nsla.eigh(spd), lambda: cupy.linalg.eigh(spd), first(rel_error)),
-        Case("svd", lambda: nsla.svd(a), lambda: cupy.linalg.svd(a), lambda ours, theirs: rel_error(ours[1], theirs[1])),
-        Case("qr", lambda: nsla.qr(a), lambda: cupy.linalg.qr(a, mode="complete"), qr_error),
-        Case("lstsq", lambda: nsla.lstsq(a, b), lambda: cupy.linalg.lstsq(a, b, rcond=None), first(rel_error)),
-        Case("solve_triangular", lambda: nsla.solve_triangular(tri, b, lower=True),
-             lambda: cxl.solve_triangular(tri, b, lower=True), rel_error),
-        Case("inv", lambda: nsla.inv(a), lambda: cupy.linalg.inv(a), rel_error),
-        Case("det", lambda: nsla.det(a), lambda: cupy.linalg.det(a), rel_error),
-    ]
+    errors = {"lu_factor": first, "eigh": first, "lstsq": first, "qr": product,
+              "cholesky": lambda ours, theirs: rel_error(ours, theirs.T.conj()),
+              "svd": lambda ours, theirs: rel_error(ours[1], theirs[1])}
+    return [Case(name, ours, theirs, errors.get(name, rel_error))
+            for name, (ours, theirs) in calls(n, cupy, cxl, cupy.asarray).items()]
 
 
 def run_dropin(make_cases: Callable[[int], list[Case]], sizes: tuple[int, ...], row: Callable[..., Any],

@@ -275,7 +275,7 @@ def test_gpu_solvers_demo_and_bench_on_the_emulation(emulated_cuda, monkeypatch,
     from cuda_emulation import _host
     from cuda_emulation_solvers import install
 
-    from nvmathpy.bench import harness, suite_linalg_cuda
+    from nvmathpy.bench import harness, suite_linalg_cuda, suite_scipy_cuda
     from nvmathpy.demos import solvers_cuda
     from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions
 
@@ -300,6 +300,7 @@ def test_gpu_solvers_demo_and_bench_on_the_emulation(emulated_cuda, monkeypatch,
     assert "cusolverDnXgetrf" in emulation.names() and "cusolverDnXgetrs" in emulation.names()
     monkeypatch.setattr(suite_linalg_cuda, "specs", lambda quick: [("float64", 100, 4), ("float32", 50, 8),
                                                                    ("float64", 1, 33)])
+    monkeypatch.setattr(suite_scipy_cuda, "sizes", lambda quick: ())  # the drop-in's rows: the next test
     cases = suite_linalg_cuda.cases(quick=True, space=space)
     assert [c.name for c in cases] == ["batched solve B=100 n=4 float64", "batched solve B=50 n=8 float32",
                                        "solve n=33 float64"]
@@ -308,6 +309,51 @@ def test_gpu_solvers_demo_and_bench_on_the_emulation(emulated_cuda, monkeypatch,
         assert np.linalg.norm(ours - theirs) / np.linalg.norm(theirs) < (1e-4 if "float32" in case.name else 1e-12)
     results = harness.run_cases(cases, repeats=2, min_seconds=1e-4, timer=space.timer)
     assert "nvmathpy vs cupy.linalg.solve" in harness.format_table(results)
+
+
+def test_gpu_scipy_dropin_rows_on_the_emulation(emulated_cuda, monkeypatch, request):
+    """The drop-in rows of the linalg suite: one per function and size, nvmathpy.scipy.linalg's
+    result matching CuPy's function (NumPy's on the emulation), timed beside it."""
+    import scipy.linalg as sla
+    from cuda_emulation import _host
+    from cuda_emulation_solvers import install
+
+    from nvmathpy.bench import harness, suite_scipy_cuda
+    from nvmathpy.linalg.solvers.cuda import _functions as _cusolver_functions
+
+    _cusolver_functions.plan_cache().clear()
+    request.addfinalizer(_cusolver_functions.plan_cache().clear)
+    space, _ = emulated_cuda
+    install(lambda target, name, value: monkeypatch.setattr(target, name, value, raising=False), monkeypatch.setitem)
+    cupy = sys.modules["cupy"]
+    extra = {"qr": _host_tuple(np.linalg.qr), "svd": _host_tuple(np.linalg.svd), "inv": _host(np.linalg.inv),
+             "det": _host(np.linalg.det)}
+    monkeypatch.setattr(cupy, "linalg", types.SimpleNamespace(**{**vars(cupy.linalg), **extra}))
+    cupyx_linalg = types.ModuleType("cupyx.scipy.linalg")
+    cupyx_linalg.lu_factor, cupyx_linalg.lu_solve = _host_tuple(sla.lu_factor), _host(sla.lu_solve)
+    cupyx_linalg.solve_triangular = _host(sla.solve_triangular)
+    cupyx_scipy = types.SimpleNamespace(linalg=cupyx_linalg)
+    for name, module in (("cupyx", types.SimpleNamespace(scipy=cupyx_scipy)), ("cupyx.scipy", cupyx_scipy),
+                         ("cupyx.scipy.linalg", cupyx_linalg)):
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(suite_scipy_cuda, "sizes", lambda quick: (8, 33))
+    cases = suite_scipy_cuda.cases(quick=True, space=space)
+    assert len(cases) == 24 and cases[0].name == "scipy solve n=8 float64"
+    assert cases[-1].name == "scipy det n=33 float64"
+
+    def compared(name, ours, theirs):
+        if name.startswith(("scipy qr", "scipy svd")):
+            return (ours[0] @ ours[1], theirs[0] @ theirs[1]) if "qr" in name else (ours[1], theirs[1])
+        if name.startswith(("scipy lu_factor", "scipy eigh", "scipy lstsq")):
+            return ours[0], theirs[0]
+        return ours, (theirs.T if name.startswith("scipy cholesky") else theirs)
+
+    for case in cases:
+        ours, theirs = (np.asarray(x, np.float64) for x in compared(case.name, case.impls["nvmathpy"](),
+                                                                     case.impls["cupy"]()))
+        assert np.linalg.norm(ours - theirs) <= 1e-10 * np.linalg.norm(theirs), case.name
+    results = harness.run_cases(cases[:3], repeats=2, min_seconds=1e-4, timer=space.timer)
+    assert "nvmathpy vs cupy" in harness.format_table(results)
 
 
 def test_a_raising_demo_is_reported_and_the_tour_goes_on(monkeypatch, capsys):

@@ -1,6 +1,8 @@
 """The GPU linalg suite of ``python -m nvmathpy bench --space cuda``: batched small solves and
 one large solve through ``nvmathpy.linalg.solve`` (cuSOLVER / cuBLAS batched routes, plan cache)
-beside ``cupy.linalg.solve`` and ``torch.linalg.solve`` where torch has CUDA.
+beside ``cupy.linalg.solve`` and ``torch.linalg.solve`` where torch has CUDA; then the
+``nvmathpy.scipy.linalg`` drop-in beside CuPy's functions, per function and size
+(:mod:`.suite_scipy_cuda`).
 
 CuPy and torch are imported only when :func:`cases` runs; :func:`specs` is plain data.
 """
@@ -12,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .harness import Case
+from .suite_scipy_cuda import cases as scipy_cases
 
 __all__ = ["cases", "specs"]
 
@@ -44,4 +47,4 @@ def cases(quick: bool, space: Any) -> list[Case]:
         impls["nvmathpy"] = lambda a=a, b=b: nl.solve(a, b)
         name = f"batched solve B={count} n={n} {dtype}" if count > 1 else f"solve n={n} {dtype}"
         out.append(Case("linalg", name, "cupy.linalg.solve", impls, note="nvmathpy.linalg.solve"))
-    return out
+    return out + scipy_cases(quick, space)

@@ -23,6 +23,7 @@ _NAMES = {
     # public helpers for layers over the solvers (nvmathpy.scipy.linalg)
     "validation": "validation",  # the checks of bad input the solvers apply
     "lapack": "lapack",  # the CPU solvers' LAPACK routines and compiled small solves
+    "prepared": "prepared",  # the CUDA solvers' prepared calls on one CuPy matrix
     # solver plans
     "LU": "solvers",
     "Cholesky": "solvers",

@@ -29,18 +29,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator
+import functools
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError, LinAlgError
 
-__all__ = ["MODES", "check_cuda_errors", "cuda_check_finite", "cuda_checks", "deferred", "defer", "settle"]
+__all__ = ["LATE", "MODE", "MODES", "check_cuda_errors", "cuda_check_finite", "cuda_checks", "deferred", "defer",
+           "defer_copy", "settle"]
 
 #: The check modes.
 MODES = ("raise", "deferred")
-_MODE: contextvars.ContextVar[str] = contextvars.ContextVar("nvmathpy_cuda_checks", default="raise")
+MODE: contextvars.ContextVar[str] = contextvars.ContextVar("nvmathpy_cuda_checks", default="raise")
+#: What a deferred report adds to its message.
+LATE = " (reported late: checks are deferred)"
 #: cudaMemcpyDeviceToHost, cudaEventDisableTiming, cudaErrorNotReady (driver_types.h).
 _D2H, _NO_TIMING, _NOT_READY = 2, 2, 600
 
@@ -61,16 +65,16 @@ def cuda_checks(mode: str) -> Iterator[None]:
     """
     if mode not in MODES:
         raise InvalidOptionError(f"cuda_checks: mode={mode!r} is not allowed; allowed: {list(MODES)}")
-    token = _MODE.set(mode)
+    token = MODE.set(mode)
     try:
         yield
     finally:
-        _MODE.reset(token)
+        MODE.reset(token)
 
 
 def deferred() -> bool:
     """Whether the current mode is ``"deferred"``."""
-    return _MODE.get() == "deferred"
+    return MODE.get() == "deferred"
 
 
 class _Slot:
@@ -79,6 +83,7 @@ class _Slot:
     def __init__(self, cupy: Any, nbytes: int):
         self.memory = cupy.cuda.alloc_pinned_memory(nbytes)
         self.host = np.frombuffer(self.memory, np.uint8, nbytes)
+        self.address = self.host.ctypes.data
         self.event = cupy.cuda.runtime.eventCreateWithFlags(_NO_TIMING)
         self.nbytes = nbytes
 
@@ -87,7 +92,8 @@ class _Pending:
     """The copies not yet read, and the slots free for reuse (one list per thread)."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[_Slot, np.dtype, int, str, str, tuple, type]] = []
+        #: ``(slot, nbytes, failure)``: ``failure(host bytes)`` is the error to raise, or None.
+        self.entries: list[tuple[_Slot, int, Callable[[np.ndarray], BaseException | None]]] = []
         self.free: list[_Slot] = []
 
 
@@ -109,8 +115,15 @@ def defer(cupy: Any, flags: Any, count: int, kind: str, message: str, batch: tup
     ``kind`` says what a failure is: ``"info"`` (element ``i`` failed where ``flags[i] > 0``)
     or ``"all"`` (where ``flags[i]`` is False: the answer of an ``all()`` reduction);
     ``error`` is raised for it."""
+    defer_copy(cupy, int(flags.data.ptr), max(1, int(flags.nbytes)), stream,
+               functools.partial(_failure, flags.dtype, count, kind, message, batch, error))
+
+
+def defer_copy(cupy: Any, pointer: int, nbytes: int, stream: int,
+               failure: Callable[[np.ndarray], BaseException | None]) -> None:
+    """Enqueue the copy of the ``nbytes`` device bytes at ``pointer`` on ``stream`` and an event
+    after it; once copied, ``failure(host bytes)`` says what to raise (None: nothing)."""
     state = _state()
-    nbytes = max(1, int(flags.nbytes))
     for slot in state.free:
         if slot.nbytes >= nbytes:
             state.free.remove(slot)
@@ -118,14 +131,14 @@ def defer(cupy: Any, flags: Any, count: int, kind: str, message: str, batch: tup
     else:
         slot = _Slot(cupy, max(nbytes, 64))
     runtime = cupy.cuda.runtime
-    runtime.memcpyAsync(slot.host.ctypes.data, int(flags.data.ptr), nbytes, _D2H, stream)
+    runtime.memcpyAsync(slot.address, pointer, nbytes, _D2H, stream)
     runtime.eventRecord(slot.event, stream)
-    state.entries.append((slot, flags.dtype, count, kind, message, batch, error))
+    state.entries.append((slot, nbytes, failure))
 
 
-def _failure(slot: _Slot, dtype: np.dtype, count: int, kind: str, message: str, batch: tuple,
-             error: type) -> BaseException | None:
-    values = slot.host[: count * dtype.itemsize].view(dtype)
+def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple, error: type,
+             host: np.ndarray) -> BaseException | None:
+    values = host[: count * dtype.itemsize].view(dtype)
     if kind == "all":
         if values.all():  # the common case: one reduction, nothing failed
             return None
@@ -135,24 +148,24 @@ def _failure(slot: _Slot, dtype: np.dtype, count: int, kind: str, message: str, 
             return None
         bad = np.flatnonzero(values > 0)
     where = f" (batch element {tuple(int(i) for i in np.unravel_index(int(bad[0]), batch))})" if batch else ""
-    return error(f"{message}{where} (reported late: checks are deferred)")
+    return error(f"{message}{where}{LATE}")
 
 
-def _read(wait: bool) -> None:
+def _read(wait: bool, cupy: Any = None) -> None:
     state = _STATE.get()
     if state is None or not state.entries:
         return
-    runtime = import_cupy().cuda.runtime
+    runtime = (cupy or import_cupy()).cuda.runtime
     first = None
     kept = []
     for entry in state.entries:
-        slot = entry[0]
+        slot, nbytes, failure = entry
         if wait:
             runtime.eventSynchronize(slot.event)
         elif runtime.eventQuery(slot.event) == _NOT_READY:
             kept.append(entry)
             continue
-        found = _failure(*entry)
+        found = failure(slot.host[:nbytes])
         state.free.append(slot)
         if first is None and found is not None:
             first = found
@@ -161,10 +174,11 @@ def _read(wait: bool) -> None:
         raise first
 
 
-def settle() -> None:
+def settle(cupy: Any = None) -> None:
     """Read the pending copies whose event has completed (no waiting); raise the first failure.
-    Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up."""
-    _read(wait=False)
+    Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up.
+    ``cupy``: the CuPy module, when the caller has it at hand."""
+    _read(False, cupy)
 
 
 def check_cuda_errors() -> None:

@@ -32,13 +32,23 @@ from ._plans import (
     CudaSVD,
 )
 from ._checks import settle
+from . import _prepared
 from ._operands import as_device_stack, device_arrays, on_device
 from ._triangular import solve_triangular
 from .._operands import solve_operands
 
 __all__ = ["plan_cache"]
 
-_CACHE = PlanCache(maxsize=32)
+
+class _FunctionCache(PlanCache):
+    """The functions' plan cache; clearing it frees the prepared calls too (:mod:`._prepared`)."""
+
+    def clear(self) -> None:
+        super().clear()
+        _prepared.clear()
+
+
+_CACHE = _FunctionCache(maxsize=32)
 
 
 def plan_cache() -> PlanCache:

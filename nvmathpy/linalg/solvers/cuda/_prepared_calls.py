@@ -1,0 +1,541 @@
+"""The builders of the prepared calls (:mod:`._prepared`), one per SciPy-style function.
+
+Each builder takes the first call's operands (one CuPy matrix ``a`` of a prepared dtype, ``b``
+of the same dtype or None), plans the problem once with the CUDA plan classes, keeps the plan
+(it owns the route: handles, workspaces, private buffers) and returns a
+:class:`~._prepared.Prepared` whose ``run(a, b, stream)`` does only what changes per call:
+copy the operands into the private buffers, call the route, make the results, check the
+:class:`~._prepared.Flags`. Results follow SciPy's conventions (tuples where SciPy returns
+them). ``None`` means "not prepared" (the general way then gives the answer or the error).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ....cuda.bindings import cublas, cusolver
+from ....errors import InvalidOperandError, InvalidOptionError, LinAlgError
+from ..cpu._factored import check_trans
+from . import _layout as layout
+from . import _routes as routes
+from . import _triangular as triangular
+from ._engine import GeqrfRoute, GetrfLoop, PotrfLoop, SvdRoute, SyevdLoop
+from ._operands import storage_view
+from ._plans import CudaCholesky, CudaEigh, CudaLstsq, CudaLU, CudaQR, CudaSolve, CudaSVD
+from ._routes import pointer
+from ._prepared import BUILDERS, LATE, Flags, Prepared, not_finite
+
+__all__: list[str] = []
+
+
+def _planned(plan: Any, route_type: type) -> Any:
+    """``plan`` planned, its route if of ``route_type`` (else the plan is freed: None)."""
+    plan.plan()
+    plan._release()  # the first call's operands are not kept alive
+    route = plan._prepared
+    if type(route) is not route_type:
+        plan.free()
+        return None
+    return route
+
+
+def _finite_checks(finite: bool, operands: int) -> list[Callable[[bool, Any], BaseException]]:
+    return [not_finite] * operands if finite else []
+
+
+def _square(a: Any, b: Any = None) -> bool:
+    """``a`` square, and ``b`` (if given) a vector or matrix of its rows and dtype."""
+    n = a.shape[0]
+    return a.shape[1] == n and (b is None or (b.ndim in (1, 2) and b.shape[0] == n and b.dtype == a.dtype))
+
+
+def _head(route: Any) -> tuple:
+    """The handle and parameters every ``cusolverDnX*`` call starts with."""
+    return route.ctx.handle, route.ctx.params
+
+
+def _workspace(route: Any) -> tuple:
+    w = route.work
+    return w.device, w.device_bytes, w.host, w.host_bytes
+
+
+def _solver(name: str, handle: int, args: tuple) -> Callable[[int], None]:
+    """``cusolverDn<name>(*args)`` on ``stream`` (``handle`` pointed at it first):
+    ``enqueue(stream)``. The routine is looked up per call: a test may replace a binding's."""
+    lib = cusolver.LIB
+
+    def enqueue(stream: int) -> None:
+        lib.cusolverDnSetStream(handle, stream)
+        getattr(lib, name)(*args)
+
+    return enqueue
+
+
+def _solver_on(name: str, handle: int, head: tuple, tail: tuple) -> Callable[[int, int], None]:
+    """``cusolverDn<name>(*head, x, *tail)`` on ``stream``: ``enqueue(stream, x)``."""
+    lib = cusolver.LIB
+
+    def enqueue(stream: int, x: int) -> None:
+        lib.cusolverDnSetStream(handle, stream)
+        getattr(lib, name)(*head, x, *tail)
+
+    return enqueue
+
+
+def _potrf(route: PotrfLoop, info: int) -> Callable[[int], None]:
+    """``Xpotrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
+    n, dt = route.n, route.data_type
+    args = (*_head(route), route.fill, n, dt, pointer(route.a), max(1, n), dt, *_workspace(route), info)
+    return _solver("cusolverDnXpotrf", route.ctx.handle, args)
+
+
+def _getrf(route: GetrfLoop, info: int) -> Callable[[int], None]:
+    """``Xgetrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
+    n, dt = route.n, route.data_type
+    args = (*_head(route), n, n, dt, pointer(route.a), max(1, n), pointer(route.piv), dt, *_workspace(route), info)
+    return _solver("cusolverDnXgetrf", route.ctx.handle, args)
+
+
+def _getrs(route: GetrfLoop, operation: int, k: int) -> Callable[[int, int], None]:
+    """``Xgetrs`` with the route's factors on ``k`` columns: ``solve(stream, x pointer)``."""
+    n, dt = route.n, route.data_type
+    head = (*_head(route), operation, n, k, dt, pointer(route.a), max(1, n), pointer(route.piv), dt)
+    tail = (max(1, n), pointer(route.solve_info))
+    return _solver_on("cusolverDnXgetrs", route.ctx.handle, head, tail)
+
+
+def _potrs(route: PotrfLoop, k: int) -> Callable[[int, int], None]:
+    """``Xpotrs`` with the route's factor on ``k`` columns: ``solve(stream, x pointer)``."""
+    n, dt = route.n, route.data_type
+    head = (*_head(route), route.fill, n, k, dt, pointer(route.a), max(1, n), dt)
+    tail = (max(1, n), pointer(route.solve_info))
+    return _solver_on("cusolverDnXpotrs", route.ctx.handle, head, tail)
+
+
+def _triangle(cupy: Any, rows: int, cols: int, lower: bool) -> Callable[[Any], Any]:
+    """``tril`` / ``triu`` of a ``rows x cols`` matrix as one ``where`` over a mask made once."""
+    keep = cupy.asarray((np.tril if lower else np.triu)(np.ones((rows, cols), np.bool_)))
+    return lambda x: cupy.where(keep, x, x.dtype.type(0))
+
+
+def _cholesky(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    (lower,) = options
+    if not _square(a):
+        return None
+    plan = CudaCholesky(a, lower=lower)
+    route = _planned(plan, PotrfLoop)
+    if route is None:
+        return None
+    flags = Flags(cupy, _finite_checks(finite, 1), 1, CudaCholesky._failure)
+    factor = _potrf(route, pointer(flags.info))
+    target = storage_view(plan._transposed)(route.a)[0]  # A's factor, read row-major, is written here
+    n = a.shape[0]
+    triangle = _triangle(cupy, n, n, lower)
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+        target[...] = a
+        factor(stream)
+        c = triangle(target)
+        flags.check(cupy, stream)
+        return c
+
+    return Prepared(run, plan)
+
+
+def _cho_solve(cupy: Any, c: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    (lower,) = options
+    if not _square(c, b):
+        return None
+    plan = CudaCholesky(c, lower=lower)
+    route = _planned(plan, PotrfLoop)
+    if route is None:
+        return None
+    if plan._conjugate:  # a complex factor read conjugated: the general way
+        plan.free()
+        return None
+    target = storage_view(plan._transposed)(route.a)[0]
+    flags = Flags(cupy, _finite_checks(finite, 2)) if finite else None
+    solve = _potrs(route, 1 if b.ndim == 1 else b.shape[1])
+
+    def run(stream: int, c: Any, b: Any) -> Any:
+        if finite:
+            cupy.isfinite(c).all(out=flags.bytes[0])
+            cupy.isfinite(b).all(out=flags.bytes[1])
+        target[...] = c
+        x = b.copy(order="F")  # column-major n x k: solved in place
+        solve(stream, int(x.data.ptr))
+        if finite:
+            flags.check(cupy, stream)
+        return x
+
+    return Prepared(run, plan)
+
+
+def _lu_route(cupy: Any, a: Any) -> tuple[Any, Any] | None:
+    """A plan and its ``getrf`` route for one column-major ``A`` (factors of ``A`` itself)."""
+    plan = CudaLU(cupy.asfortranarray(a))
+    route = _planned(plan, GetrfLoop)
+    return None if route is None else (plan, route)
+
+
+def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    found = _lu_route(cupy, a) if _square(a) else None
+    if found is None:
+        return None
+    plan, route = found
+    target = route.a[0].T  # A written column-major: the copy transposes a row-major A
+    pivots = route.piv[0]
+    flags = Flags(cupy, [not_finite]) if finite else None
+    factor = _getrf(route, pointer(route.info))  # lu_factor reports no singular matrix (SciPy warns)
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+        target[...] = a
+        factor(stream)
+        lu = route.a[0].copy().T
+        piv = (pivots - 1).astype(np.int32)
+        if finite:
+            flags.check(cupy, stream)
+        return lu, piv
+
+    return Prepared(run, plan)
+
+
+def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    (trans,) = options
+    n = lu.shape[0]
+    if not _square(lu, b) or piv.shape != (n,) or piv.dtype.kind not in "iu":
+        return None
+    try:
+        trans = check_trans(trans)
+    except InvalidOptionError:
+        return None
+    operation, conjugate = layout.getrs_operation(trans, False, lu.dtype.kind == "c")
+    found = None if conjugate else _lu_route(cupy, lu)
+    if found is None:
+        return None
+    plan, route = found
+    out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{n} factor lie in [0, {n})")
+    checks = _finite_checks(finite, 2) + [
+        lambda late, context: InvalidOperandError(out_of_range + (LATE if late else "")),
+        lambda late, context: LinAlgError(CudaLU._failure + (LATE if late else ""))]
+    flags = Flags(cupy, checks)
+    in_range, nonsingular = flags.bytes[-2:]
+    target, pivots, diagonal = route.a[0].T, route.piv[0], cupy.diagonal(route.a[0])
+    unsigned = np.dtype(f"u{piv.dtype.itemsize}")
+    solve = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
+
+    def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
+        if finite:
+            cupy.isfinite(lu).all(out=flags.bytes[0])
+            cupy.isfinite(b).all(out=flags.bytes[1])
+        (piv.view(unsigned) < n).all(out=in_range)  # a negative index reads as a large one
+        (piv + 1).clip(1, n, out=pivots)  # clipped into range: cuSOLVER never indexes out of it
+        target[...] = lu
+        diagonal.all(out=nonsingular)
+        x = b.copy(order="F")
+        solve(stream, int(x.data.ptr))
+        flags.check(cupy, stream)
+        return x
+
+    return Prepared(run, plan)
+
+
+def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    n = a.shape[0]
+    if not _square(a):
+        return None
+    plan = CudaLU(a)
+    route = _planned(plan, GetrfLoop)
+    if route is None:
+        return None
+    target = storage_view(plan._transposed)(route.a)[0]  # det(A^T) = det(A): either reading
+    diagonal, pivots = cupy.diagonal(target), route.piv[0]
+    unmoved = cupy.arange(1, n + 1, dtype=pivots.dtype)
+    flags = Flags(cupy, [not_finite]) if finite else None
+    factor = _getrf(route, pointer(route.info))
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+        target[...] = a
+        factor(stream)
+        det = cupy.prod(cupy.where(pivots != unmoved, -diagonal, diagonal))  # a sign flip per row swap
+        if finite:
+            flags.check(cupy, stream)
+        return det
+
+    return Prepared(run, plan)
+
+
+def _lu_solver(cupy: Any, a: Any, b: Any, finite: bool) -> tuple | None:
+    """The plan, route, load target, flags and ``getrf`` of :func:`_solve` and :func:`_inv`."""
+    plan = CudaSolve(a, b)
+    route = _planned(plan, GetrfLoop)
+    if route is None:
+        return None
+    flags = Flags(cupy, _finite_checks(finite, 1 if b is None else 2), 1, CudaSolve._failure)
+    return plan, route, storage_view(plan._transposed)(route.a)[0], flags, _getrf(route, pointer(flags.info))
+
+
+def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    found = _lu_solver(cupy, a, b, finite) if _square(a, b) else None
+    if found is None:
+        return None
+    plan, route, target, flags, factor = found
+    solve = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T: transposed
+
+    def run(stream: int, a: Any, b: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(b).all(out=flags.bytes[1])
+        target[...] = a
+        factor(stream)
+        x = b.copy(order="F")  # column-major n x k: solved in place
+        solve(stream, int(x.data.ptr))
+        flags.check(cupy, stream)
+        return x
+
+    return Prepared(run, plan)
+
+
+def _inv(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    found = _lu_solver(cupy, a, None, finite) if _square(a) else None
+    if found is None:
+        return None
+    plan, route, target, flags, factor = found
+    n = a.shape[0]
+    solve = _getrs(route, 1 if plan._transposed else 0, n)
+    identity = cupy.eye(n, dtype=a.dtype)
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+        target[...] = a
+        factor(stream)
+        x = identity.copy()  # column-major identity, solved in place: A^{-1} column-major
+        solve(stream, int(x.data.ptr))
+        flags.check(cupy, stream)
+        return x.T
+
+    return Prepared(run, plan)
+
+
+def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    lower, vectors = options
+    if not _square(a):
+        return None
+    plan = CudaEigh(a, eigvals_only=not vectors, lower=lower)
+    route = _planned(plan, SyevdLoop)
+    if route is None:
+        return None
+    flags = Flags(cupy, _finite_checks(finite, 1), 1, CudaEigh._failure)
+    n, dt = route.n, route.data_type
+    args = (*_head(route), route.jobz, route.fill, n, dt, pointer(route.a), max(1, n), route.real_type,
+            pointer(route.w), dt, *_workspace(route), pointer(flags.info))
+    decompose = _solver("cusolverDnXsyevd", route.ctx.handle, args)
+    target = storage_view(plan._transposed)(route.a)[0]
+    values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+            flags.first(cupy)
+        target[...] = a
+        decompose(stream)
+        w = values.copy()
+        if vectors:
+            v = columns.T.conj() if conjugate else columns.copy().T
+        flags.check(cupy, stream)
+        return (w, v) if vectors else w
+
+    return Prepared(run, plan)
+
+
+def _svd_route(cupy: Any, plan: Any, finite: bool, operands: int) -> tuple | None:
+    """The route, flags, load target and ``factors()`` of an SVD plan (:func:`_svd`, :func:`_lstsq`)."""
+    route = _planned(plan, SvdRoute)
+    if route is None:
+        return None
+    flags = Flags(cupy, _finite_checks(finite, operands), 1, plan._failure)
+    route.info = flags.info
+    # views of the route's outputs, except V^H made from V per call (Jacobi, polar routes)
+    views = None if route.gives_v else tuple(x[0] for x in route.factors())
+    return route, flags, storage_view(route.transposed)(route.a)[0], (
+        lambda: views or tuple(x[0] for x in route.factors()))
+
+
+def _gesvd(route: SvdRoute, info: int) -> Callable[[int], None]:
+    """``Xgesvd`` of the route's one matrix, codes to ``info``: ``decompose(stream)`` (the
+    route's own ``run`` for its other labels)."""
+    if route.label != "gesvd":
+        return lambda stream: route.run()
+    args = (*_head(route), *route._jobs(), *route._args(0), *_workspace(route), info)
+    return _solver("cusolverDnXgesvd", route.ctx.handle, args)
+
+
+def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    full, uv = options
+    plan = CudaSVD(a, full_matrices=full, compute_uv=uv)
+    found = _svd_route(cupy, plan, finite, 1)
+    if found is None:
+        return None
+    route, flags, target, factors = found
+    values, decompose = route.s[0], _gesvd(route, pointer(flags.info))
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+            flags.first(cupy)
+        target[...] = a
+        decompose(stream)
+        s = values.copy()
+        if uv:
+            u, vh = factors()
+            out = (u.copy(), s, vh.copy())
+        else:
+            out = s
+        flags.check(cupy, stream)
+        return out
+
+    return Prepared(run, plan)
+
+
+def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    """``(x, residues, rank, s)`` as ``nvmathpy.linalg.lstsq`` computes them on CUDA (rank read: one sync)."""
+    (rcond,) = options
+    m, n = a.shape
+    if b.ndim not in (1, 2) or b.shape[0] != m or b.dtype != a.dtype:
+        return None
+    plan = CudaLstsq(a, rcond=rcond)
+    found = _svd_route(cupy, plan, finite, 2)
+    if found is None:
+        return None
+    route, flags, target, factors = found
+    s, cut, dtype, vector = route.s[0], plan._rcond, a.dtype, b.ndim == 1
+    decompose = _gesvd(route, pointer(flags.info))
+    real = np.finfo(dtype).dtype
+
+    def run(stream: int, a: Any, b: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(b).all(out=flags.bytes[1])
+            flags.first(cupy)
+        target[...] = a
+        decompose(stream)
+        u, vh = factors()
+        b2 = b[:, None] if vector else b
+        keep = s > cut * s[:1]
+        inverse = cupy.where(keep, 1 / cupy.where(keep, s, 1), 0).astype(dtype)
+        x = vh.conj().T @ ((u.conj().T @ b2) * inverse[:, None])
+        rank = int(keep.sum())
+        if m > n and rank == n:
+            residues = (cupy.abs(b2 - a @ x) ** 2).sum(axis=0)
+        else:
+            residues = cupy.empty((0,), real)
+        out = (x[:, 0] if vector else x, residues, rank, s.copy())
+        flags.check(cupy, stream)
+        return out
+
+    return Prepared(run, plan)
+
+
+def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    (mode,) = options  # SciPy's: "full", "economic" or "r" (R with all m rows)
+    m, n = a.shape
+    plan = CudaQR(a, mode={"full": "complete", "economic": "reduced", "r": "r"}[mode])
+    route = _planned(plan, GeqrfRoute)
+    if route is None:
+        return None
+    target = route.a[0].T  # A column-major
+    rows = min(m, n) if mode == "economic" else m
+    r_view, triangle = target[:rows, :], _triangle(cupy, rows, n, False)
+    flags = Flags(cupy, [not_finite]) if finite else None
+    dt, info, tau = route.data_type, pointer(route.info), pointer(route.tau)
+    geqrf = (*_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *_workspace(route), info)
+    factor = _solver("cusolverDnXgeqrf", route.ctx.handle, geqrf)
+    if route.q is not None:  # the reflectors into Q's buffer, then Q formed there
+        reflectors = min(n, route.q_cols)
+        q_part, reflected = route.q[0, :reflectors, :], route.a[0, :reflectors, :]
+        name = f"cusolverDn{routes.PREFIX[route.dtype_name]}{'ungqr' if a.dtype.kind == 'c' else 'orgqr'}"
+        orgqr = (route.ctx.handle, m, route.q_cols, route.k, pointer(route.q), max(1, m), tau, route.work.device,
+                 route.lwork, info)
+
+    def run(stream: int, a: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+        target[...] = a
+        factor(stream)
+        if route.q is not None:
+            q_part[...] = reflected
+            getattr(cusolver.LIB, name)(*orgqr)
+        r = triangle(r_view)
+        out = (r,) if route.q is None else (route.q[0].copy().T, r)
+        if finite:
+            flags.check(cupy, stream)
+        return out
+
+    return Prepared(run, plan)
+
+
+def _zero_diagonal(late: bool, context: Any) -> BaseException:
+    """A triangular matrix's zero diagonal entry (named when read now: ``context`` is
+    ``(cupy, a)``)."""
+    if late:
+        return LinAlgError("singular matrix: a zero on the diagonal" + LATE)
+    cupy, a = context
+    index = int(np.flatnonzero(cupy.asnumpy(cupy.diagonal(a)) == 0)[0])
+    return LinAlgError(f"singular matrix: resolution failed at diagonal {index}")
+
+
+def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
+    lower, trans, unit = options
+    n = a.shape[0]
+    if not _square(a, b):
+        return None
+    try:
+        trans = check_trans(trans)
+    except InvalidOptionError:
+        return None
+    item = a.dtype.itemsize
+    args = triangular._arguments(n, (a.strides[0] // item, a.strides[1] // item), bool(lower), trans)
+    if args is None:  # A strided both ways: the general way copies it
+        return None
+    k = 1 if b.ndim == 1 else b.shape[1]
+    m, cols, ldb = (k, n, max(1, k)) if args.side == cublas.SideMode.RIGHT else (n, k, max(1, n))
+    diag = int(cublas.DiagType.UNIT if unit else cublas.DiagType.NON_UNIT)
+    name = triangular._names(a.dtype)[0]
+    alpha = triangular._one(a.dtype).ctypes.data
+    handle = routes.blas_handle(a.device.id)
+    checks = _finite_checks(finite, 2) + ([] if unit else [_zero_diagonal])
+    flags = Flags(cupy, checks) if checks else None
+    nonzero = None if unit else flags.bytes[-1]
+    vector = b.ndim == 1
+
+    def run(stream: int, a: Any, b: Any) -> Any:
+        if finite:
+            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(b).all(out=flags.bytes[1])
+        x = (b[:, None] if vector else b).copy(order=args.x_order)  # solved in place
+        lib = cublas.LIB
+        lib.cublasSetStream_v2(handle, stream)
+        getattr(lib, name)(handle, args.side, args.fill, args.operation, diag, m, cols, alpha, int(a.data.ptr),
+                           args.ld, int(x.data.ptr), ldb)
+        if nonzero is not None:
+            cupy.diagonal(a).all(out=nonzero)
+        if flags is not None:
+            flags.check(cupy, stream, (cupy, a))
+        return x[:, 0] if vector else x
+
+    return Prepared(run)
+
+
+BUILDERS.update({
+    "cholesky": _cholesky, "cho_solve": _cho_solve, "lu_factor": _lu_factor, "lu_solve": _lu_solve, "det": _det,
+    "solve": _solve, "inv": _inv, "eigh": _eigh, "svd": _svd, "lstsq": _lstsq, "qr": _qr,
+    "solve_triangular": _solve_triangular})
