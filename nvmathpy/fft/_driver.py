@@ -187,11 +187,19 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
 def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
            full: bool) -> Any:
     """Make and keep the quick-path runner of a call signature seen the first time (``False``:
-    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up."""
-    run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
-                       full=full) or False
-    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run)
-    return run
+    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up. A
+    signature differing from a known one in the transform's length only gets its runner from
+    that one's family (:func:`~nvmathpy.fft._quick.quick_runner`) without describing the call."""
+    family_key = None if s is not None else (kind, direction, full, a.ndim, a.dtype, axes, norm, threads)
+    family = None if family_key is None else _RUNNERS.family(family_key)
+    run = None if family is None else family(a)
+    if run is None:
+        run, family = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
+                                   full=full)
+        if family is not None:
+            _RUNNERS.put_family(family_key, family)
+    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run or False)
+    return run or False
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:

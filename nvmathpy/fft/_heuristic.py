@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..plan import Candidate
 from ._layout import Layout
 
-__all__ = ["rank", "library_order", "threads_guess"]
+__all__ = ["rank", "library_order", "small_band", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
@@ -38,6 +38,14 @@ def largest_prime_factor(n: int) -> int:
             largest, n = p, n // p
         p += 1
     return max(largest, n) if n > 1 else largest
+
+
+def small_band(length: int, elements: int) -> bool:
+    """Whether a transform over one axis of ``length`` points, ``elements`` in all (batch times
+    length), gets the small-problem answer of :func:`library_order` and :func:`threads_guess`:
+    the same library order and one thread whatever the length (the quick path keys one runner
+    per such band, :mod:`._quick`)."""
+    return length <= SMALL and elements < THREADED_FROM
 
 
 def library_order(layout: Layout) -> list[str]:

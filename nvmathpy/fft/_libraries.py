@@ -30,7 +30,7 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "import_pyfftw", "installed_libraries"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "import_pyfftw", "installed_libraries"]
 
 Call = Callable[..., np.ndarray]
 
@@ -156,28 +156,32 @@ class Ducc0Library(Library):
     module = "ducc0"
 
     def build(self, layout, candidate, extra=None):
-        import ducc0
-
         axes, nthreads = tuple(layout.axes), candidate.params["threads"]
-        inorm = _DUCC0_INORM[layout.norm]
-
-        def runner(direction: str) -> Call:  # positional arguments: ducc0 parses keywords slowly
-            forward, scale = direction == "forward", inorm[direction]
-            if layout.kind == "c2r":
-                c2r, lastsize = ducc0.fft.c2r, layout.lengths[-1]
-
-                def run(a, out=None):
-                    return c2r(a, axes, lastsize, forward, scale, out, nthreads)
-            else:
-                transform = ducc0.fft.c2c if layout.kind == "c2c" else ducc0.fft.r2c
-
-                def run(a, out=None):
-                    return transform(a, axes, forward, scale, out, nthreads)
-
-            return run
-
-        fwd, inv = runner("forward"), runner("inverse")
+        lastsize = layout.lengths[-1]
+        fwd, inv = (ducc0_call(layout.kind, axes, direction, layout.norm, nthreads, lastsize)
+                    for direction in ("forward", "inverse"))
         return FFTPrepared(candidate, fwd, inv)
+
+
+def ducc0_call(kind: str, axes: tuple[int, ...], direction: str, norm: str, nthreads: int, lastsize: int) -> Call:
+    """ducc0's ``call(a, out=None)`` of a ``kind`` transform over ``axes`` (``lastsize``: the real
+    length of a c2r; the others do not depend on any length, as ducc0 scales by ``inorm``)."""
+    import ducc0
+
+    forward, scale = direction == "forward", _DUCC0_INORM[norm][direction]
+    # positional arguments: ducc0 parses keywords slowly
+    if kind == "c2r":
+        c2r = ducc0.fft.c2r
+
+        def run(a, out=None):
+            return c2r(a, axes, lastsize, forward, scale, out, nthreads)
+    else:
+        transform = ducc0.fft.c2c if kind == "c2c" else ducc0.fft.r2c
+
+        def run(a, out=None):
+            return transform(a, axes, forward, scale, out, nthreads)
+
+    return run
 
 
 def _import_mkl_fft() -> Any:
@@ -425,7 +429,6 @@ LIBRARIES: dict[str, Library] = {
 }
 
 
-@functools.lru_cache(maxsize=1)
 @functools.lru_cache(maxsize=1)
 def installed_libraries() -> tuple[str, ...]:
     """Names of the libraries importable here (scipy always); looked up once a process (the

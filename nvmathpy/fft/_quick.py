@@ -33,7 +33,8 @@ import numpy as np
 
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
-from ._heuristic import threads_guess
+from ._heuristic import small_band, threads_guess
+from ._libraries import ducc0_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
 __all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
@@ -45,6 +46,10 @@ _STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
 _DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 Runner = Callable[[np.ndarray], np.ndarray]
+#: The runners of one call signature but for the transform's length: ``family(a)`` gives the
+#: runner of ``a``'s exact signature, or ``None`` when ``a`` falls outside the family (then
+#: :func:`quick_runner` decides).
+Family = Callable[[np.ndarray], "Runner | None"]
 
 
 class RunnerCache:
@@ -72,9 +77,12 @@ class RunnerCache:
         self._check(maxsize)
         self._maxsize = maxsize
         self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
+        self._families: OrderedDict[Hashable, Family] = OrderedDict()
         self._lock = threading.Lock()
         #: The runner for a key (``False``: left to plans), or ``None`` when none is kept.
         self.lookup: Callable[[Hashable], Runner | bool | None] = self._runners.get
+        #: The :data:`Family` kept for a key without the transform's length, or ``None``.
+        self.family: Callable[[Hashable], Family | None] = self._families.get
         self.misses = 0
 
     @staticmethod
@@ -94,21 +102,31 @@ class RunnerCache:
         with self._lock:
             self.misses += 1
             self._runners[key] = runner
-            while len(self._runners) > self._maxsize:
-                self._runners.popitem(last=False)
+            self._trim()
+
+    def put_family(self, key: Hashable, family: Family) -> None:
+        """Keep ``family`` under ``key`` (not counted in :attr:`misses` nor ``len``), within the bound."""
+        with self._lock:
+            self._families[key] = family
+            self._trim()
+
+    def _trim(self) -> None:
+        for kept in (self._runners, self._families):
+            while len(kept) > self._maxsize:
+                kept.popitem(last=False)
 
     def resize(self, maxsize: int) -> None:
-        """Change the bound, dropping the oldest runners beyond it."""
+        """Change the bound, dropping the oldest runners (and families) beyond it."""
         self._check(maxsize)
         with self._lock:
             self._maxsize = maxsize
-            while len(self._runners) > maxsize:
-                self._runners.popitem(last=False)
+            self._trim()
 
     def clear(self) -> None:
-        """Drop every runner and reset the miss counter."""
+        """Drop every runner and family and reset the miss counter."""
         with self._lock:
             self._runners.clear()
+            self._families.clear()
             self.misses = 0
 
 
@@ -164,9 +182,11 @@ def _refresh(memo: dict[str, Any]) -> None:
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
-                 threads: int | None | Callable[[], int], full: bool = False) -> Runner | None:
+                 threads: int | None | Callable[[], int], full: bool = False) -> tuple[Runner | None, Family | None]:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
-    (see the module's notes; bad arguments also give ``None``: the plan path raises the error).
+    (see the module's notes; bad arguments also give ``None``: the plan path raises the error);
+    and the :data:`Family` of its signature but for the length (``None``: none holds, see
+    :func:`_length_family`).
 
     ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
     input, the r2c result followed by the conjugates of its mirror image, so its first
@@ -174,37 +194,77 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     :func:`~nvmathpy.fft._driver.real_forward` computes them).
     """
     if a.dtype not in _DTYPES or 0 in a.shape:
-        return None
+        return None, None
+    lengths_given = s is not None
     try:
         if no_axes(a.ndim, axes, s):
-            return None
+            return None, None
         norm = check_norm(norm)
         if kind == "c2r":
             s, axes = c2r_lengths(a.shape, s, axes)
         layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
     except Exception:  # noqa: BLE001 - the plan path raises the caller's error
-        return None
+        return None, None
     if layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS:
-        return None
+        return None, None
     if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
         if threads_guess(layout, [1, 2]) != 1:
-            return None
+            return None, None
         threads = threads()
     budget = threads or _engines_cpu.cores()
     candidate = None
     if wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype)):  # then ask as a plan would
         candidate = _engines_cpu.wisdom_choice(layout, budget)
-    candidate = candidate or _engines_cpu.first_candidate(layout, budget)
+    family = None
+    if candidate is None:
+        candidate = _engines_cpu.first_candidate(layout, budget)
+        if not lengths_given:
+            family = _length_family(layout, candidate, direction, full)
     if candidate.label not in _STATELESS:
-        return None
+        return None, None
     prepared = _engines_cpu.prepare_candidate(layout, candidate)
     call = prepared.forward if direction == "forward" else prepared.inverse
     fill = _filler(layout, a.shape)
     if full:
-        return _full_spectrum(layout, call, fill, writes_views=candidate.label == "ducc0")
+        axis = layout.axes[0]
+        return _full_spectrum(axis, layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill,
+                              writes_views=candidate.label == "ducc0"), family
     if fill is None:
-        return call
-    return lambda x: call(fill(x))
+        return call, family
+    return lambda x: call(fill(x)), family
+
+
+def _length_family(layout: Layout, candidate: Any, direction: str, full: bool) -> Family | None:
+    """The runners of ``layout``'s call signature for any length of its one transformed axis,
+    the last (``None``: no such family holds): where the heuristic's choice is the same for
+    every length of a band (:func:`~nvmathpy.fft._heuristic.small_band`: one library, one
+    thread) and that library's call does not depend on the length (ducc0's, but for a c2r's
+    output length). A member is built only when the wisdom store holds no entry of its exact
+    problem (:func:`wisdom_may_know`; else :func:`quick_runner` looks it up as a plan would);
+    it makes the same ducc0 call the plan's candidate makes, so the same bits."""
+    axis = len(layout.in_shape) - 1
+    if (layout.axes != (axis,) or candidate.label != "ducc0" or candidate.params["threads"] != 1
+            or not small_band(layout.lengths[0], layout.batch * layout.size)):
+        return None
+    kind, norm, out_dtype = layout.kind, layout.norm, layout.out_dtype
+    axes = (axis,)
+    shared = None if kind == "c2r" else ducc0_call(kind, axes, direction, norm, 1, 0)
+    may_know = wisdom_may_know
+
+    def member(x: np.ndarray) -> Runner | None:
+        m = x.shape[-1]
+        if not x.size:
+            return None
+        n = 2 * (m - 1) if kind == "c2r" else m
+        if n < 1 or not small_band(n, x.size // m * n) or may_know(("fft", kind, x.shape, x.dtype)):
+            return None
+        if shared is None:
+            return ducc0_call(kind, axes, direction, norm, 1, n)
+        if full:
+            return _full_spectrum(axis, n, x.shape, out_dtype, shared, None, writes_views=True)
+        return shared
+
+    return member
 
 
 def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -226,15 +286,15 @@ def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np
     return pad
 
 
-def _full_spectrum(layout: Layout, call: Runner, fill: Any, writes_views: bool) -> Runner:
-    """The runner of a real input's full complex spectrum over one axis (see :func:`quick_runner`)."""
-    axis, length = layout.axes[0], layout.lengths[0]
-    half = layout.out_shape[axis]
+def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner, fill: Any,
+                   writes_views: bool) -> Runner:
+    """The runner of a real input's full complex spectrum of ``length`` points over ``axis``
+    (``in_shape``: the r2c's input, ``dtype``: its output; see :func:`quick_runner`)."""
+    half = length // 2 + 1
     lead = (slice(None),) * axis
     head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
     mirror = lead + (slice(length - half, 0, -1),)
-    shape = layout.in_shape[:axis] + (length,) + layout.in_shape[axis + 1:]
-    dtype = layout.out_dtype
+    shape = in_shape[:axis] + (length,) + in_shape[axis + 1:]
 
     def run(x: np.ndarray) -> np.ndarray:
         result = np.empty(shape, dtype)
