@@ -15,8 +15,17 @@ the raw arguments).
 A runner takes the candidate a plan would: the wisdom store's choice when it holds an entry
 of the exact problem (:func:`wisdom_may_know` screens cheaply, then
 :func:`~nvmathpy.fft._engines_cpu.wisdom_choice` looks up as a plan does), else the
-heuristic's first. Problems the quick path leaves to plans: those whose candidate keeps state
-between calls (pyFFTW's aligned buffers), other dtypes and packages, and large ones (where a plan's reused
+heuristic's first.
+
+A first call on a new length of a known signature (a transform over the last axis, no
+``n``/``s``) would pay again for describing the call, ranking and preparing. Where the
+heuristic's choice is one library and one thread for every length of a band
+(:func:`~nvmathpy.fft._heuristic.small_band`) and that library's call depends on no length
+(ducc0's), the signature's *family*, kept under the key without the length, gives the new
+length's runner at once, after a set look-up of the problems wisdom holds.
+
+Problems the quick path leaves to plans: those whose candidate keeps state between calls
+(pyFFTW's aligned buffers), other dtypes and packages, and large ones (where a plan's reused
 buffers and kept results save more than the call overhead costs).
 """
 

@@ -188,8 +188,9 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
     """Run one DCT/DST through the plan cache: a hit binds ``x`` to a ready plan (no re-planning).
 
     A small one of a real NumPy array runs on the quick path instead: the first call of a
-    signature plans as usual, and keeps the plan's prepared candidate and staging as a shared
-    runner (:data:`~nvmathpy.fft._driver.runner_cache`); later calls run that directly.
+    signature makes a shared runner of the candidate a plan would take (:func:`_first_runner`;
+    where it cannot, it plans as usual and keeps the plan's prepared candidate and staging),
+    kept in :data:`~nvmathpy.fft._driver.runner_cache`; later calls run that directly.
     ``threads`` as :func:`~nvmathpy.fft._driver.transform` takes it."""
     key = None
     if x.__class__ is np.ndarray:  # (``type`` is the DCT/DST type here)
