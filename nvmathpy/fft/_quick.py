@@ -236,8 +236,9 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     fill = _filler(layout, a.shape)
     if full:
         axis = layout.axes[0]
-        return _full_spectrum(axis, layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill,
-                              writes_views=candidate.label == "ducc0"), family
+        if candidate.label == "ducc0":
+            return _ducc0_full_spectrum(axis, layout.norm, candidate.params["threads"], fill), family
+        return _full_spectrum(axis, layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill), family
     if fill is None:
         return call, family
     return lambda x: call(fill(x)), family
@@ -255,9 +256,12 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool) -
     if (layout.axes != (axis,) or candidate.label != "ducc0" or candidate.params["threads"] != 1
             or not small_band(layout.lengths[0], layout.batch * layout.size)):
         return None
-    kind, norm, out_dtype = layout.kind, layout.norm, layout.out_dtype
+    kind, norm = layout.kind, layout.norm
     axes = (axis,)
-    shared = None if kind == "c2r" else ducc0_call(kind, axes, direction, norm, 1, 0)
+    if full:
+        shared = _ducc0_full_spectrum(axis, norm, 1, None)
+    else:
+        shared = None if kind == "c2r" else ducc0_call(kind, axes, direction, norm, 1, 0)
     may_know = wisdom_may_know
 
     def member(x: np.ndarray) -> Runner | None:
@@ -267,11 +271,7 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool) -
         n = 2 * (m - 1) if kind == "c2r" else m
         if n < 1 or not small_band(n, x.size // m * n) or may_know(("fft", kind, x.shape, x.dtype)):
             return None
-        if shared is None:
-            return ducc0_call(kind, axes, direction, norm, 1, n)
-        if full:
-            return _full_spectrum(axis, n, x.shape, out_dtype, shared, None, writes_views=True)
-        return shared
+        return ducc0_call(kind, axes, direction, norm, 1, n) if shared is None else shared
 
     return member
 
@@ -295,27 +295,45 @@ def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np
     return pad
 
 
-def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner, fill: Any,
-                   writes_views: bool) -> Runner:
+def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner,
+                   fill: Any) -> Runner:
     """The runner of a real input's full complex spectrum of ``length`` points over ``axis``
-    (``in_shape``: the r2c's input, ``dtype``: its output; see :func:`quick_runner`)."""
+    from the r2c ``call`` (``in_shape``: its input, ``dtype``: its output; see :func:`quick_runner`)."""
     half = length // 2 + 1
     lead = (slice(None),) * axis
     head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
     mirror = lead + (slice(length - half, 0, -1),)
-    shape = in_shape[:axis] + (length,) + in_shape[axis + 1:]
 
     def run(x: np.ndarray) -> np.ndarray:
-        result = np.empty(shape, dtype)
+        result = np.empty(in_shape, dtype)
         first = result[head]
-        if writes_views:
-            call(x if fill is None else fill(x), first)
-        else:
-            first[...] = call(x if fill is None else fill(x))
+        first[...] = call(x if fill is None else fill(x))
         rest = result[tail]
         np.conjugate(result[mirror], out=rest)
         imag = rest.imag
         imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
+        return result
+
+    return run
+
+
+def _ducc0_full_spectrum(axis: int, norm: str, nthreads: int, fill: Any) -> Runner:
+    """:func:`_full_spectrum` on ducc0, for any length: its complex transform of real input runs
+    its real one, writing the first ``m // 2 + 1`` entries as its r2c does, then their mirrored
+    conjugates. Its zeros differ in sign only: the imaginary parts of the zero frequency and of
+    the mirrored half (the Nyquist term's included) are set to +0, as the r2c and
+    :func:`_full_spectrum` give them."""
+    call = ducc0_call("c2c", (axis,), "forward", norm, nthreads, 0)
+    lead = (slice(None),) * axis
+    zero = lead + (0,)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        staged = x if fill is None else fill(x)
+        result = call(staged)
+        imag = result.imag
+        imag[zero] = 0.0
+        rest = imag[lead + (slice((staged.shape[axis] + 1) // 2, None),)]  # (from the Nyquist term)
+        rest += 0.0
         return result
 
     return run
