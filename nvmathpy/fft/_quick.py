@@ -231,14 +231,13 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
             family = _length_family(layout, candidate, direction, full)
     if candidate.label not in _STATELESS:
         return None, None
+    fill = _filler(layout, a.shape)
+    if full and candidate.label == "ducc0":
+        return _ducc0_full_spectrum(layout.axes[0], layout.norm, candidate.params["threads"], fill), family
     prepared = _engines_cpu.prepare_candidate(layout, candidate)
     call = prepared.forward if direction == "forward" else prepared.inverse
-    fill = _filler(layout, a.shape)
     if full:
-        axis = layout.axes[0]
-        if candidate.label == "ducc0":
-            return _ducc0_full_spectrum(axis, layout.norm, candidate.params["threads"], fill), family
-        return _full_spectrum(axis, layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill), family
+        return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill), family
     if fill is None:
         return call, family
     return lambda x: call(fill(x)), family
@@ -318,11 +317,11 @@ def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.
 
 
 def _ducc0_full_spectrum(axis: int, norm: str, nthreads: int, fill: Any) -> Runner:
-    """:func:`_full_spectrum` on ducc0, for any length: its complex transform of real input runs
-    its real one, writing the first ``m // 2 + 1`` entries as its r2c does, then their mirrored
-    conjugates. Its zeros differ in sign only: the imaginary parts of the zero frequency and of
-    the mirrored half (the Nyquist term's included) are set to +0, as the r2c and
-    :func:`_full_spectrum` give them."""
+    """:func:`_full_spectrum` on ducc0, one runner for every length: ducc0's complex transform of
+    real input runs its r2c transform into the first ``m // 2 + 1`` entries, then writes their
+    mirrored conjugates. That differs from the r2c result and :func:`_full_spectrum` in the
+    signs of some zeros only: the imaginary parts of the zero frequency and of the mirrored
+    half (from the Nyquist term on) are set to +0, which makes the two bit for bit equal."""
     call = ducc0_call("c2c", (axis,), "forward", norm, nthreads, 0)
     lead = (slice(None),) * axis
     zero = lead + (0,)
