@@ -428,3 +428,18 @@ def test_trig_members_and_their_wisdom(fresh, wisdom, name) -> None:
                 assert plan.chosen_by == ("wisdom" if n == 128 else "heuristic")
     assert trig_plan_cache().misses == 0
 
+
+
+def test_runner_cache_bounds_families() -> None:
+    """Families are kept beside the runners, under the same bound, not counted as runners, and
+    dropped by ``resize`` and ``clear`` as runners are."""
+    cache = _quick.RunnerCache(maxsize=2)
+    for key in "abc":
+        cache.put_family(key, len)
+        cache.put(key, len)
+    assert cache.family("a") is None and cache.family("c") is len and cache.lookup("a") is None
+    assert len(cache) == 2 and cache.misses == 3
+    cache.resize(1)
+    assert cache.family("b") is None and cache.family("c") is len
+    cache.clear()
+    assert cache.family("c") is None and cache.lookup("c") is None and cache.misses == 0

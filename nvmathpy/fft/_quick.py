@@ -110,26 +110,26 @@ class RunnerCache:
         """Keep ``runner`` under ``key``, dropping the oldest entries beyond the bound."""
         with self._lock:
             self.misses += 1
-            self._runners[key] = runner
-            self._trim()
+            self._keep(self._runners, key, runner)
 
     def put_family(self, key: Hashable, family: Family) -> None:
         """Keep ``family`` under ``key`` (not counted in :attr:`misses` nor ``len``), within the bound."""
         with self._lock:
-            self._families[key] = family
-            self._trim()
+            self._keep(self._families, key, family)
 
-    def _trim(self) -> None:
-        for kept in (self._runners, self._families):
-            while len(kept) > self._maxsize:
-                kept.popitem(last=False)
+    def _keep(self, kept: OrderedDict, key: Hashable, value: Any) -> None:
+        kept[key] = value
+        while len(kept) > self._maxsize:
+            kept.popitem(last=False)
 
     def resize(self, maxsize: int) -> None:
         """Change the bound, dropping the oldest runners (and families) beyond it."""
         self._check(maxsize)
         with self._lock:
             self._maxsize = maxsize
-            self._trim()
+            for kept in (self._runners, self._families):
+                while len(kept) > maxsize:
+                    kept.popitem(last=False)
 
     def clear(self) -> None:
         """Drop every runner and family and reset the miss counter."""
