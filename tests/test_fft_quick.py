@@ -235,6 +235,10 @@ def test_fftw_after_mkl_computes_right() -> None:
     assert float(done.stdout) < 1e-12
 
 
+#: Families of FFT runners are kept where the band's library is ducc0.
+needs_ducc0 = pytest.mark.skipif("ducc0" not in _engines_cpu.installed_libraries(), reason="families run on ducc0")
+
+
 @pytest.fixture
 def described(monkeypatch) -> list[int]:
     """Counts the calls that described their problem in full (``quick_runner``): a family member
@@ -263,6 +267,7 @@ CASES = [("fft", np.complex128), ("fft", np.complex64), ("ifft", np.complex128),
          ("hfft", np.complex128)]
 
 
+@needs_ducc0
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("name,dtype", CASES)
 def test_members_give_a_plans_bits(fresh, described, name, dtype, norm) -> None:
@@ -293,9 +298,8 @@ def test_full_spectrum_keeps_rfft_bits(fresh, dtype, norm) -> None:
     rng = np.random.default_rng(2)
     for namespace in (nfft, nsfft):
         for n in (16, 97, 255, 1000, 1, 2):
-            for x in (rng.standard_normal((3, n)), np.zeros((2, n)), np.eye(2, n, 1)):
+            for x in (rng.standard_normal((3, n)).astype(dtype), np.zeros((2, n), dtype), np.eye(2, n, 1, dtype)):
                 for axis, length in ((-1, None), (0, None), (-1, n + 3)):
-                    x = x.astype(dtype)
                     got, half = namespace.fft(x, length, axis, norm), namespace.rfft(x, length, axis, norm)
                     m, ax = got.shape[axis], axis % 2
                     lead = (slice(None),) * ax
@@ -308,6 +312,7 @@ def test_full_spectrum_keeps_rfft_bits(fresh, dtype, norm) -> None:
     assert not np.signbit(zeros.imag).any()
 
 
+@needs_ducc0
 def test_families_do_not_leak(fresh) -> None:
     """Signatures differing in kind, direction, dtype, norm, threads, axis or dimensions get
     families of their own: each call still gives its plan's bits."""
@@ -328,6 +333,7 @@ def test_families_do_not_leak(fresh) -> None:
     assert len(runner_cache()._families) == len(calls) + 3
 
 
+@needs_ducc0
 def test_no_member_outside_the_band(fresh, described) -> None:
     """Lengths above the band, and batches threaded by the heuristic, are described in full
     (their library or thread count may differ), and still give their plan's bits."""
@@ -368,12 +374,11 @@ def wisdom(tmp_path, monkeypatch):
     return default_wisdom()
 
 
+@needs_ducc0
 def test_wisdom_entries_of_members(fresh, described, wisdom) -> None:
     """A usable entry of one length's exact problem is taken (as a plan takes it) although the
     family exists; an entry of another device or naming an unknown library changes nothing,
     and no plan is made for either."""
-    if "ducc0" not in _engines_cpu.installed_libraries():
-        pytest.skip("the family runs on ducc0")
     rng = np.random.default_rng(5)
     nfft.rfft(rng.standard_normal(32))  # makes the family
     budget = _engines_cpu.cores()
@@ -427,7 +432,6 @@ def test_trig_members_and_their_wisdom(fresh, wisdom, name) -> None:
             if (type_, norm) == (2, None):
                 assert plan.chosen_by == ("wisdom" if n == 128 else "heuristic")
     assert trig_plan_cache().misses == 0
-
 
 
 def test_runner_cache_bounds_families() -> None:
