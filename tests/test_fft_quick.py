@@ -199,6 +199,18 @@ def test_runners_are_shared_between_threads(fresh) -> None:
         assert np.linalg.norm(got - reference) <= 1e-12 * np.linalg.norm(reference)
 
 
+def test_families_are_shared_between_threads(fresh) -> None:
+    """Threads making runners of new lengths at once (families and their members) each get
+    their own length's transform."""
+    rng = np.random.default_rng(12)
+    inputs = [rng.standard_normal((2, n)) for n in range(40, 200, 3)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda x: (nsfft.fft(x), nfft.rfft(x), nsfft.dct(x)), inputs))
+    for x, (full, half, dct) in zip(inputs, results):
+        for got, reference in ((full, scipy.fft.fft(x)), (half, np.fft.rfft(x)), (dct, scipy.fft.dct(x))):
+            assert np.linalg.norm(got - reference) <= 1e-12 * np.linalg.norm(reference)
+
+
 def test_pyfftw_is_imported_without_dask() -> None:
     pytest.importorskip("pyfftw")
     code = textwrap.dedent("""
