@@ -296,6 +296,28 @@ def test_members_give_a_plans_bits(fresh, described, name, dtype, norm) -> None:
     assert plan_cache().misses == 0
 
 
+@needs_ducc0
+@pytest.mark.parametrize("name,dtype", CASES + [("fft", np.float64)])
+def test_members_with_n_give_a_plans_bits(fresh, described, name, dtype) -> None:
+    """Calls with ``n`` make a family of their own: other ``n`` (cropping or zero-padding the
+    operand) and other operand lengths are its members, each with its plan's bits."""
+    rng = np.random.default_rng(7)
+    calls = [(40, 50), (97, 64), (255, 255), (8, 300), (1000, 1023), (33, 7)]
+    for m, n in calls:
+        x = _operand(rng, (m,), dtype)
+        got = getattr(nfft, name)(x, n)
+        if dtype == np.float64 and name == "fft":  # real input: the full spectrum from rfft's half
+            half = nfft.rfft(x, n)
+            full = np.concatenate((half, half[n - half.shape[0]:0:-1]))
+            tail = full[half.shape[0]:].imag
+            np.subtract(0, tail, out=tail)
+            assert _bits(got) == _bits(full), (m, n)
+        else:
+            assert np.array_equal(got, _planned(x, name, n, None)), (m, n)
+    assert described == ([40, 40] if dtype == np.float64 and name == "fft" else [40])  # (rfft's family too)
+    assert plan_cache().misses == 0
+
+
 def _bits(a: np.ndarray) -> bytes:
     """Every bit of a complex array (the signs of zeros included)."""
     return np.ascontiguousarray(a.real).tobytes() + np.ascontiguousarray(a.imag).tobytes()

@@ -190,9 +190,9 @@ def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: An
     plans run it); the key is the one :func:`transform` and :func:`real_forward` look up. A
     signature differing from a known one in the transform's length only gets its runner from
     that one's family (:func:`~nvmathpy.fft._quick.quick_runner`) without describing the call."""
-    family_key = None if s is not None else (kind, direction, full, a.ndim, a.dtype, axes, norm, threads)
-    family = None if family_key is None else _RUNNERS.family(family_key)
-    run = None if family is None else family(a)
+    family_key = (kind, direction, full, a.ndim, a.dtype, axes, norm, threads, s is None)
+    family = _RUNNERS.family(family_key)
+    run = None if family is None else family(a, s)
     if run is None:
         run, family = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
                                    full=full)

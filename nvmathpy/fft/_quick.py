@@ -17,8 +17,8 @@ of the exact problem (:func:`wisdom_may_know` screens cheaply, then
 :func:`~nvmathpy.fft._engines_cpu.wisdom_choice` looks up as a plan does), else the
 heuristic's first.
 
-A first call on a new length of a known signature (a transform over the last axis, no
-``n``/``s``) would pay again for describing the call, ranking and preparing. Where the
+A first call on a new length of a known signature (a transform over the last axis, with or
+without ``n``) would pay again for describing the call, ranking and preparing. Where the
 heuristic's choice is one library and one thread for every length of a band
 (:func:`~nvmathpy.fft._heuristic.small_band`) and that library's call depends on no length
 (ducc0's), the signature's *family*, kept under the key without the length, gives the new
@@ -55,10 +55,10 @@ _STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
 _DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 Runner = Callable[[np.ndarray], np.ndarray]
-#: The runners of one call signature but for the transform's length: ``family(a)`` gives the
-#: runner of ``a``'s exact signature, or ``None`` when ``a`` falls outside the family (then
-#: :func:`quick_runner` decides).
-Family = Callable[[np.ndarray], "Runner | None"]
+#: The runners of one call signature but for the transform's length: ``family(a, s)`` gives
+#: the runner of the exact signature of ``a`` and ``s`` (the call's ``s``/``n``), or ``None``
+#: when they fall outside the family (then :func:`quick_runner` decides).
+Family = Callable[[np.ndarray, Any], "Runner | None"]
 
 
 class RunnerCache:
@@ -204,7 +204,7 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     """
     if a.dtype not in _DTYPES or 0 in a.shape:
         return None, None
-    lengths_given = s is not None
+    lengths_given = s is not None  # (``n``: the one length along the one axis, else none)
     try:
         if no_axes(a.ndim, axes, s):
             return None, None
@@ -227,11 +227,10 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     family = None
     if candidate is None:
         candidate = _engines_cpu.first_candidate(layout, budget)
-        if not lengths_given:
-            family = _length_family(layout, candidate, direction, full)
+        family = _length_family(layout, candidate, direction, full, lengths_given)
     if candidate.label not in _STATELESS:
         return None, None
-    fill = _filler(layout, a.shape)
+    fill = _filler(layout.in_shape, layout.in_dtype, a.shape)
     if full and candidate.label == "ducc0":
         return _ducc0_full_spectrum(layout.axes[0], layout.norm, candidate.params["threads"], fill), family
     prepared = _engines_cpu.prepare_candidate(layout, candidate)
@@ -243,19 +242,21 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     return lambda x: call(fill(x)), family
 
 
-def _length_family(layout: Layout, candidate: Any, direction: str, full: bool) -> Family | None:
+def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, lengths_given: bool) -> Family | None:
     """The runners of ``layout``'s call signature for any length of its one transformed axis,
     the last (``None``: no such family holds): where the heuristic's choice is the same for
     every length of a band (:func:`~nvmathpy.fft._heuristic.small_band`: one library, one
     thread) and that library's call does not depend on the length (ducc0's, but for a c2r's
-    output length). A member is built only when the wisdom store holds no entry of its exact
-    problem (:func:`wisdom_may_know`; else :func:`quick_runner` looks it up as a plan would);
-    it makes the same ducc0 call the plan's candidate makes, so the same bits."""
+    output length). With ``lengths_given``, members are called with the ``s`` of their call
+    (the operand cropped or zero-padded to it); else with ``None``. A member is built only when
+    the wisdom store holds no entry of its exact problem (:func:`wisdom_may_know`; else
+    :func:`quick_runner` looks it up as a plan would); it makes the same ducc0 call the plan's
+    candidate makes, so the same bits."""
     axis = len(layout.in_shape) - 1
     if (layout.axes != (axis,) or candidate.label != "ducc0" or candidate.params["threads"] != 1
             or not small_band(layout.lengths[0], layout.batch * layout.size)):
         return None
-    kind, norm = layout.kind, layout.norm
+    kind, norm, in_dtype = layout.kind, layout.norm, layout.in_dtype
     axes = (axis,)
     if full:
         shared = _ducc0_full_spectrum(axis, norm, 1, None)
@@ -263,28 +264,40 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool) -
         shared = None if kind == "c2r" else ducc0_call(kind, axes, direction, norm, 1, 0)
     may_know = wisdom_may_know
 
-    def member(x: np.ndarray) -> Runner | None:
+    def member(x: np.ndarray, s: Any) -> Runner | None:
         m = x.shape[-1]
         if not x.size:
             return None
-        n = 2 * (m - 1) if kind == "c2r" else m
-        if n < 1 or not small_band(n, x.size // m * n) or may_know(("fft", kind, x.shape, x.dtype)):
+        if s is None:
+            n, width = (2 * (m - 1) if kind == "c2r" else m), m
+        else:
+            n = s[0] if lengths_given and type(s) is tuple and len(s) == 1 else None
+            if type(n) is not int:
+                return None
+            width = n // 2 + 1 if kind == "c2r" else n
+        if n < 1 or not small_band(n, x.size // m * n):
             return None
-        return ducc0_call(kind, axes, direction, norm, 1, n) if shared is None else shared
+        in_shape = x.shape if width == m else x.shape[:-1] + (width,)
+        if may_know(("fft", kind, in_shape, in_dtype)):
+            return None
+        fill = None if width == m else _filler(in_shape, in_dtype, x.shape)
+        if full:
+            return shared if fill is None else _ducc0_full_spectrum(axis, norm, 1, fill)
+        call = ducc0_call(kind, axes, direction, norm, 1, n) if shared is None else shared
+        return call if fill is None else lambda y: call(fill(y))
 
     return member
 
 
-def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
-    """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
-    needed): a view when cropping only, else a fresh zeroed array per call (runners are
-    shared between threads, so they own no buffer)."""
-    if shape == layout.in_shape:
+def _filler(in_shape: tuple[int, ...], in_dtype: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The crop/zero-pad of an operand of ``shape`` into the engine's input of ``in_shape`` and
+    ``in_dtype`` (``None``: none needed): a view when cropping only, else a fresh zeroed array
+    per call (runners are shared between threads, so they own no buffer)."""
+    if shape == in_shape:
         return None
-    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
-    if all(m <= n for n, m in zip(shape, layout.in_shape)):
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, in_shape))
+    if all(m <= n for n, m in zip(shape, in_shape)):
         return lambda x: x[region]
-    in_shape, in_dtype = layout.in_shape, layout.in_dtype
 
     def pad(x: np.ndarray) -> np.ndarray:
         buffer = np.zeros(in_shape, in_dtype)
