@@ -9,10 +9,12 @@ The rules come from timing every installed library (ducc0, mkl_fft, pyFFTW at FF
 scipy.fft) on forward transforms of many sizes, shapes and both precisions, at each thread
 count; ``benchmarks/bench_fft.py`` runs those cases and prints the table.
 
-The rules (:func:`library_order`): ducc0 leads for double precision, for sizes with a prime
-factor above 7, for batches of 1-D transforms and for small transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
-large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
-transforms. scipy.fft is never first when another library is installed. Threads: problems of
+The rules (:func:`library_order`): SciPy's pocketfft binding called directly leads in the
+small band of 1-D transforms (:func:`small_band`); ducc0 leads for double precision, for sizes
+with a prime factor above 7, for batches of 1-D transforms and for other small transforms
+(<= 1024 points); mkl_fft leads for larger single-precision transforms and for large (>= 2^22
+points) multi-dimensional double ones; FFTW leads for large 1-D real transforms. scipy.fft
+(the same kernel as the binding, through SciPy's Python functions) comes last. Threads: problems of
 fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
 larger ones on the whole budget.
 """
@@ -49,16 +51,25 @@ def small_band(length: int, elements: int) -> bool:
 
 
 def library_order(layout: Layout) -> list[str]:
-    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE)."""
+    """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE).
+
+    In the small band (:func:`small_band`, one axis) SciPy's pocketfft called directly leads:
+    it is the kernel ``scipy.fft`` runs, with less overhead around it, so it never loses to
+    the call a user would otherwise make. The order is the same for every layout of the band
+    (the quick path's families rely on it): a calibrated crossover that changes it must hold
+    for the whole band.
+    """
     # the cheap tests first: the factorisation costs a new small length more than its transform
+    if len(layout.axes) == 1 and small_band(layout.lengths[0], layout.batch * layout.size):
+        return ["pocketfft", "ducc0", "mkl_fft", "pyfftw", "scipy"]
     if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
             largest_prime_factor(n) > 7 for n in layout.lengths):
-        return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+        return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]
     if layout.kind != "c2c" and len(layout.axes) == 1:
-        return ["pyfftw", "mkl_fft", "ducc0", "scipy"]
+        return ["pyfftw", "mkl_fft", "ducc0", "pocketfft", "scipy"]
     if layout.precision == "single" or (len(layout.axes) > 1 and layout.size >= 1 << 22):
-        return ["mkl_fft", "ducc0", "pyfftw", "scipy"]
-    return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+        return ["mkl_fft", "ducc0", "pyfftw", "pocketfft", "scipy"]
+    return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]
 
 
 def threads_guess(layout: Layout, options: list[int]) -> int:

@@ -21,7 +21,7 @@ A first call on a new length of a known signature (a transform over the last axi
 without ``n``) would pay again for describing the call, ranking and preparing. Where the
 heuristic's choice is one library and one thread for every length of a band
 (:func:`~nvmathpy.fft._heuristic.small_band`) and that library's call depends on no length
-(ducc0's), the signature's *family*, kept under the key without the length, gives the new
+(SciPy's pocketfft binding's and ducc0's), the signature's *family*, kept under the key without the length, gives the new
 length's runner at once, after a set look-up of the problems wisdom holds.
 
 Problems the quick path leaves to plans: those whose candidate keeps state between calls
@@ -43,15 +43,20 @@ import numpy as np
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
 from ._heuristic import small_band, threads_guess
-from ._libraries import ducc0_call
+from ._libraries import ducc0_call, pocketfft_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
-__all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
+__all__ = ["QUICK_ELEMENTS", "RunnerCache", "conjugate_mirror", "quick_runner", "wisdom_may_know"]
 
 #: The most elements (input or output) a transform may have to run on the quick path.
 QUICK_ELEMENTS = 1 << 16
 #: Libraries whose prepared candidates keep no state between calls (safe to share).
-_STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
+_STATELESS = frozenset({"ducc0", "pocketfft", "scipy", "mkl_fft"})
+#: Libraries whose call (``make(kind, axes, direction, norm, nthreads, lastsize)``, ``None``
+#: where unusable) depends on no length but a c2r's output length, and whose c2c transform of
+#: real input is their r2c transform followed by the conjugate mirror (SciPy's ``fft`` of real
+#: input, bit for bit).
+_CALLS = {"ducc0": ducc0_call, "pocketfft": pocketfft_call}
 _DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 Runner = Callable[[np.ndarray], np.ndarray]
@@ -191,16 +196,16 @@ def _refresh(memo: dict[str, Any]) -> None:
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
-                 threads: int | None | Callable[[], int], full: bool = False) -> tuple[Runner | None, Family | None]:
+                 threads: int | None | Callable[[], int], full: str | None = None) -> tuple[Runner | None, Family | None]:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
     (see the module's notes; bad arguments also give ``None``: the plan path raises the error);
     and the :data:`Family` of its signature but for the length (``None``: none holds, see
     :func:`_length_family`).
 
     ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
-    input, the r2c result followed by the conjugates of its mirror image, so its first
-    ``m // 2 + 1`` entries are the r2c transform's bit for bit (as
-    :func:`~nvmathpy.fft._driver.real_forward` computes them).
+    input, the r2c result followed by the conjugates of its mirror image, with the signs of
+    zeros of the ``"numpy"`` or ``"scipy"`` convention (see :func:`conjugate_mirror`), as
+    :func:`~nvmathpy.fft._driver.real_forward` computes them.
     """
     if a.dtype not in _DTYPES or 0 in a.shape:
         return None, None
@@ -231,37 +236,46 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     if candidate.label not in _STATELESS:
         return None, None
     fill = _filler(layout.in_shape, layout.in_dtype, a.shape)
-    if full and candidate.label == "ducc0":
-        return _ducc0_full_spectrum(layout.axes[0], layout.norm, candidate.params["threads"], fill), family
+    make = _CALLS.get(candidate.label)
+    raw = None if not full or make is None else make(
+        "c2c", layout.axes, "forward", layout.norm, candidate.params["threads"], 0)
+    if raw is not None:
+        return _raw_full_spectrum(layout.axes[0], full, raw, fill), family
     prepared = _engines_cpu.prepare_candidate(layout, candidate)
     call = prepared.forward if direction == "forward" else prepared.inverse
     if full:
-        return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill), family
+        return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill,
+                              full), family
     if fill is None:
         return call, family
     return lambda x: call(fill(x)), family
 
 
-def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, lengths_given: bool) -> Family | None:
+def _length_family(layout: Layout, candidate: Any, direction: str, full: str | None,
+                   lengths_given: bool) -> Family | None:
     """The runners of ``layout``'s call signature for any length of its one transformed axis,
     the last (``None``: no such family holds): where the heuristic's choice is the same for
     every length of a band (:func:`~nvmathpy.fft._heuristic.small_band`: one library, one
-    thread) and that library's call does not depend on the length (ducc0's, but for a c2r's
-    output length). With ``lengths_given``, members are called with the ``s`` of their call
+    thread) and that library's call does not depend on the length (:data:`_CALLS`, but for a
+    c2r's output length). With ``lengths_given``, members are called with the ``s`` of their call
     (the operand cropped or zero-padded to it); else with ``None``. A member is built only when
     the wisdom store holds no entry of its exact problem (:func:`wisdom_may_know`; else
-    :func:`quick_runner` looks it up as a plan would); it makes the same ducc0 call the plan's
+    :func:`quick_runner` looks it up as a plan would); it makes the same library call the plan's
     candidate makes, so the same bits."""
     axis = len(layout.in_shape) - 1
-    if (layout.axes != (axis,) or candidate.label != "ducc0" or candidate.params["threads"] != 1
+    make = _CALLS.get(candidate.label)
+    if (layout.axes != (axis,) or make is None or candidate.params["threads"] != 1
             or not small_band(layout.lengths[0], layout.batch * layout.size)):
         return None
     kind, norm, in_dtype = layout.kind, layout.norm, layout.in_dtype
     axes = (axis,)
+    raw = make("c2c" if full else kind, axes, direction, norm, 1, 0)
+    if raw is None:  # the library's binding is not usable here
+        return None
     if full:
-        shared = _ducc0_full_spectrum(axis, norm, 1, None)
+        shared = _raw_full_spectrum(axis, full, raw, None)
     else:
-        shared = None if kind == "c2r" else ducc0_call(kind, axes, direction, norm, 1, 0)
+        shared = None if kind == "c2r" else raw
     may_know = wisdom_may_know
 
     def member(x: np.ndarray, s: Any) -> Runner | None:
@@ -282,8 +296,8 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
             return None
         fill = None if width == m else _filler(in_shape, in_dtype, x.shape)
         if full:
-            return shared if fill is None else _ducc0_full_spectrum(axis, norm, 1, fill)
-        call = ducc0_call(kind, axes, direction, norm, 1, n) if shared is None else shared
+            return shared if fill is None else _raw_full_spectrum(axis, full, raw, fill)
+        call = make(kind, axes, direction, norm, 1, n) if shared is None else shared
         return call if fill is None else lambda y: call(fill(y))
 
     return member
@@ -308,34 +322,55 @@ def _filler(in_shape: tuple[int, ...], in_dtype: np.dtype, shape: tuple[int, ...
 
 
 def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner,
-                   fill: Any) -> Runner:
+                   fill: Any, convention: str) -> Runner:
     """The runner of a real input's full complex spectrum of ``length`` points over ``axis``
     from the r2c ``call`` (``in_shape``: its input, ``dtype``: its output; see :func:`quick_runner`)."""
-    half = length // 2 + 1
-    lead = (slice(None),) * axis
-    head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
-    mirror = lead + (slice(length - half, 0, -1),)
+    head = (slice(None),) * axis + (slice(0, length // 2 + 1),)
 
     def run(x: np.ndarray) -> np.ndarray:
         result = np.empty(in_shape, dtype)
-        first = result[head]
-        first[...] = call(x if fill is None else fill(x))
-        rest = result[tail]
-        np.conjugate(result[mirror], out=rest)
-        imag = rest.imag
-        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
-        return result
+        result[head] = call(x if fill is None else fill(x))
+        return conjugate_mirror(result, axis, convention)
 
     return run
 
 
-def _ducc0_full_spectrum(axis: int, norm: str, nthreads: int, fill: Any) -> Runner:
-    """:func:`_full_spectrum` on ducc0, one runner for every length: ducc0's complex transform of
-    real input runs its r2c transform into the first ``m // 2 + 1`` entries, then writes their
-    mirrored conjugates. That differs from the r2c result and :func:`_full_spectrum` in the
-    signs of some zeros only: the imaginary parts of the zero frequency and of the mirrored
-    half (from the Nyquist term on) are set to +0, which makes the two bit for bit equal."""
-    call = ducc0_call("c2c", (axis,), "forward", norm, nthreads, 0)
+def conjugate_mirror(result: np.ndarray, axis: int, convention: str) -> np.ndarray:
+    """Complete ``result``, whose first ``m // 2 + 1`` entries along ``axis`` hold the r2c
+    transform of real input, into the full spectrum: the others are the conjugates of their
+    mirror image, ``X[k] = conj(X[m - k])``. ``convention`` sets the signs of zeros:
+
+    - ``"numpy"`` (:func:`numpy.fft.fft` of real input): the first half is the r2c result bit
+      for bit, and a zero imaginary part of the mirrored half is +0;
+    - ``"scipy"`` (:func:`scipy.fft.fft`, pocketfft's complex transform of real input): the
+      mirrored half is the plain conjugate, and the zero frequency and the Nyquist term (even
+      ``m``) are conjugated in place too, so their imaginary parts are -0 where the r2c result
+      has +0. The values of the first half still equal the r2c result's (``np.array_equal``).
+    """
+    length = result.shape[axis]
+    half = length // 2 + 1
+    lead = (slice(None),) * axis
+    rest = result[lead + (slice(half, None),)]
+    np.conjugate(result[lead + (slice(length - half, 0, -1),)], out=rest)
+    if convention == "numpy":
+        imag = rest.imag
+        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
+    else:
+        for k in (0, length // 2) if length % 2 == 0 else (0,):
+            imag = result[lead + (slice(k, k + 1),)].imag
+            imag[...] = -imag  # (not np.negative(imag, out=imag): NumPy 2.4 misses entries of strided views in place)
+    return result
+
+
+def _raw_full_spectrum(axis: int, convention: str, call: Runner, fill: Any) -> Runner:
+    """:func:`_full_spectrum` from a library's complex transform of real input (``call``, of
+    :data:`_CALLS`), one runner for every length: it runs the r2c transform into the first
+    ``m // 2 + 1`` entries, conjugates the zero frequency and the Nyquist term in place and
+    writes the mirrored conjugates - SciPy's convention, bit for bit. For NumPy's, the
+    imaginary parts of the zero frequency and of the mirrored half (from the Nyquist term on)
+    are set to +0, which makes the result :func:`_full_spectrum`'s bit for bit."""
+    if convention == "scipy":
+        return call if fill is None else lambda x: call(fill(x))
     lead = (slice(None),) * axis
     zero = lead + (0,)
 
