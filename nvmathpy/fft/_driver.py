@@ -114,11 +114,11 @@ def transform(
     :func:`scipy.fft.get_workers`) is asked for it when a plan or a runner is made."""
     if plan is None and type(a) is np.ndarray:
         try:
-            run = lookup_runner((kind, direction, None, a.shape, a.strides, a.dtype, axes, s, norm, threads))
+            run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
         except TypeError:  # axes or s given as a list: not a signature the quick path keeps
             run = False
         if run is None:
-            run = _quick(a, kind, direction, s, axes, norm, threads, None)
+            run = _quick(a, kind, direction, s, axes, norm, threads, False)
         if run:
             return run(a) if out is None else _deliver(run(a), out)
     if callable(threads):
@@ -163,17 +163,16 @@ def transform(
 
 
 def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: Threads = None,
-                 out: Any = None, convention: str = "numpy") -> Any:
-    """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
+                 out: Any = None) -> Any:
+    """SciPy's forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
     one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
     entries are the r2c transform's and the others follow from Hermitian symmetry,
-    ``X[k] = conj(X[m - k])``, with the signs of zeros of NumPy's or SciPy's ``fft``
-    (``convention``, see :func:`~nvmathpy.fft._quick.conjugate_mirror`), on the quick path
-    and on plans alike."""
+    ``X[k] = conj(X[m - k])``, with SciPy's signs of zeros
+    (:func:`~nvmathpy.fft._quick.conjugate_mirror`), on the quick path and on plans alike."""
     axes = (axis,)
-    run = lookup_runner(("r2c", "forward", convention, a.shape, a.strides, a.dtype, axes, n, norm, threads))
+    run = lookup_runner(("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads))
     if run is None:
-        run = _quick(a, "r2c", "forward", n, axes, norm, threads, convention)
+        run = _quick(a, "r2c", "forward", n, axes, norm, threads, True)
     if run:
         return run(a) if out is None else _deliver(run(a), out)
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
@@ -181,11 +180,11 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     length = a.shape[axis] if n is None else n[0]
     full = np.empty(half.shape[:axis] + (length,) + half.shape[axis + 1:], half.dtype)
     full[(slice(None),) * axis + (slice(0, half.shape[axis]),)] = half
-    return _deliver(conjugate_mirror(full, axis, convention), out)
+    return _deliver(conjugate_mirror(full, axis), out)
 
 
 def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
-           full: str | None) -> Any:
+           full: bool) -> Any:
     """Make and keep the quick-path runner of a call signature seen the first time (``False``:
     plans run it); the key is the one :func:`transform` and :func:`real_forward` look up. A
     signature differing from a known one in the transform's length only gets its runner from

@@ -196,16 +196,16 @@ def _refresh(memo: dict[str, Any]) -> None:
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
-                 threads: int | None | Callable[[], int], full: str | None = None) -> tuple[Runner | None, Family | None]:
+                 threads: int | None | Callable[[], int], full: bool = False) -> tuple[Runner | None, Family | None]:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
     (see the module's notes; bad arguments also give ``None``: the plan path raises the error);
     and the :data:`Family` of its signature but for the length (``None``: none holds, see
     :func:`_length_family`).
 
     ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
-    input, the r2c result followed by the conjugates of its mirror image, with the signs of
-    zeros of the ``"numpy"`` or ``"scipy"`` convention (see :func:`conjugate_mirror`), as
-    :func:`~nvmathpy.fft._driver.real_forward` computes them.
+    input, the r2c result followed by the conjugates of its mirror image, with SciPy's signs
+    of zeros (see :func:`conjugate_mirror`), as :func:`~nvmathpy.fft._driver.real_forward`
+    computes them.
     """
     if a.dtype not in _DTYPES or 0 in a.shape:
         return None, None
@@ -239,20 +239,20 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     make = _CALLS.get(candidate.label)
     raw = None if not full or make is None else make(
         "c2c", layout.axes, "forward", layout.norm, candidate.params["threads"], 0)
-    if raw is not None:
-        return _raw_full_spectrum(layout.axes[0], full, raw, fill), family
-    prepared = _engines_cpu.prepare_candidate(layout, candidate)
-    call = prepared.forward if direction == "forward" else prepared.inverse
-    if full:
-        return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call, fill,
-                              full), family
+    if raw is not None:  # the library's complex transform of real input is the full spectrum
+        call = raw
+    else:
+        prepared = _engines_cpu.prepare_candidate(layout, candidate)
+        call = prepared.forward if direction == "forward" else prepared.inverse
+        if full:
+            return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call,
+                                  fill), family
     if fill is None:
         return call, family
     return lambda x: call(fill(x)), family
 
 
-def _length_family(layout: Layout, candidate: Any, direction: str, full: str | None,
-                   lengths_given: bool) -> Family | None:
+def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, lengths_given: bool) -> Family | None:
     """The runners of ``layout``'s call signature for any length of its one transformed axis,
     the last (``None``: no such family holds): where the heuristic's choice is the same for
     every length of a band (:func:`~nvmathpy.fft._heuristic.small_band`: one library, one
@@ -272,10 +272,7 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: str | N
     raw = make("c2c" if full else kind, axes, direction, norm, 1, 0)
     if raw is None:  # the library's binding is not usable here
         return None
-    if full:
-        shared = _raw_full_spectrum(axis, full, raw, None)
-    else:
-        shared = None if kind == "c2r" else raw
+    shared = None if kind == "c2r" else raw  # (full: the complex transform of real input)
     may_know = wisdom_may_know
 
     def member(x: np.ndarray, s: Any) -> Runner | None:
@@ -295,8 +292,6 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: str | N
         if may_know(("fft", kind, in_shape, in_dtype)):
             return None
         fill = None if width == m else _filler(in_shape, in_dtype, x.shape)
-        if full:
-            return shared if fill is None else _raw_full_spectrum(axis, full, raw, fill)
         call = make(kind, axes, direction, norm, 1, n) if shared is None else shared
         return call if fill is None else lambda y: call(fill(y))
 
@@ -322,7 +317,7 @@ def _filler(in_shape: tuple[int, ...], in_dtype: np.dtype, shape: tuple[int, ...
 
 
 def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner,
-                   fill: Any, convention: str) -> Runner:
+                   fill: Any) -> Runner:
     """The runner of a real input's full complex spectrum of ``length`` points over ``axis``
     from the r2c ``call`` (``in_shape``: its input, ``dtype``: its output; see :func:`quick_runner`)."""
     head = (slice(None),) * axis + (slice(0, length // 2 + 1),)
@@ -330,57 +325,24 @@ def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.
     def run(x: np.ndarray) -> np.ndarray:
         result = np.empty(in_shape, dtype)
         result[head] = call(x if fill is None else fill(x))
-        return conjugate_mirror(result, axis, convention)
+        return conjugate_mirror(result, axis)
 
     return run
 
 
-def conjugate_mirror(result: np.ndarray, axis: int, convention: str) -> np.ndarray:
+def conjugate_mirror(result: np.ndarray, axis: int) -> np.ndarray:
     """Complete ``result``, whose first ``m // 2 + 1`` entries along ``axis`` hold the r2c
-    transform of real input, into the full spectrum: the others are the conjugates of their
-    mirror image, ``X[k] = conj(X[m - k])``. ``convention`` sets the signs of zeros:
-
-    - ``"numpy"`` (:func:`numpy.fft.fft` of real input): the first half is the r2c result bit
-      for bit, and a zero imaginary part of the mirrored half is +0;
-    - ``"scipy"`` (:func:`scipy.fft.fft`, pocketfft's complex transform of real input): the
-      mirrored half is the plain conjugate, and the zero frequency and the Nyquist term (even
-      ``m``) are conjugated in place too, so their imaginary parts are -0 where the r2c result
-      has +0. The values of the first half still equal the r2c result's (``np.array_equal``).
-    """
+    transform of real input, into the full spectrum with SciPy's signs of zeros (pocketfft's
+    and ducc0's complex transform of real input, :data:`_CALLS`, bit for bit): the others are
+    the plain conjugates of their mirror image, ``X[k] = conj(X[m - k])``, and the zero
+    frequency and the Nyquist term (even ``m``) are conjugated in place, so their imaginary
+    parts are -0 where the r2c result has +0 (the values still equal the r2c result's,
+    ``np.array_equal``)."""
     length = result.shape[axis]
     half = length // 2 + 1
     lead = (slice(None),) * axis
-    rest = result[lead + (slice(half, None),)]
-    np.conjugate(result[lead + (slice(length - half, 0, -1),)], out=rest)
-    if convention == "numpy":
-        imag = rest.imag
-        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
-    else:
-        for k in (0, length // 2) if length % 2 == 0 else (0,):
-            imag = result[lead + (slice(k, k + 1),)].imag
-            imag[...] = -imag  # (not np.negative(imag, out=imag): NumPy 2.4 misses entries of strided views in place)
+    np.conjugate(result[lead + (slice(length - half, 0, -1),)], out=result[lead + (slice(half, None),)])
+    for k in (0, length // 2) if length % 2 == 0 else (0,):
+        imag = result[lead + (slice(k, k + 1),)].imag
+        imag[...] = -imag  # (not np.negative(imag, out=imag): NumPy 2.4 misses entries of strided views in place)
     return result
-
-
-def _raw_full_spectrum(axis: int, convention: str, call: Runner, fill: Any) -> Runner:
-    """:func:`_full_spectrum` from a library's complex transform of real input (``call``, of
-    :data:`_CALLS`), one runner for every length: it runs the r2c transform into the first
-    ``m // 2 + 1`` entries, conjugates the zero frequency and the Nyquist term in place and
-    writes the mirrored conjugates - SciPy's convention, bit for bit. For NumPy's, the
-    imaginary parts of the zero frequency and of the mirrored half (from the Nyquist term on)
-    are set to +0, which makes the result :func:`_full_spectrum`'s bit for bit."""
-    if convention == "scipy":
-        return call if fill is None else lambda x: call(fill(x))
-    lead = (slice(None),) * axis
-    zero = lead + (0,)
-
-    def run(x: np.ndarray) -> np.ndarray:
-        staged = x if fill is None else fill(x)
-        result = call(staged)
-        imag = result.imag
-        imag[zero] = 0.0
-        rest = imag[lead + (slice((staged.shape[axis] + 1) // 2, None),)]  # (from the Nyquist term)
-        rest += 0.0
-        return result
-
-    return run

@@ -121,7 +121,7 @@ def _one_d(name: str, kind: str, direction: str, what: str, note: str = "") -> C
         if type(x) is not np.ndarray or x.dtype not in _NATIVE:
             x = as_scipy_input(x)
         if through_rfft and plan is None and type(x) is np.ndarray and x.dtype.kind in "biuf" and x.ndim:
-            return real_forward(x, n=s, axis=axis, norm=norm, threads=threads, convention="scipy")
+            return real_forward(x, n=s, axis=axis, norm=norm, threads=threads)
         return transform(x, kind=kind, direction=direction, s=s, axes=(axis,), norm=norm, threads=threads,
                          plan=plan)  # fmt: skip
 
