@@ -174,3 +174,14 @@ def test_binding_check_refuses_another_signature(monkeypatch) -> None:
         monkeypatch.undo()
         _libraries._pypocketfft.cache_clear()
     assert (_libraries._pypocketfft() is not None) == HAS_POCKETFFT
+
+
+def test_not_offered_without_the_extension(monkeypatch, tmp_path) -> None:
+    """Where SciPy or its binding's extension file is missing, the library is not offered; the
+    check imports nothing."""
+    library = _libraries.LIBRARIES["pocketfft"]
+    monkeypatch.setattr(_libraries.importlib.util, "find_spec", lambda name: None)
+    assert not library.available()
+    spec = type("Spec", (), {"submodule_search_locations": [str(tmp_path)]})()  # a SciPy without the file
+    monkeypatch.setattr(_libraries.importlib.util, "find_spec", lambda name: spec)
+    assert not library.available()
