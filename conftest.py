@@ -57,3 +57,16 @@ def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(cache))
     monkeypatch.delenv("NVMATHPY_WISDOM", raising=False)
     return cache
+
+
+@pytest.fixture
+def fresh():
+    """Empty caches of the one-call FFT functions (quick-path runners and plans), before and after."""
+    from nvmathpy.fft._driver import plan_cache, runner_cache
+
+    caches = (runner_cache(), plan_cache())
+    for cache in caches:
+        cache.clear()
+    yield
+    for cache in caches:
+        cache.clear()

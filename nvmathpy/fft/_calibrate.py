@@ -12,7 +12,8 @@ the built-in first choice stays unless another library beats it by :data:`MARGIN
 Values are measured by ``python -m nvmathpy tune`` only, never on first need: a first transform
 takes microseconds, and a measurement would cost it many thousand times that. Layouts without a
 value, and the layouts calibration does not cover (several axes, batches, lengths with a large
-prime factor), keep the built-in rules.
+prime factor, the small band of :func:`._heuristic.small_band`, where one library answers for
+every length), keep the built-in rules.
 
 The heuristic reads a value once per layout, when it builds a plan or the one-call functions'
 runner of a new call signature (:func:`._heuristic.first_library`); repeated calls never read it.

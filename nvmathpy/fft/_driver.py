@@ -18,7 +18,7 @@ from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
 from ._layout import c2r_lengths, check_norm, describe, no_axes
-from ._quick import RunnerCache, quick_runner
+from ._quick import RunnerCache, conjugate_mirror, quick_runner
 from .fft_plan import FFT
 
 __all__ = ["plan_cache", "runner_cache", "lookup_runner", "Threads", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
@@ -164,10 +164,11 @@ def transform(
 
 def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: Threads = None,
                  out: Any = None) -> Any:
-    """The forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
+    """SciPy's forward complex transform of real ``a`` along ``axis`` (``n``: ``None`` or the
     one-entry ``s``), computed through the real-to-complex one: its first ``m // 2 + 1``
-    entries are the r2c transform's, bit for bit, and the others follow from Hermitian
-    symmetry, ``X[k] = conj(X[m - k])``."""
+    entries are the r2c transform's and the others follow from Hermitian symmetry,
+    ``X[k] = conj(X[m - k])``, with SciPy's signs of zeros
+    (:func:`~nvmathpy.fft._quick.conjugate_mirror`), on the quick path and on plans alike."""
     axes = (axis,)
     run = lookup_runner(("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads))
     if run is None:
@@ -177,21 +178,27 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
     axis = operator.index(axis) % a.ndim  # the transform has checked it
     length = a.shape[axis] if n is None else n[0]
-    lead = (slice(None),) * axis
-    full = np.concatenate((half, half[lead + (slice(length - half.shape[axis], 0, -1),)]), axis=axis)
-    tail = full[lead + (slice(half.shape[axis], None),)].imag
-    np.subtract(0, tail, out=tail)  # the conjugate; a zero imaginary part stays +0 (negating would give -0)
-    return _deliver(full, out)
+    full = np.empty(half.shape[:axis] + (length,) + half.shape[axis + 1:], half.dtype)
+    full[(slice(None),) * axis + (slice(0, half.shape[axis]),)] = half
+    return _deliver(conjugate_mirror(full, axis), out)
 
 
 def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
            full: bool) -> Any:
     """Make and keep the quick-path runner of a call signature seen the first time (``False``:
-    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up."""
-    run = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
-                       full=full) or False
-    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run)
-    return run
+    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up. A
+    signature differing from a known one in the transform's length only gets its runner from
+    that one's family (:func:`~nvmathpy.fft._quick.quick_runner`) without describing the call."""
+    family_key = (kind, direction, full, a.ndim, a.dtype, axes, norm, threads, s is None)
+    family = _RUNNERS.family(family_key)
+    run = None if family is None else family(a, s)
+    if run is None:
+        run, family = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,
+                                   full=full)
+        if family is not None:
+            _RUNNERS.put_family(family_key, family)
+    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run or False)
+    return run or False
 
 
 def _degenerate(op: Operand, a: Any, *, kind: str, s: Any, axes: Any, norm: Any) -> Any:

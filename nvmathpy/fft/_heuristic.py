@@ -9,12 +9,15 @@ The rules come from timing every installed library (ducc0, mkl_fft, pyFFTW at FF
 scipy.fft) on forward transforms of many sizes, shapes and both precisions, at each thread
 count; ``benchmarks/bench_fft.py`` runs those cases and prints the table.
 
-The rules (:func:`library_order`): ducc0 leads for double precision, for sizes with a prime
-factor above 7, for batches of 1-D transforms and for small transforms (<= 1024 points); mkl_fft leads for larger single-precision transforms and for
-large (>= 2^22 points) multi-dimensional double ones; FFTW leads for large 1-D real
-transforms. scipy.fft is never first when another library is installed. Where this machine is
-calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a smooth
-length, by kind, precision and size), the library measured fastest there goes first instead. Threads: problems of
+The rules (:func:`library_order`): SciPy's pocketfft binding called directly leads in the
+small band of 1-D transforms (:func:`small_band`); ducc0 leads for double precision, for sizes
+with a prime factor above 7, for batches of 1-D transforms and for other small transforms
+(<= 1024 points); mkl_fft leads for larger single-precision transforms and for large (>= 2^22
+points) multi-dimensional double ones; FFTW leads for large 1-D real transforms. scipy.fft
+(the same kernel as the binding, through SciPy's Python functions) comes last. Where this
+machine is calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a
+smooth length beyond the small band, by kind, precision and size), the library measured fastest
+there goes first instead; the small band keeps its one answer for every length. Threads: problems of
 fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
 larger ones on the whole budget.
 """
@@ -29,7 +32,7 @@ from ..plan.calibration import calibrated
 from ._layout import Layout
 
 __all__ = ["CALIBRATED_KINDS", "CALIBRATED_SIZES", "builtin_order", "calibration_name", "first_library",
-           "heuristic_candidate", "library_order", "rank", "threads_guess"]
+           "heuristic_candidate", "library_order", "rank", "small_band", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
@@ -37,10 +40,11 @@ THREADED_FROM = 1 << 15
 SMALL = 1024
 #: The transforms whose first library is calibrated per machine (``python -m nvmathpy tune``,
 #: :mod:`._calibrate`): one 1-D transform of these kinds, of a smooth length (no prime factor
-#: above 7), nearest one of these sizes, within :data:`CALIBRATED_REACH` of the smallest and
-#: the largest.
+#: above 7) beyond the small band (:func:`small_band`, whose one answer for every length the
+#: quick path's runner families rely on), nearest one of these sizes, within
+#: :data:`CALIBRATED_REACH` of the smallest and the largest.
 CALIBRATED_KINDS = ("c2c", "r2c")
-CALIBRATED_SIZES = (1 << 6, 1 << 10, 1 << 14, 1 << 18, 1 << 22)
+CALIBRATED_SIZES = (1 << 14, 1 << 18, 1 << 22)
 CALIBRATED_REACH = 4
 
 
@@ -52,6 +56,14 @@ def largest_prime_factor(n: int) -> int:
             largest, n = p, n // p
         p += 1
     return max(largest, n) if n > 1 else largest
+
+
+def small_band(length: int, elements: int) -> bool:
+    """Whether a transform over one axis of ``length`` points, ``elements`` in all (batch times
+    length), gets the small-problem answer of :func:`library_order` and :func:`threads_guess`:
+    the same library order and one thread whatever the length (the quick path keys one runner
+    per such band, :mod:`._quick`)."""
+    return length <= SMALL and elements < THREADED_FROM
 
 
 def calibration_name(kind: str, precision: str, size: int) -> str:
@@ -72,7 +84,8 @@ def first_library(layout: Layout) -> str | None:
     >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
     True
     """
-    if len(layout.axes) != 1 or layout.kind not in CALIBRATED_KINDS or layout.in_shape != (layout.lengths[0],):
+    if (len(layout.axes) != 1 or layout.kind not in CALIBRATED_KINDS or layout.in_shape != (layout.lengths[0],)
+            or small_band(layout.lengths[0], layout.size)):
         return None
     name = _covering(layout.kind, layout.precision, layout.lengths[0])
     value = calibrated(name, None) if name else None
@@ -106,16 +119,24 @@ def library_order(layout: Layout) -> list[str]:
 
 
 def builtin_order(layout: Layout) -> list[str]:
-    """Libraries in the order of the built-in rules for ``layout``."""
+    """Libraries in the order of the built-in rules for ``layout``.
+
+    In the small band (:func:`small_band`, one axis) SciPy's pocketfft called directly leads:
+    it is the kernel ``scipy.fft`` runs, with less overhead around it, so it never loses to
+    the call a user would otherwise make. The order is the same for every layout of the band
+    (the quick path's families rely on it).
+    """
     # the cheap tests first: the factorisation costs a new small length more than its transform
+    if len(layout.axes) == 1 and small_band(layout.lengths[0], layout.batch * layout.size):
+        return ["pocketfft", "ducc0", "mkl_fft", "pyfftw", "scipy"]
     if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
             largest_prime_factor(n) > 7 for n in layout.lengths):
-        return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+        return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]
     if layout.kind != "c2c" and len(layout.axes) == 1:
-        return ["pyfftw", "mkl_fft", "ducc0", "scipy"]
+        return ["pyfftw", "mkl_fft", "ducc0", "pocketfft", "scipy"]
     if layout.precision == "single" or (len(layout.axes) > 1 and layout.size >= 1 << 22):
-        return ["mkl_fft", "ducc0", "pyfftw", "scipy"]
-    return ["ducc0", "mkl_fft", "pyfftw", "scipy"]
+        return ["mkl_fft", "ducc0", "pyfftw", "pocketfft", "scipy"]
+    return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]
 
 
 def threads_guess(layout: Layout, options: list[int]) -> int:

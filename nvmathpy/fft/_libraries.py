@@ -1,4 +1,5 @@
-"""The CPU FFT libraries nvmathpy can run on: scipy.fft (always), ducc0, pyFFTW and mkl_fft.
+"""The CPU FFT libraries nvmathpy can run on: scipy.fft (always), SciPy's pocketfft binding called
+directly, ducc0, pyFFTW and mkl_fft.
 
 Each library is a :class:`Library` that says whether it is installed, what version it is,
 whether it can compute a :class:`~nvmathpy.fft._layout.Layout`, and how to :meth:`build` a
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import functools
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import os
@@ -30,7 +32,7 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "import_pyfftw", "installed_libraries"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "import_pyfftw", "installed_libraries", "pocketfft_call"]
 
 Call = Callable[..., np.ndarray]
 
@@ -144,9 +146,9 @@ class ScipyLibrary(Library):
         )
 
 
-#: ducc0's ``inorm`` per direction for each ``norm``: 0 unscaled, 1 by 1/sqrt(n), 2 by 1/n.
-_DUCC0_INORM = {"backward": {"forward": 0, "inverse": 2}, "forward": {"forward": 2, "inverse": 0},
-                "ortho": {"forward": 1, "inverse": 1}}
+#: ducc0's and pocketfft's ``inorm`` per direction for each ``norm``: 0 unscaled, 1 by 1/sqrt(n), 2 by 1/n.
+_INORM = {"backward": {"forward": 0, "inverse": 2}, "forward": {"forward": 2, "inverse": 0},
+          "ortho": {"forward": 1, "inverse": 1}}
 
 
 class Ducc0Library(Library):
@@ -156,28 +158,105 @@ class Ducc0Library(Library):
     module = "ducc0"
 
     def build(self, layout, candidate, extra=None):
-        import ducc0
-
         axes, nthreads = tuple(layout.axes), candidate.params["threads"]
-        inorm = _DUCC0_INORM[layout.norm]
-
-        def runner(direction: str) -> Call:  # positional arguments: ducc0 parses keywords slowly
-            forward, scale = direction == "forward", inorm[direction]
-            if layout.kind == "c2r":
-                c2r, lastsize = ducc0.fft.c2r, layout.lengths[-1]
-
-                def run(a, out=None):
-                    return c2r(a, axes, lastsize, forward, scale, out, nthreads)
-            else:
-                transform = ducc0.fft.c2c if layout.kind == "c2c" else ducc0.fft.r2c
-
-                def run(a, out=None):
-                    return transform(a, axes, forward, scale, out, nthreads)
-
-            return run
-
-        fwd, inv = runner("forward"), runner("inverse")
+        lastsize = layout.lengths[-1]
+        fwd, inv = (ducc0_call(layout.kind, axes, direction, layout.norm, nthreads, lastsize)
+                    for direction in ("forward", "inverse"))
         return FFTPrepared(candidate, fwd, inv)
+
+
+def ducc0_call(kind: str, axes: tuple[int, ...], direction: str, norm: str, nthreads: int, lastsize: int) -> Call:
+    """ducc0's ``call(a, out=None)`` of a ``kind`` transform over ``axes`` (``lastsize``: the real
+    length of a c2r; the others do not depend on any length, as ducc0 scales by ``inorm``)."""
+    import ducc0
+
+    return _positional_call(ducc0.fft, kind, axes, direction, norm, nthreads, lastsize)
+
+
+def _positional_call(functions: Any, kind: str, axes: tuple[int, ...], direction: str, norm: str, nthreads: int,
+                     lastsize: int) -> Call:
+    """The ``call(a, out=None)`` of ``functions.c2c``/``r2c``/``c2r`` (ducc0's and SciPy's
+    pocketfft binding share their signatures), given positional arguments: both parse
+    keywords slowly."""
+    forward, scale = direction == "forward", _INORM[norm][direction]
+    if kind == "c2r":
+        c2r = functions.c2r
+
+        def run(a, out=None):
+            return c2r(a, axes, lastsize, forward, scale, out, nthreads)
+    else:
+        transform = functions.c2c if kind == "c2c" else functions.r2c
+
+        def run(a, out=None):
+            return transform(a, axes, forward, scale, out, nthreads)
+
+    return run
+
+
+class PocketfftLibrary(Library):
+    """SciPy's compiled pocketfft binding, ``scipy.fft._pocketfft.pypocketfft``, called directly.
+
+    It is the kernel ``scipy.fft`` runs (same bits as the ``"scipy"`` library), without
+    scipy.fft's argument handling and dispatch in Python, which on small transforms cost more
+    than the transform. The binding is private to SciPy: the library is offered only where its
+    extension file is installed (looked for without importing SciPy), and on its first use the
+    binding is imported and checked by tiny calls of the positional signature used here; where
+    that fails, candidates of this library run through scipy.fft's own functions instead (the
+    same kernel) and :func:`pocketfft_call` gives ``None``.
+    """
+
+    name = "pocketfft"
+    module = "scipy"
+
+    def available(self) -> bool:
+        spec = importlib.util.find_spec("scipy")
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        folder = os.path.join(spec.submodule_search_locations[0], "fft", "_pocketfft")
+        names = {"pypocketfft" + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES}
+        try:
+            return any(entry in names for entry in os.listdir(folder))
+        except OSError:
+            return False
+
+    def supports(self, layout: Layout) -> bool:
+        return True
+
+    def build(self, layout, candidate, extra=None):
+        axes, nthreads = tuple(layout.axes), candidate.params["threads"]
+        calls = [pocketfft_call(layout.kind, axes, direction, layout.norm, nthreads, layout.lengths[-1])
+                 for direction in ("forward", "inverse")]
+        if calls[0] is None:
+            return ScipyLibrary().build(layout, candidate, extra)
+        return FFTPrepared(candidate, *calls)
+
+
+@functools.lru_cache(maxsize=1)
+def _pypocketfft() -> Any:
+    """SciPy's pocketfft binding, or ``None`` where it cannot be imported or its functions do not
+    take the positional arguments :func:`pocketfft_call` passes (checked once by tiny calls)."""
+    try:
+        binding = importlib.import_module("scipy.fft._pocketfft.pypocketfft")
+        signal = np.array([1.0, 2.0, 0.0, 0.0])
+        spectrum = binding.c2c(signal.astype(np.complex128), (0,), True, 0, None, 1)
+        half = binding.r2c(signal, (0,), True, 0, None, 1)
+        back = binding.c2r(half, (0,), 4, False, 2, None, 1)
+    except Exception:  # noqa: BLE001 - missing, moved or another signature: not used
+        return None
+    if np.allclose(spectrum, [3, 1 - 2j, -1, 1 + 2j]) and np.allclose(half, spectrum[:3]) and np.allclose(back, signal):
+        return binding
+    return None
+
+
+def pocketfft_call(kind: str, axes: tuple[int, ...], direction: str, norm: str, nthreads: int,
+                   lastsize: int) -> Call | None:
+    """SciPy's pocketfft ``call(a, out=None)`` of a ``kind`` transform over ``axes``, as
+    :func:`ducc0_call` (``lastsize``: the real length of a c2r; the others depend on no length);
+    ``None`` where the binding is not usable (:class:`PocketfftLibrary`). Its c2c transform of
+    real input is the r2c transform followed by the conjugate mirror (SciPy's ``fft`` of real
+    input)."""
+    binding = _pypocketfft()
+    return None if binding is None else _positional_call(binding, kind, axes, direction, norm, nthreads, lastsize)
 
 
 def _import_mkl_fft() -> Any:
@@ -421,11 +500,10 @@ class PyfftwLibrary(Library):
 
 #: Every library nvmathpy knows, in a fixed order (the heuristic ranks them per problem).
 LIBRARIES: dict[str, Library] = {
-    lib.name: lib for lib in (ScipyLibrary(), Ducc0Library(), PyfftwLibrary(), MklLibrary())
+    lib.name: lib for lib in (ScipyLibrary(), PocketfftLibrary(), Ducc0Library(), PyfftwLibrary(), MklLibrary())
 }
 
 
-@functools.lru_cache(maxsize=1)
 @functools.lru_cache(maxsize=1)
 def installed_libraries() -> tuple[str, ...]:
     """Names of the libraries importable here (scipy always); looked up once a process (the

@@ -15,8 +15,17 @@ the raw arguments).
 A runner takes the candidate a plan would: the wisdom store's choice when it holds an entry
 of the exact problem (:func:`wisdom_may_know` screens cheaply, then
 :func:`~nvmathpy.fft._engines_cpu.wisdom_choice` looks up as a plan does), else the
-heuristic's first. Problems the quick path leaves to plans: those whose candidate keeps state
-between calls (pyFFTW's aligned buffers), other dtypes and packages, and large ones (where a plan's reused
+heuristic's first.
+
+A first call on a new length of a known signature (a transform over the last axis, with or
+without ``n``) would pay again for describing the call, ranking and preparing. Where the
+heuristic's choice is one library and one thread for every length of a band
+(:func:`~nvmathpy.fft._heuristic.small_band`) and that library's call depends on no length
+(SciPy's pocketfft binding's and ducc0's), the signature's *family*, kept under the key without the length, gives the new
+length's runner at once, after a set look-up of the problems wisdom holds.
+
+Problems the quick path leaves to plans: those whose candidate keeps state between calls
+(pyFFTW's aligned buffers), other dtypes and packages, and large ones (where a plan's reused
 buffers and kept results save more than the call overhead costs).
 """
 
@@ -33,18 +42,28 @@ import numpy as np
 
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
-from ._heuristic import threads_guess
+from ._heuristic import small_band, threads_guess
+from ._libraries import ducc0_call, pocketfft_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
-__all__ = ["QUICK_ELEMENTS", "RunnerCache", "quick_runner", "wisdom_may_know"]
+__all__ = ["QUICK_ELEMENTS", "RunnerCache", "conjugate_mirror", "quick_runner", "wisdom_may_know"]
 
 #: The most elements (input or output) a transform may have to run on the quick path.
 QUICK_ELEMENTS = 1 << 16
 #: Libraries whose prepared candidates keep no state between calls (safe to share).
-_STATELESS = frozenset({"ducc0", "scipy", "mkl_fft"})
+_STATELESS = frozenset({"ducc0", "pocketfft", "scipy", "mkl_fft"})
+#: Libraries whose call (``make(kind, axes, direction, norm, nthreads, lastsize)``, ``None``
+#: where unusable) depends on no length but a c2r's output length, and whose c2c transform of
+#: real input is their r2c transform followed by the conjugate mirror (SciPy's ``fft`` of real
+#: input, bit for bit).
+_CALLS = {"ducc0": ducc0_call, "pocketfft": pocketfft_call}
 _DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 Runner = Callable[[np.ndarray], np.ndarray]
+#: The runners of one call signature but for the transform's length: ``family(a, s)`` gives
+#: the runner of the exact signature of ``a`` and ``s`` (the call's ``s``/``n``), or ``None``
+#: when they fall outside the family (then :func:`quick_runner` decides).
+Family = Callable[[np.ndarray, Any], "Runner | None"]
 
 
 class RunnerCache:
@@ -72,9 +91,12 @@ class RunnerCache:
         self._check(maxsize)
         self._maxsize = maxsize
         self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
+        self._families: OrderedDict[Hashable, Family] = OrderedDict()
         self._lock = threading.Lock()
         #: The runner for a key (``False``: left to plans), or ``None`` when none is kept.
         self.lookup: Callable[[Hashable], Runner | bool | None] = self._runners.get
+        #: The :data:`Family` kept for a key without the transform's length, or ``None``.
+        self.family: Callable[[Hashable], Family | None] = self._families.get
         self.misses = 0
 
     @staticmethod
@@ -93,22 +115,32 @@ class RunnerCache:
         """Keep ``runner`` under ``key``, dropping the oldest entries beyond the bound."""
         with self._lock:
             self.misses += 1
-            self._runners[key] = runner
-            while len(self._runners) > self._maxsize:
-                self._runners.popitem(last=False)
+            self._keep(self._runners, key, runner)
+
+    def put_family(self, key: Hashable, family: Family) -> None:
+        """Keep ``family`` under ``key`` (not counted in :attr:`misses` nor ``len``), within the bound."""
+        with self._lock:
+            self._keep(self._families, key, family)
+
+    def _keep(self, kept: OrderedDict, key: Hashable, value: Any) -> None:
+        kept[key] = value
+        while len(kept) > self._maxsize:
+            kept.popitem(last=False)
 
     def resize(self, maxsize: int) -> None:
-        """Change the bound, dropping the oldest runners beyond it."""
+        """Change the bound, dropping the oldest runners (and families) beyond it."""
         self._check(maxsize)
         with self._lock:
             self._maxsize = maxsize
-            while len(self._runners) > maxsize:
-                self._runners.popitem(last=False)
+            for kept in (self._runners, self._families):
+                while len(kept) > maxsize:
+                    kept.popitem(last=False)
 
     def clear(self) -> None:
-        """Drop every runner and reset the miss counter."""
+        """Drop every runner and family and reset the miss counter."""
         with self._lock:
             self._runners.clear()
+            self._families.clear()
             self.misses = 0
 
 
@@ -164,59 +196,117 @@ def _refresh(memo: dict[str, Any]) -> None:
 
 
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
-                 threads: int | None | Callable[[], int], full: bool = False) -> Runner | None:
+                 threads: int | None | Callable[[], int], full: bool = False) -> tuple[Runner | None, Family | None]:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
-    (see the module's notes; bad arguments also give ``None``: the plan path raises the error).
+    (see the module's notes; bad arguments also give ``None``: the plan path raises the error);
+    and the :data:`Family` of its signature but for the length (``None``: none holds, see
+    :func:`_length_family`).
 
     ``full`` (with an r2c ``kind``): the runner returns the full complex spectrum of real
-    input, the r2c result followed by the conjugates of its mirror image, so its first
-    ``m // 2 + 1`` entries are the r2c transform's bit for bit (as
-    :func:`~nvmathpy.fft._driver.real_forward` computes them).
+    input, the r2c result followed by the conjugates of its mirror image, with SciPy's signs
+    of zeros (see :func:`conjugate_mirror`), as :func:`~nvmathpy.fft._driver.real_forward`
+    computes them.
     """
     if a.dtype not in _DTYPES or 0 in a.shape:
-        return None
+        return None, None
+    lengths_given = s is not None  # (``n``: the one length along the one axis, else none)
     try:
         if no_axes(a.ndim, axes, s):
-            return None
+            return None, None
         norm = check_norm(norm)
         if kind == "c2r":
             s, axes = c2r_lengths(a.shape, s, axes)
         layout = describe(a.shape, a.dtype, axes=axes, s=s, kind=kind, norm=norm)
     except Exception:  # noqa: BLE001 - the plan path raises the caller's error
-        return None
+        return None, None
     if layout.in_dtype != a.dtype or max(math.prod(layout.in_shape), math.prod(layout.out_shape)) > QUICK_ELEMENTS:
-        return None
+        return None, None
     if callable(threads):  # a budget asked for each call (scipy's workers=None): the runner must not depend on it
         if threads_guess(layout, [1, 2]) != 1:
-            return None
+            return None, None
         threads = threads()
     budget = threads or _engines_cpu.cores()
     candidate = None
     if wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype)):  # then ask as a plan would
         candidate = _engines_cpu.wisdom_choice(layout, budget)
-    candidate = candidate or _engines_cpu.first_candidate(layout, budget)
+    family = None
+    if candidate is None:
+        candidate = _engines_cpu.first_candidate(layout, budget)
+        family = _length_family(layout, candidate, direction, full, lengths_given)
     if candidate.label not in _STATELESS:
-        return None
-    prepared = _engines_cpu.prepare_candidate(layout, candidate)
-    call = prepared.forward if direction == "forward" else prepared.inverse
-    fill = _filler(layout, a.shape)
-    if full:
-        return _full_spectrum(layout, call, fill, writes_views=candidate.label == "ducc0")
+        return None, None
+    fill = _filler(layout.in_shape, layout.in_dtype, a.shape)
+    make = _CALLS.get(candidate.label)
+    raw = None if not full or make is None else make(
+        "c2c", layout.axes, "forward", layout.norm, candidate.params["threads"], 0)
+    if raw is not None:  # the library's complex transform of real input is the full spectrum
+        call = raw
+    else:
+        prepared = _engines_cpu.prepare_candidate(layout, candidate)
+        call = prepared.forward if direction == "forward" else prepared.inverse
+        if full:
+            return _full_spectrum(layout.axes[0], layout.lengths[0], layout.in_shape, layout.out_dtype, call,
+                                  fill), family
     if fill is None:
-        return call
-    return lambda x: call(fill(x))
+        return call, family
+    return lambda x: call(fill(x)), family
 
 
-def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
-    """The crop/zero-pad of an operand of ``shape`` into the engine's input (``None``: none
-    needed): a view when cropping only, else a fresh zeroed array per call (runners are
-    shared between threads, so they own no buffer)."""
-    if shape == layout.in_shape:
+def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, lengths_given: bool) -> Family | None:
+    """The runners of ``layout``'s call signature for any length of its one transformed axis,
+    the last (``None``: no such family holds): where the heuristic's choice is the same for
+    every length of a band (:func:`~nvmathpy.fft._heuristic.small_band`: one library, one
+    thread) and that library's call does not depend on the length (:data:`_CALLS`, but for a
+    c2r's output length). With ``lengths_given``, members are called with the ``s`` of their call
+    (the operand cropped or zero-padded to it); else with ``None``. A member is built only when
+    the wisdom store holds no entry of its exact problem (:func:`wisdom_may_know`; else
+    :func:`quick_runner` looks it up as a plan would); it makes the same library call the plan's
+    candidate makes, so the same bits."""
+    axis = len(layout.in_shape) - 1
+    make = _CALLS.get(candidate.label)
+    if (layout.axes != (axis,) or make is None or candidate.params["threads"] != 1
+            or not small_band(layout.lengths[0], layout.batch * layout.size)):
         return None
-    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, layout.in_shape))
-    if all(m <= n for n, m in zip(shape, layout.in_shape)):
+    kind, norm, in_dtype = layout.kind, layout.norm, layout.in_dtype
+    axes = (axis,)
+    raw = make("c2c" if full else kind, axes, direction, norm, 1, 0)
+    if raw is None:  # the library's binding is not usable here
+        return None
+    shared = None if kind == "c2r" else raw  # (full: the complex transform of real input)
+    may_know = wisdom_may_know
+
+    def member(x: np.ndarray, s: Any) -> Runner | None:
+        m = x.shape[-1]
+        if not x.size:
+            return None
+        if s is None:
+            n, width = (2 * (m - 1) if kind == "c2r" else m), m
+        else:
+            n = s[0] if lengths_given and type(s) is tuple and len(s) == 1 else None
+            if type(n) is not int:
+                return None
+            width = n // 2 + 1 if kind == "c2r" else n
+        if n < 1 or not small_band(n, x.size // m * n):
+            return None
+        in_shape = x.shape if width == m else x.shape[:-1] + (width,)
+        if may_know(("fft", kind, in_shape, in_dtype)):
+            return None
+        fill = None if width == m else _filler(in_shape, in_dtype, x.shape)
+        call = make(kind, axes, direction, norm, 1, n) if shared is None else shared
+        return call if fill is None else lambda y: call(fill(y))
+
+    return member
+
+
+def _filler(in_shape: tuple[int, ...], in_dtype: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The crop/zero-pad of an operand of ``shape`` into the engine's input of ``in_shape`` and
+    ``in_dtype`` (``None``: none needed): a view when cropping only, else a fresh zeroed array
+    per call (runners are shared between threads, so they own no buffer)."""
+    if shape == in_shape:
+        return None
+    region = tuple(slice(0, min(n, m)) for n, m in zip(shape, in_shape))
+    if all(m <= n for n, m in zip(shape, in_shape)):
         return lambda x: x[region]
-    in_shape, in_dtype = layout.in_shape, layout.in_dtype
 
     def pad(x: np.ndarray) -> np.ndarray:
         buffer = np.zeros(in_shape, in_dtype)
@@ -226,27 +316,33 @@ def _filler(layout: Layout, shape: tuple[int, ...]) -> Callable[[np.ndarray], np
     return pad
 
 
-def _full_spectrum(layout: Layout, call: Runner, fill: Any, writes_views: bool) -> Runner:
-    """The runner of a real input's full complex spectrum over one axis (see :func:`quick_runner`)."""
-    axis, length = layout.axes[0], layout.lengths[0]
-    half = layout.out_shape[axis]
-    lead = (slice(None),) * axis
-    head, tail = lead + (slice(0, half),), lead + (slice(half, None),)
-    mirror = lead + (slice(length - half, 0, -1),)
-    shape = layout.in_shape[:axis] + (length,) + layout.in_shape[axis + 1:]
-    dtype = layout.out_dtype
+def _full_spectrum(axis: int, length: int, in_shape: tuple[int, ...], dtype: np.dtype, call: Runner,
+                   fill: Any) -> Runner:
+    """The runner of a real input's full complex spectrum of ``length`` points over ``axis``
+    from the r2c ``call`` (``in_shape``: its input, ``dtype``: its output; see :func:`quick_runner`)."""
+    head = (slice(None),) * axis + (slice(0, length // 2 + 1),)
 
     def run(x: np.ndarray) -> np.ndarray:
-        result = np.empty(shape, dtype)
-        first = result[head]
-        if writes_views:
-            call(x if fill is None else fill(x), first)
-        else:
-            first[...] = call(x if fill is None else fill(x))
-        rest = result[tail]
-        np.conjugate(result[mirror], out=rest)
-        imag = rest.imag
-        imag += 0.0  # a zero imaginary part comes out +0, as when negating by subtraction from 0
-        return result
+        result = np.empty(in_shape, dtype)
+        result[head] = call(x if fill is None else fill(x))
+        return conjugate_mirror(result, axis)
 
     return run
+
+
+def conjugate_mirror(result: np.ndarray, axis: int) -> np.ndarray:
+    """Complete ``result``, whose first ``m // 2 + 1`` entries along ``axis`` hold the r2c
+    transform of real input, into the full spectrum with SciPy's signs of zeros (pocketfft's
+    and ducc0's complex transform of real input, :data:`_CALLS`, bit for bit): the others are
+    the plain conjugates of their mirror image, ``X[k] = conj(X[m - k])``, and the zero
+    frequency and the Nyquist term (even ``m``) are conjugated in place, so their imaginary
+    parts are -0 where the r2c result has +0 (the values still equal the r2c result's,
+    ``np.array_equal``)."""
+    length = result.shape[axis]
+    half = length // 2 + 1
+    lead = (slice(None),) * axis
+    np.conjugate(result[lead + (slice(length - half, 0, -1),)], out=result[lead + (slice(half, None),)])
+    for k in (0, length // 2) if length % 2 == 0 else (0,):
+        imag = result[lead + (slice(k, k + 1),)].imag
+        imag[...] = -imag  # (not np.negative(imag, out=imag): NumPy 2.4 misses entries of strided views in place)
+    return result

@@ -25,12 +25,14 @@ import numpy as np
 from ..errors import InvalidOperandError, InvalidOptionError, MissingDependencyError
 from ..execution import cpu_description
 from ..plan import Candidate, Engine, Prepared, Problem
+from ..plan.base import remembered_choice
+from ..plan.wisdom import default_wisdom
 from ._engines_cpu import cores, thread_options
 from ._layout import check_norm, normalize_axes, NoAxisError
 from ._libraries import LIBRARIES, _scipy_fft_functions
 
 __all__ = ["TRANSFORMS", "TRIG_LIBRARIES", "TrigEngine", "TrigLayout", "default_budget", "describe_trig",
-           "trig_layout_of"]
+           "quick_candidate", "quick_runner", "trig_layout_of", "trig_problem"]
 
 TRANSFORMS = ("dct", "dst")
 #: The libraries that compute DCTs/DSTs, in the order their names are listed.
@@ -196,11 +198,32 @@ def _ranked(problem: Problem, libraries: tuple[str, ...], budget: int) -> tuple[
     return ranked_layout(trig_layout_of(problem), libraries, budget)
 
 
-def quick_runner(layout: TrigLayout, budget: int, inverse: bool) -> Runner:
-    """The heuristic's first candidate for ``layout`` among the installed libraries, as the
-    ``inverse`` or forward runner ``plan()`` would prepare without wisdom (for the one-call
-    functions' quick path; its runners keep no state)."""
-    candidate = ranked_layout(layout, _installed_once(), budget)[0]
+def trig_problem(layout: TrigLayout, complex_operand: bool, budget: int) -> Problem:
+    """The problem key of ``layout`` (``complex_operand``: its real and imaginary parts are
+    transformed) under a thread ``budget``: plans key wisdom with it."""
+    return Problem.of("trig", transform=layout.transform, type=layout.type, axes=list(layout.axes),
+                      shape=list(layout.shape), dtype=layout.dtype.name, norm=layout.norm,
+                      orthogonalize=layout.orthogonalize, complex=complex_operand, threads=budget)
+
+
+def quick_candidate(layout: TrigLayout, budget: int, ask_wisdom: bool) -> tuple[Candidate, bool]:
+    """The candidate ``plan()`` takes for a real operand of ``layout`` under ``budget`` among the
+    installed libraries, and whether it is the heuristic's: the default wisdom store's choice
+    for the exact problem when ``ask_wisdom`` and the store names a usable one, else the
+    heuristic's first (for the one-call functions' quick path)."""
+    libraries = _installed_once()
+    ranked = ranked_layout(layout, libraries, budget)
+    if ask_wisdom:
+        entry = default_wisdom().lookup(trig_problem(layout, False, budget), _device(libraries))
+        remembered = remembered_choice(entry)
+        if remembered is not None and remembered in ranked:
+            return remembered, False
+    return ranked[0], True
+
+
+def quick_runner(layout: TrigLayout, candidate: Candidate, inverse: bool) -> Runner:
+    """The ``inverse`` or forward runner of ``candidate`` for ``layout``, as ``plan()`` prepares
+    it (its runners keep no state, and none depends on the transformed lengths)."""
     return _RUNNERS[candidate.label](layout, candidate.params["threads"], inverse)
 
 

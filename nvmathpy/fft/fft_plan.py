@@ -72,7 +72,8 @@ class FFTOptions:
     ----------
     engines
         Restrict the CPU libraries the plan may choose among, e.g. ``("ducc0",)``; names from
-        ``"scipy"``, ``"ducc0"``, ``"pyfftw"``, ``"mkl_fft"``. ``None`` (default) allows every
+        ``"scipy"``, ``"pocketfft"`` (SciPy's compiled pocketfft called directly), ``"ducc0"``,
+        ``"pyfftw"``, ``"mkl_fft"``. ``None`` (default) allows every
         installed one. Asking for one that is not installed raises
         :class:`~nvmathpy.errors.MissingDependencyError`.
     fftw_time_limit

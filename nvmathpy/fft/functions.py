@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidOperandError
-from ._driver import real_forward, transform, wrap_input
+from ._driver import transform, wrap_input
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
@@ -113,11 +113,18 @@ def _one_axis_at_a_time(a: Any, s: Any, axes: Any, norm: Any, kind: str, inverse
     return a
 
 
+#: The complex dtype NumPy's ``fft`` computes real input in (others: complex128).
+_COMPLEX_OF = {"e": np.complex64, "f": np.complex64, "g": np.clongdouble}
+
+
 def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
     """1-D discrete Fourier transform (as :func:`numpy.fft.fft`).
 
-    A real NumPy array (or list) is transformed through :func:`rfft`: the first ``n // 2 + 1``
-    entries of the result are ``rfft``'s, bit for bit, the others their complex conjugates.
+    A real NumPy array (or list) is converted to complex and transformed by the complex
+    transform, as :func:`numpy.fft.fft` does (its first ``n // 2 + 1`` entries equal
+    :func:`rfft`'s to rounding, not bit for bit: NumPy's do not either). Where SciPy's
+    pocketfft runs the transform (the small band's default), the result is NumPy's bit for
+    bit in double precision (NumPy's kernel is pocketfft too).
 
     Examples
     --------
@@ -126,8 +133,8 @@ def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, o
     """
     if type(a) is not np.ndarray and isinstance(a, (list, tuple)):
         a = np.asarray(a)
-    if type(a) is np.ndarray and a.dtype.kind in "biuf" and a.ndim:
-        return real_forward(a, n=_one(n), axis=axis, norm=norm, out=out)
+    if type(a) is np.ndarray and a.dtype.kind in "biuf":
+        a = a.astype(_COMPLEX_OF.get(a.dtype.char, np.complex128))
     return transform(a, kind="c2c", direction="forward", s=_one(n), axes=(axis,), norm=norm, out=out)
 
 

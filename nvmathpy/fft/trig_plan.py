@@ -17,12 +17,13 @@ import numpy as np
 from ..errors import ExecutionSpaceUnavailableError, InvalidOptionError, PlanStateError
 from ..execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ..operands import Operand, to_package, unwrapper, wrap
-from ..plan import PlanCache, Problem
+from ..plan import PlanCache
 from ._driver import Threads, _frozen, lookup_runner, runner_cache, wrap_input
 from ._layout import DIRECTIONS, no_axes
 from ._one_operand import OneOperandPlan
 from ._quick import QUICK_ELEMENTS, wisdom_may_know
-from ._trig_engine import THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig, quick_runner
+from ._trig_engine import (THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig, quick_candidate,
+                           quick_runner, trig_problem)
 
 __all__ = ["DCT", "DST", "trig_plan_cache", "trig_transform"]
 
@@ -108,11 +109,7 @@ class DCT(OneOperandPlan):
         self._layout = layout
         self._complex = operand.dtype.kind == "c"
         self._stage = _stage(layout, operand.shape)
-        self._problem = Problem.of(
-            "trig", transform=layout.transform, type=layout.type, axes=list(layout.axes), shape=list(layout.shape),
-            dtype=layout.dtype.name, norm=layout.norm, orthogonalize=layout.orthogonalize, complex=self._complex,
-            threads=self._engine.budget,
-        )
+        self._problem = trig_problem(layout, self._complex, self._engine.budget)
         if not self._engine.candidates(self._problem):
             raise InvalidOptionError(
                 f"options: engines={list(self._engine.libraries)} cannot compute orthogonalize="
@@ -191,8 +188,9 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
     """Run one DCT/DST through the plan cache: a hit binds ``x`` to a ready plan (no re-planning).
 
     A small one of a real NumPy array runs on the quick path instead: the first call of a
-    signature plans as usual, and keeps the plan's prepared candidate and staging as a shared
-    runner (:data:`~nvmathpy.fft._driver.runner_cache`); later calls run that directly.
+    signature makes a shared runner of the candidate a plan would take (:func:`_first_runner`;
+    where it cannot, it plans as usual and keeps the plan's prepared candidate and staging),
+    kept in :data:`~nvmathpy.fft._driver.runner_cache`; later calls run that directly.
     ``threads`` as :func:`~nvmathpy.fft._driver.transform` takes it."""
     key = None
     if x.__class__ is np.ndarray:  # (``type`` is the DCT/DST type here)
@@ -242,10 +240,19 @@ def trig_transform(x: Any, *, transform: str, type: int, s: Any, axes: Any, norm
 def _first_runner(x: np.ndarray, transform: str, type: Any, s: Any, axes: Any, norm: Any, orthogonalize: Any,
                   threads: Threads, inverse: bool) -> Callable[[np.ndarray], np.ndarray] | None:
     """The quick-path runner of a signature seen the first time, made without a plan: for a
-    small real float32/float64 operand, no wisdom entry of its problem, and a thread count that
-    does not depend on a budget asked each call (``None``: a plan makes it, see :func:`_runner`)."""
+    small real float32/float64 operand and a thread count that does not depend on a budget
+    asked each call, running the candidate a plan would take - the wisdom store's for the
+    exact problem, else the heuristic's first (``None``: a plan makes it, see :func:`_runner`).
+    A signature differing from a known one in the length of its one transformed axis (the
+    last) takes the runner of that one's family (:func:`_length_family`)."""
     if x.dtype not in _REAL or x.ndim == 0 or 0 in x.shape:
         return None
+    family_key = None if s is not None else ("trig", transform, type, inverse, x.ndim, x.dtype, axes, norm,
+                                             orthogonalize, threads)
+    family = None if family_key is None else runner_cache().family(family_key)
+    run = None if family is None else family(x)
+    if run is not None:
+        return run
     try:
         if no_axes(x.ndim, axes, s):
             return None
@@ -256,11 +263,32 @@ def _first_runner(x: np.ndarray, transform: str, type: Any, s: Any, axes: Any, n
     size = max(math.prod(x.shape), math.prod(layout.shape))
     if size > QUICK_ELEMENTS or (callable(threads) and size >= THREADED_FROM):
         return None
-    if wisdom_may_know(("trig", layout.transform, layout.shape, layout.dtype)):
-        return None
-    fn = quick_runner(layout, default_budget(threads() if callable(threads) else threads), inverse)
+    budget = default_budget(threads() if callable(threads) else threads)
+    candidate, heuristic = quick_candidate(
+        layout, budget, ask_wisdom=wisdom_may_know(("trig", layout.transform, layout.shape, layout.dtype)))
+    fn = quick_runner(layout, candidate, inverse)
+    if heuristic and family_key is not None and layout.axes == (x.ndim - 1,) and size < THREADED_FROM:
+        runner_cache().put_family(family_key, _length_family(fn, transform, type))
     stage = _stage(layout, x.shape)
     return lambda a: fn(stage(a))
+
+
+def _length_family(fn: Callable[[np.ndarray], np.ndarray], transform: str, type: int) -> Any:
+    """The runners of a call signature for any length of its one transformed axis, the last:
+    ``fn``, the heuristic's candidate for one length, is every length's while the operand has
+    fewer than ``THREADED_FROM`` elements (the heuristic then picks one library order and one
+    thread whatever the length, and no candidate's call depends on the length) and the wisdom
+    store holds no entry of the exact problem (else :func:`_first_runner` looks it up as a plan
+    would). The operand is the staged input as it is: real float32/float64, no length given."""
+    least = 2 if (transform, type) == ("dct", 1) else 1
+
+    def member(x: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+        if not 0 < x.size < THREADED_FROM or x.shape[-1] < least or wisdom_may_know(
+                ("trig", transform, x.shape, x.dtype)):
+            return None
+        return fn
+
+    return member
 
 
 _REAL = frozenset((np.dtype(np.float32), np.dtype(np.float64)))

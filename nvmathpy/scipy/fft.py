@@ -199,8 +199,10 @@ def _named(function: Callable[..., Any], name: str, what: str, note: str = _FFT_
 
 
 fft = _one_d("fft", "c2c", "forward", "1-D discrete Fourier transform",
-             "A real NumPy array (or array-like) is transformed through :func:`rfft`: the first ``n // 2 + 1``\n"
-             "entries of the result are ``rfft``'s, bit for bit, the others their complex conjugates.\n")
+             "A real NumPy array (or array-like) is transformed through :func:`rfft`, with SciPy's signs of zeros:\n"
+             "the first ``n // 2 + 1`` entries equal ``rfft``'s (``np.array_equal``; bit for bit but for the zero\n"
+             "frequency and the Nyquist term, conjugated in place as SciPy's are, so an imaginary part +0 there\n"
+             "comes out -0), the others are their complex conjugates.\n")
 ifft = _one_d("ifft", "c2c", "inverse", "1-D inverse discrete Fourier transform")
 rfft = _one_d("rfft", "r2c", "forward", "1-D transform of real input")
 irfft = _one_d("irfft", "c2r", "inverse", "Inverse of rfft")
