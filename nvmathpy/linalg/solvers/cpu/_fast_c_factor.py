@@ -56,7 +56,8 @@ static PyObject *fast_cholesky(PyObject *self, PyObject *const *args, Py_ssize_t
 }
 
 /* solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite): x (b itself
-   when overwriting a Fortran-contiguous writeable b), the int info > 0 when a has an exact
+   when overwriting a Fortran-contiguous writeable b; a read-only b is never written, unlike
+   f2py's), the int info > 0 when a has an exact
    zero on its diagonal, or NotImplemented */
 static PyObject *fast_solve_triangular(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !ready) Py_RETURN_NOTIMPLEMENTED;
@@ -73,8 +74,7 @@ static PyObject *fast_solve_triangular(PyObject *self, PyObject *const *args, Py
     long trans = small_int(args[2], 2);
     int lower = truth(args[3]), unit = truth(args[4]), overwrite = truth(args[5]), check = truth(args[6]);
     if (k < 0 || trans < 0 || lower < 0 || unit < 0 || overwrite < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    int in_place = overwrite && PyArray_IS_F_CONTIGUOUS(b);
-    if (in_place && !PyArray_ISWRITEABLE(b)) Py_RETURN_NOTIMPLEMENTED;
+    int in_place = overwrite && PyArray_IS_F_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b);
     if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
     if (in_place) {
         if (check && !all_finite(t, PyArray_DATA(b), n * k)) return not_finite(NULL);

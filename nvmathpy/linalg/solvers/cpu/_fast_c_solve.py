@@ -96,8 +96,8 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
     int t = kind_of(args[0]);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = square_order(a);
-    if (n < 0) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;   /* getrf is SciPy's below LU_MAXN */
+    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
     int tview;              /* 1: factor the F-view of a C-ordered a, i.e. A^T */
     if (PyArray_IS_F_CONTIGUOUS(a)) tview = 0;
     else if (PyArray_IS_C_CONTIGUOUS(a)) tview = 1;
