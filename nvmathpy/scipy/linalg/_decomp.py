@@ -43,7 +43,8 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 
 def _getrf_fortran(a2: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``);
-    ``overwrite`` factors a Fortran-ordered writeable ``a2`` of the LAPACK dtype in place."""
+    ``overwrite`` factors a Fortran-ordered ``a2`` of the LAPACK dtype in place (read-only too,
+    as SciPy's f2py wrapper does)."""
     dtype = lapack_one(a2.dtype)
     return routines(dtype, a2.shape[-1], "getrf")[0](np.asarray(a2, dtype), overwrite_a=int(overwrite))
 
@@ -51,8 +52,8 @@ def _getrf_fortran(a2: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray,
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
     """Pivoted LU factors ``(lu, piv)`` as :func:`scipy.linalg.lu_factor` (``piv`` 0-based
     int32); an exactly singular matrix warns with ``LinAlgWarning``. ``overwrite_a=True``
-    factors in place, as SciPy does, one Fortran-ordered writeable matrix of a LAPACK dtype
-    (``lu`` is then ``a`` itself).
+    factors in place, as SciPy does, one Fortran-ordered matrix of a LAPACK dtype (even a
+    read-only one, as SciPy's f2py wrapper writes it; ``lu`` is then ``a`` itself).
 
     Examples
     --------
@@ -71,7 +72,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             return lu_.reshape(a2.shape), piv_
         if a2.size == 0:
             return np.empty(a2.shape, lapack_one(a2.dtype)), np.arange(0, dtype=np.int32)
-        lu, piv, info = _getrf_fortran(a2, overwrite_a and a2 is a and a2.flags.writeable)
+        lu, piv, info = _getrf_fortran(a2, overwrite_a and a2 is a)
         if info > 0:
             warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(),
                           stacklevel=caller_stacklevel())
@@ -195,7 +196,7 @@ def _not_positive_definite(info: int) -> LinAlgError:
 
 def _potrf(a2: np.ndarray, lower: bool, clean: bool, overwrite: bool = False) -> np.ndarray:
     """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order);
-    ``overwrite`` factors a Fortran-ordered writeable ``a2`` of the LAPACK dtype in place, as SciPy's."""
+    ``overwrite`` factors a Fortran-ordered ``a2`` of the LAPACK dtype in place, as SciPy's."""
     dtype = lapack_one(a2.dtype)
     a2 = np.asarray(a2, dtype)
     potrf = routines(dtype, a2.shape[-1], "potrf")[0]
@@ -203,7 +204,7 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool, overwrite: bool = False) ->
         c, info = potrf(a2.T, lower=int(not lower), clean=int(clean))
         c = c.T
     else:
-        in_place = int(overwrite and a2.flags.f_contiguous and a2.flags.writeable)
+        in_place = int(overwrite and a2.flags.f_contiguous)
         c, info = potrf(a2, lower=int(lower), clean=int(clean), overwrite_a=in_place)
     if info > 0:
         raise _not_positive_definite(info)
@@ -215,7 +216,8 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool, overwrite: bool = False) ->
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     """Cholesky factor as :func:`scipy.linalg.cholesky` (upper ``U`` by default, zeros in
     the other triangle). ``overwrite_a=True`` factors in place, as SciPy does, one
-    Fortran-ordered writeable matrix of a LAPACK dtype (the result is then ``a`` itself).
+    Fortran-ordered matrix of a LAPACK dtype (even a read-only one, as SciPy's f2py wrapper
+    writes it; the result is then ``a`` itself).
 
     Examples
     --------

@@ -346,8 +346,8 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
     ``overwrite_b=True`` solves in place in ``b``, as SciPy does, where ``b`` (each batch
     slice of it, for a batch) is Fortran-contiguous (or contiguous 1-D) and of the
-    computation dtype and writeable; ``x`` is then ``b`` itself (for a batch, a new array).
-    Otherwise ``b`` is left as it is.
+    computation dtype (read-only too, as SciPy's f2py wrapper writes it); ``x`` is then ``b``
+    itself (for a batch, a new array). Otherwise ``b`` is left as it is.
 
     Examples
     --------
@@ -400,7 +400,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
             raise ValueError(f"illegal value in {-info}-th argument of internal trtrs")
         return x
 
-    overwrite = bool(overwrite_b) and b1.flags.writeable  # f2py would write a read-only b too
+    overwrite = bool(overwrite_b)
     if a1.ndim == 2 and b1.ndim <= 2:
         return convert(core(a1, b1, overwrite))
     # As SciPy's: each batch slice of b is solved in place where it qualifies (x is a new stack)

@@ -2,7 +2,8 @@
 ``cholesky`` (``?potrf``), ``solve_triangular`` (``?trtrs``) and ``qr`` without pivoting
 (``?geqrf`` and ``?orgqr``/``?ungqr``, workspaces as LAPACK's queries size them) of one matrix,
 with :func:`scipy.linalg`'s conventions: ``overwrite_a``/``overwrite_b`` work in place where
-SciPy's would (a Fortran-contiguous writeable operand of the LAPACK dtype), and the caller raises
+SciPy's would (a Fortran-contiguous operand of the LAPACK dtype, even a read-only one, as
+SciPy's f2py wrappers write it), and the caller raises
 SciPy's errors for the ``info`` returned.
 """
 
@@ -17,7 +18,7 @@ typedef void (*geqrf_t)(int *, int *, void *, int *, void *, void *, int *, int 
 typedef void (*orgqr_t)(int *, int *, int *, void *, int *, void *, void *, int *, int *);
 
 /* cholesky(a, lower, clean, overwrite_a, check_finite): the factor (a itself when overwriting a
-   Fortran-contiguous writeable a; else C-ordered for a C-ordered a, factored through its
+   Fortran-contiguous a; else C-ordered for a C-ordered a, factored through its
    transposed view), the int info > 0 when a is not positive definite, or NotImplemented */
 static PyObject *fast_cholesky(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5 || !ready) Py_RETURN_NOTIMPLEMENTED;
@@ -29,7 +30,7 @@ static PyObject *fast_cholesky(PyObject *self, PyObject *const *args, Py_ssize_t
     if (n < 0 || PyArray_DIMS(a)[1] != n || lower < 0 || clean < 0 || overwrite < 0 || check < 0)
         Py_RETURN_NOTIMPLEMENTED;
     int fortran = PyArray_IS_F_CONTIGUOUS(a), flip = 0;
-    if (overwrite && fortran && PyArray_ISWRITEABLE(a)) {
+    if (overwrite && fortran) {       /* read-only too, as f2py's */
         if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
         c = (PyArrayObject *)same((PyObject *)a);
     } else {
@@ -56,8 +57,7 @@ static PyObject *fast_cholesky(PyObject *self, PyObject *const *args, Py_ssize_t
 }
 
 /* solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite): x (b itself
-   when overwriting a Fortran-contiguous writeable b; a read-only b is never written, unlike
-   f2py's), the int info > 0 when a has an exact
+   when overwriting a Fortran-contiguous b, read-only too, as f2py's), the int info > 0 when a has an exact
    zero on its diagonal, or NotImplemented */
 static PyObject *fast_solve_triangular(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !ready) Py_RETURN_NOTIMPLEMENTED;
@@ -74,7 +74,7 @@ static PyObject *fast_solve_triangular(PyObject *self, PyObject *const *args, Py
     long trans = small_int(args[2], 2);
     int lower = truth(args[3]), unit = truth(args[4]), overwrite = truth(args[5]), check = truth(args[6]);
     if (k < 0 || trans < 0 || lower < 0 || unit < 0 || overwrite < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    int in_place = overwrite && PyArray_IS_F_CONTIGUOUS(b) && PyArray_ISWRITEABLE(b);
+    int in_place = overwrite && PyArray_IS_F_CONTIGUOUS(b);
     if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
     if (in_place) {
         if (check && !all_finite(t, PyArray_DATA(b), n * k)) return not_finite(NULL);

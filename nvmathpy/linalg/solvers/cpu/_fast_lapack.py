@@ -1,8 +1,9 @@
 """Whole small ``cho_solve`` / ``lu_solve`` / ``solve`` / ``lu`` / ``cholesky`` /
 ``solve_triangular`` / ``qr`` / ``svd`` calls in one C function each.
 
-For matrices up to 64 x 64 the cost of :func:`scipy.linalg.cho_solve` and friends is Python
-and f2py overhead, not arithmetic; the scipy.linalg drop-in and the factored solves of the
+For small matrices the cost of :func:`scipy.linalg.cho_solve` and friends is Python and f2py
+overhead, not arithmetic (and for larger ones that overhead is still paid on every call, which
+one C call per function avoids as well, calling the same LAPACK routines); the scipy.linalg drop-in and the factored solves of the
 LU and Cholesky plans use this module to avoid it. This module holds the C source of a small CPython
 extension (compiled at run time by :func:`nvmathpy.kernels.cpu_jit.compile_extension`, cached
 on disk) whose functions validate the operands, scan them for NaN/Inf, allocate the result
@@ -30,10 +31,11 @@ from ._numpy_lapack import FROM_ORDER
 __all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", "reset"]
 
 MODULE_NAME = "_nvmathpy_fast_lapack"
-#: The largest order the compiled functions take (larger ones are declined).
+#: The largest order the compiled ``cho_solve`` and ``lu_solve`` take (larger ones are declined).
 MAX_ORDER = 64
-#: The largest row or column count the compiled ``lu`` takes: below NumPy's-OpenBLAS orders
-#: (:data:`._numpy_lapack.FROM_ORDER`), where the factorization itself is SciPy's ``getrf``.
+#: The largest row or column count the compiled ``lu``, ``solve_gen`` and ``cholesky`` take:
+#: below NumPy's-OpenBLAS orders (:data:`._numpy_lapack.FROM_ORDER`), where the Python paths'
+#: factorizations are SciPy's ``getrf``/``potrf`` too.
 LU_MAX_ORDER = FROM_ORDER - 1
 
 _PARTS = (_fast_c_base, _fast_c_solve, _fast_c_factor, _fast_c_svd)
