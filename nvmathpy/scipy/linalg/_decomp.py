@@ -342,7 +342,7 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
     >>> len(qr(a, mode="r"))
     1
     """
-    code = _QR_MODES.get(mode) if type(mode) is str else None
+    code = _QR_MODES.get(mode) if isinstance(mode, str) else None
     if code is None:
         raise ValueError(f"Mode argument should be one of ['full', 'r', 'economic', 'raw'], not {mode!r}")
     if not (pivoting or overwrite_a) and lwork is None:

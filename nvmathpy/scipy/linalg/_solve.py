@@ -361,7 +361,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     >>> b
     array([3.        , 0.66666667])
     """
-    t = _TRANS.get(trans, trans) if type(trans) is str else trans
+    t = _TRANS.get(trans, trans)
     if t not in (0, 1, 2):
         raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     fast = fast_module()
