@@ -17,7 +17,8 @@ Two kinds of row per function and order:
 - **first call**: the first call on a shape that process has not seen, in a fresh process per
   function and round (each library first called once on another order, so imports, the compiled
   extension and per-dtype lookups are already paid, as in a program that calls it a second
-  time on a new shape); which library goes first alternates with the round.
+  time on a new shape); which library goes first alternates with the round, over an even number
+  of rounds (the interleaved rounds' count, rounded up), so that each goes first equally often.
 
 The ratio is SciPy's time over nvmathpy's (> 1: nvmathpy is faster), the median of the
 per-round ratios; the geometric mean of the ratios is taken over the whole mix.
@@ -184,7 +185,9 @@ def main() -> None:
             t = compare({"scipy": ref, "nvmathpy": ours}, rounds, budget, SETTLE if n >= 256 else 0.0)
             _row(name, "steady", n, t["scipy"], t["nvmathpy"])
         if not args.no_first_call:
-            for n, pairs in first_calls(name, sizes, rounds, args.threads).items():
+            # an even count: each library goes first in as many rounds (whichever calls a shared
+            # LAPACK first on a new order pays its one-time costs)
+            for n, pairs in first_calls(name, sizes, rounds + rounds % 2, args.threads).items():
                 _row(name, "first call", n, [p[0] for p in pairs], [p[1] for p in pairs])
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")

@@ -202,7 +202,10 @@ def test_declined_operands_use_the_fallback():
     lu65 = sla.lu_factor(a65)
     assert FAST.cho_solve(c65[0], b65, False, True) is NotImplemented
     assert FAST.lu_solve(lu65[0], lu65[1], b65, 0, True) is NotImplemented
-    assert FAST.solve_gen(a65, b65, False, True) is NotImplemented
+    assert FAST.solve_gen(a65, b65, False, True) is not NotImplemented  # solve_gen: up to LU_MAX_ORDER
+    above = _fast.LU_MAX_ORDER + 1
+    assert FAST.solve_gen(well(rng, above, np.float64), rand(rng, (above,), np.float64), False, True) \
+        is NotImplemented
     np.testing.assert_allclose(nla.cho_solve(c65, b65), sla.cho_solve(c65, b65), rtol=1e-10)
     np.testing.assert_allclose(nla.lu_solve(lu65, b65), sla.lu_solve(lu65, b65), rtol=1e-10)
     np.testing.assert_allclose(nla.solve(a65, b65), sla.solve(a65, b65), rtol=1e-10)

@@ -5,13 +5,20 @@
   SciPy's f2py wrappers (:func:`scipy.linalg.get_lapack_funcs`), or for large orders NumPy's
   OpenBLAS (the thread pool of NumPy's products and of nvmathpy's plans) with nvmathpy's own
   recursive and look-ahead ``getrf``/``potrf``, called with the wrappers' signatures.
-- :func:`fast_module` is the compiled extension that runs a whole small solve (order up to
-  :data:`MAX_ORDER`) in one C call, with SciPy's conventions: ``solve_gen(a, b, transposed,
-  check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a singular ``a``),
-  ``lu_solve(lu, piv, b, trans, check_finite)`` and ``cho_solve(c, b, lower, check_finite)``
-  return ``x``; ``lu(a, permute_l, p_indices, check_finite)`` returns
-  :func:`scipy.linalg.lu`'s tuple for one matrix of up to :data:`LU_MAX_ORDER` rows and columns; each returns ``NotImplemented`` for operands it does not take (other types,
-  dtypes, layouts, orders), which the caller then solves by other means.
+- :func:`fast_module` is the compiled extension that runs a whole call on one matrix in one C
+  call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` and
+  ``cho_solve(c, b, lower, check_finite)`` return ``x`` (order up to :data:`MAX_ORDER`);
+  ``solve_gen(a, b, transposed, check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a
+  singular ``a``), ``lu(a, permute_l, p_indices, check_finite)`` :func:`scipy.linalg.lu`'s
+  tuple and ``cholesky(a, lower, clean, overwrite_a, check_finite)`` the factor (the int
+  ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns;
+  ``solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite)`` returns
+  ``x`` (the int ``info`` when singular), ``qr(a, mode, check_finite)`` (mode 0 to 3: full,
+  economic, r, raw) :func:`scipy.linalg.qr`'s tuple without pivoting, and ``svd(a,
+  full_matrices, compute_uv, gesvd, check_finite)`` ``(u, s, vh)`` or ``s``. Each returns
+  ``NotImplemented`` for operands it does not take (other types, dtypes, layouts, orders;
+  ``svd`` also for NaN/Inf without ``check_finite`` and LAPACK's failures), which the caller
+  then solves by other means.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ._validate import (
 )
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "qr", "eigh", "eigvalsh",
-           "svd", "svdvals"]
+           "svd", "svdvals", "svd_matrix"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,15 +41,19 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 # -- LU ---------------------------------------------------------------------------------------
 
 
-def _getrf_fortran(a2: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``)."""
+def _getrf_fortran(a2: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """``getrf`` of ``A`` itself (a Fortran copy where needed: the factors must be of ``A``);
+    ``overwrite`` factors a Fortran-ordered ``a2`` of the LAPACK dtype in place (read-only too,
+    as SciPy's f2py wrapper does)."""
     dtype = lapack_one(a2.dtype)
-    return routines(dtype, a2.shape[-1], "getrf")[0](np.asarray(a2, dtype))
+    return routines(dtype, a2.shape[-1], "getrf")[0](np.asarray(a2, dtype), overwrite_a=int(overwrite))
 
 
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
     """Pivoted LU factors ``(lu, piv)`` as :func:`scipy.linalg.lu_factor` (``piv`` 0-based
-    int32); an exactly singular matrix warns with ``LinAlgWarning``.
+    int32); an exactly singular matrix warns with ``LinAlgWarning``. ``overwrite_a=True``
+    factors in place, as SciPy does, one Fortran-ordered matrix of a LAPACK dtype (even a
+    read-only one, as SciPy's f2py wrapper writes it; ``lu`` is then ``a`` itself).
 
     Examples
     --------
@@ -68,7 +72,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             return lu_.reshape(a2.shape), piv_
         if a2.size == 0:
             return np.empty(a2.shape, lapack_one(a2.dtype)), np.arange(0, dtype=np.int32)
-        lu, piv, info = _getrf_fortran(a2)
+        lu, piv, info = _getrf_fortran(a2, overwrite_a and a2 is a)
         if info > 0:
             warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", linalg_warning(),
                           stacklevel=caller_stacklevel())
@@ -186,8 +190,13 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
 # -- Cholesky ------------------------------------------------------------------------------------
 
 
-def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
-    """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order)."""
+def _not_positive_definite(info: int) -> LinAlgError:
+    return LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+
+
+def _potrf(a2: np.ndarray, lower: bool, clean: bool, overwrite: bool = False) -> np.ndarray:
+    """Cholesky factor of one matrix in ``A``'s coordinates (transposed view for C order);
+    ``overwrite`` factors a Fortran-ordered ``a2`` of the LAPACK dtype in place, as SciPy's."""
     dtype = lapack_one(a2.dtype)
     a2 = np.asarray(a2, dtype)
     potrf = routines(dtype, a2.shape[-1], "potrf")[0]
@@ -195,9 +204,10 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
         c, info = potrf(a2.T, lower=int(not lower), clean=int(clean))
         c = c.T
     else:
-        c, info = potrf(a2, lower=int(lower), clean=int(clean))
+        in_place = int(overwrite and a2.flags.f_contiguous)
+        c, info = potrf(a2, lower=int(lower), clean=int(clean), overwrite_a=in_place)
     if info > 0:
-        raise LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+        raise _not_positive_definite(info)
     if info < 0:
         raise ValueError(f"LAPACK reported an illegal value in {-info}-th argument on entry to \"POTRF\".")
     return c
@@ -205,7 +215,9 @@ def _potrf(a2: np.ndarray, lower: bool, clean: bool) -> np.ndarray:
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     """Cholesky factor as :func:`scipy.linalg.cholesky` (upper ``U`` by default, zeros in
-    the other triangle).
+    the other triangle). ``overwrite_a=True`` factors in place, as SciPy does, one
+    Fortran-ordered matrix of a LAPACK dtype (even a read-only one, as SciPy's f2py wrapper
+    writes it; the result is then ``a`` itself).
 
     Examples
     --------
@@ -215,10 +227,18 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     array([[2., 1.],
            [0., 2.]])
     """
-    return _cholesky_factor(a, lower, check_finite, clean=True, name="cholesky")
+    return _cholesky_factor(a, lower, overwrite_a, check_finite, clean=True, name="cholesky")
 
 
-def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool, name: str = "cholesky") -> Any:
+def _cholesky_factor(a: Any, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool,
+                     name: str = "cholesky") -> Any:
+    fast = fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        c = fast.cholesky(a, lower, clean, overwrite_a, check_finite)
+        if type(c) is int:
+            raise _not_positive_definite(c)
+        if c is not NotImplemented:
+            return c
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     if a1.ndim == 0:  # as SciPy: a scalar is a 1 x 1 matrix
@@ -228,14 +248,14 @@ def _cholesky_factor(a: Any, lower: bool, check_finite: bool, clean: bool, name:
     def core(a2: np.ndarray) -> np.ndarray:
         if a2.size == 0:
             return np.empty(a2.shape, lapack_one(a2.dtype))
-        return _potrf(a2, lower, clean)
+        return _potrf(a2, lower, clean, overwrite_a and a2 is a)
 
     return convert(over_batch(core, [a1], [2], name) if a1.ndim > 2 else core(a1))
 
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
     """``(c, lower)`` for :func:`cho_solve`, as :func:`scipy.linalg.cho_factor` (the other
-    triangle of ``c`` holds arbitrary data).
+    triangle of ``c`` holds arbitrary data); ``overwrite_a`` as in :func:`cholesky`.
 
     Examples
     --------
@@ -245,7 +265,7 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     >>> cho_solve(c, np.array([6.0, 7.0]))
     array([1., 1.])
     """
-    c = _cholesky_factor(a, lower, check_finite, clean=False, name="cho_factor")
+    c = _cholesky_factor(a, lower, overwrite_a, check_finite, clean=False, name="cho_factor")
     batch = tuple(c.shape[:-2])
     return c, (np.full(batch, bool(lower)) if batch else lower)  # a batch: one flag per matrix, as SciPy's
 
@@ -322,8 +342,15 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
     >>> len(qr(a, mode="r"))
     1
     """
-    if mode not in ("full", "r", "economic", "raw"):
+    code = _QR_MODES.get(mode) if isinstance(mode, str) else None
+    if code is None:
         raise ValueError(f"Mode argument should be one of ['full', 'r', 'economic', 'raw'], not {mode!r}")
+    if not (pivoting or overwrite_a) and lwork is None:
+        fast = fast_module()
+        if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+            out = fast.qr(a, code, check_finite)
+            if out is not NotImplemented:
+                return out
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     if a1.ndim < 2:
@@ -363,13 +390,14 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
             return ((qr_, tau),) + rj
         orgqr = funcs["orgqr"]
         if m < n:
-            q = orgqr(qr_[:, :m], tau, overwrite_a=0)[0]
+            q = qr_[:, :m]
         elif mode == "economic":
-            q = orgqr(qr_, tau, overwrite_a=1)[0]
+            q = qr_
         else:
-            square = np.empty((m, m), dtype, order="F")
-            square[:, :n] = qr_
-            q = orgqr(square, tau, overwrite_a=1)[0]
+            q = np.empty((m, m), dtype, order="F")
+            q[:, :n] = qr_
+        work = _qr_lwork("orgqr", dtype.char, m, q.shape[1], k) if lwork in (None, -1) else lwork
+        q = orgqr(q, tau, lwork=work, overwrite_a=int(m >= n))[0]
         return (q,) + rj
 
     if a1.ndim == 2:
@@ -377,9 +405,15 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
     return convert(over_batch(core, [a1], [2], "qr"))
 
 
+#: ``qr``'s modes and the compiled extension's code for each.
+_QR_MODES = {"full": 0, "economic": 1, "r": 2, "raw": 3}
+
+
 @functools.lru_cache(maxsize=256)
-def _qr_lwork(name: str, char: str, m: int, n: int) -> int:
-    out = _funcs(char)[name](np.empty((m, n), np.dtype(char), order="F"), lwork=-1)
+def _qr_lwork(name: str, char: str, m: int, n: int, k: int = 0) -> int:
+    """LAPACK's optimal workspace of ``name`` (``geqrf``, ``geqp3``, ``orgqr``: ``k`` reflectors)."""
+    a = np.empty((m, n), np.dtype(char), order="F")
+    out = _funcs(char)[name](a, np.zeros(k, a.dtype), lwork=-1) if name == "orgqr" else _funcs(char)[name](a, lwork=-1)
     return max(1, int(np.real(out[-2][0])))
 
 
@@ -497,6 +531,11 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
         raise TypeError(f"lapack_driver must be a string, not {type(lapack_driver).__name__}")
     if lapack_driver not in ("gesdd", "gesvd"):
         raise ValueError(f'lapack_driver must be "gesdd" or "gesvd", not "{lapack_driver}"')
+    fast = fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        out = fast.svd(a, full_matrices, compute_uv, lapack_driver == "gesvd", check_finite)
+        if out is not NotImplemented:
+            return out
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
     if a1.ndim < 2:
@@ -512,6 +551,15 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     a1 = a1.astype(lapack_one(a1.dtype), copy=False)
     out = nl.svd(a1, full_matrices=full_matrices, compute_uv=compute_uv, driver=lapack_driver)
     return convert((list(out) if a1.ndim > 2 else tuple(out)) if compute_uv else out)  # SciPy: a list for a batch
+
+
+def svd_matrix(a: np.ndarray, full_matrices: bool, driver: str) -> tuple:
+    """``(u, s, vh)`` of one non-empty NumPy matrix of a LAPACK dtype holding no NaN or
+    infinity, by ``driver`` (``"gesdd"`` or ``"gesvd"``): the compiled extension's one C call
+    where it is available, else :func:`nvmathpy.linalg.svd`."""
+    fast = fast_module()
+    out = NotImplemented if fast is None else fast.svd(a, full_matrices, True, driver == "gesvd", False)
+    return tuple(nl.svd(a, full_matrices=full_matrices, driver=driver)) if out is NotImplemented else out
 
 
 def svdvals(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:

@@ -4,8 +4,8 @@ errors.
 
 SciPy's steps are kept (the same cutoffs, ``atol + rtol * max|s|`` or ``rcond * max(s)``, the
 same products); what changes is the path to LAPACK on one NumPy matrix of a LAPACK dtype:
-``pinv``, ``orth`` and ``null_space`` take the SVD from :func:`nvmathpy.linalg.svd` (LAPACK
-called directly, a C-ordered matrix through its transposed view; singular vectors are unique
+``pinv``, ``orth`` and ``null_space`` take the SVD from :func:`._decomp.svd_matrix` (SciPy's
+LAPACK called directly, in one C call where the compiled extension is available; singular vectors are unique
 only up to unit factors, so the bases may differ from SciPy's by such factors and span the same
 subspaces), ``pinvh`` calls ``?syev``/``?heev`` (SciPy's driver) directly up to order
 :data:`EV_UP_TO` and the divide-and-conquer ``?syevd``/``?heevd`` above it (the same eigenpairs
@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import linalg as nl
 from ...linalg.lapack import routines
+from ._decomp import svd_matrix
 from ._validate import LinAlgError, all_finite, over_batch
 
 __all__ = ["pinv", "pinvh", "orth", "null_space", "EV_UP_TO"]
@@ -102,7 +102,7 @@ def pinv(a: Any, *, atol: Any = None, rtol: Any = None, return_rank: bool = Fals
         return _scipy("pinv")(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
     if check_finite and not all_finite(a):
         raise ValueError(_NOT_FINITE)
-    u, s, vh = nl.svd(a, full_matrices=False, driver="gesdd")
+    u, s, vh = svd_matrix(a, False, "gesdd")
     val = _cutoff(a, s[0], atol, rtol)  # s descends: s[0] is SciPy's np.max(s, initial=0.)
     rank = _intp(np.count_nonzero(s > val))
     u = u[:, :rank]
@@ -223,7 +223,7 @@ def orth(A: Any, rcond: Any = None) -> Any:
         return _scipy("orth")(A, rcond)
     if not all_finite(A):  # SciPy's svd checks
         raise ValueError(_NOT_FINITE)
-    u, s, _ = nl.svd(A, full_matrices=False, driver="gesdd")
+    u, s, _ = svd_matrix(A, False, "gesdd")
     return u[:, : _rank(A, s, rcond)]
 
 
@@ -268,5 +268,5 @@ def null_space(A: Any, rcond: Any = None, *, overwrite_a: bool = False, check_fi
         if check_finite:
             raise ValueError(_NOT_FINITE)
         return _scipy("null_space")(A, rcond, check_finite=False, lapack_driver=lapack_driver)
-    _, s, vh = nl.svd(A, full_matrices=True, driver=lapack_driver)
+    _, s, vh = svd_matrix(A, True, lapack_driver)
     return vh[_rank(A, s, rcond):, :].T.conj()

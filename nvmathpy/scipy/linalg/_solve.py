@@ -335,6 +335,10 @@ def _trtrs(char: str) -> Any:
     return get_lapack_funcs("trtrs", dtype=np.dtype(char))
 
 
+#: ``solve_triangular``'s ``trans`` letters.
+_TRANS = {"N": 0, "T": 1, "C": 2}
+
+
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False,
                      overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``op(a) x = b`` for triangular ``a``, as :func:`scipy.linalg.solve_triangular`
@@ -342,8 +346,8 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
     ``overwrite_b=True`` solves in place in ``b``, as SciPy does, where ``b`` (each batch
     slice of it, for a batch) is Fortran-contiguous (or contiguous 1-D) and of the
-    computation dtype; ``x`` is then ``b`` itself (for a batch, a new array). Otherwise ``b``
-    is left as it is.
+    computation dtype (read-only too, as SciPy's f2py wrapper writes it); ``x`` is then ``b``
+    itself (for a batch, a new array). Otherwise ``b`` is left as it is.
 
     Examples
     --------
@@ -357,9 +361,16 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     >>> b
     array([3.        , 0.66666667])
     """
-    t = {"N": 0, "T": 1, "C": 2}.get(trans, trans)
+    t = _TRANS.get(trans, trans)
     if t not in (0, 1, 2):
         raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    fast = fast_module()
+    if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
+        x = fast.solve_triangular(a, b, t, lower, unit_diagonal, overwrite_b, check_finite)
+        if type(x) is int:
+            raise LinAlgError(f"singular matrix: resolution failed at diagonal {x - 1}")
+        if x is not NotImplemented:
+            return x
     a1 = as_array(a, check_finite, "a")
     b1 = as_array(b, check_finite, "b")
     convert = to_caller_of(a)

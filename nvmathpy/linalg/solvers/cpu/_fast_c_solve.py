@@ -1,0 +1,262 @@
+"""The compiled extension's solves (C, appended to :data:`._fast_c_base.SOURCE`): ``cho_solve``,
+``lu_solve``, general ``solve`` (``solve_gen``, with its condition estimate) and ``lu`` of one
+small matrix, with :func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["SOURCE", "METHODS"]
+
+SOURCE = r"""
+typedef void (*potrs_t)(char *, int *, int *, void *, int *, void *, int *, int *);
+typedef void (*getrs_t)(char *, int *, int *, void *, int *, int *, void *, int *, int *);
+typedef void (*getrf_t)(int *, int *, void *, int *, int *, int *);
+typedef float (*slange_t)(char *, int *, int *, void *, int *, void *);
+typedef double (*dlange_t)(char *, int *, int *, void *, int *, void *);
+/* real: (norm, n, a, lda, anorm, rcond, work, iwork, info); complex: ... work, rwork, info */
+typedef void (*gecon_t)(char *, int *, void *, int *, void *, void *, void *, void *, int *);
+
+/* cho_solve(c, b, lower, check_finite) */
+static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *c = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
+    npy_intp n = square_order(c);
+    if (n < 0) Py_RETURN_NOTIMPLEMENTED;
+    int cview;              /* 1: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
+    if (PyArray_IS_F_CONTIGUOUS(c)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(c)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
+    npy_intp k = rhs_columns(b, n);
+    int lower = truth(args[2]), check = truth(args[3]);
+    if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
+    if (check && !all_finite(t, PyArray_DATA(c), n * n)) return not_finite(NULL);
+    PyArrayObject *x = copy_rhs(b, t, n, k);
+    if (x == NULL) return NULL;
+    if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
+    char uplo = (lower ^ cview) ? 'L' : 'U';
+    int ni = (int)n, nrhs = (int)k, info = 0;
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);    /* conj(A) conj(x) = conj(b) */
+    LAPACK(t, POTRS, potrs_t)(&uplo, &ni, &nrhs, PyArray_DATA(c), &ni, PyArray_DATA(x), &ni, &info);
+    if (cview) conjugate(t, PyArray_DATA(x), n * k);
+    if (info != 0) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potrs", -info);
+        return NULL;
+    }
+    return (PyObject *)x;
+}
+
+/* lu_solve(lu, piv, b, trans, check_finite) */
+static PyObject *fast_lu_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || kind_of(args[2]) != t || !PyArray_CheckExact(args[1])) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *lu = (PyArrayObject *)args[0], *piv = (PyArrayObject *)args[1], *b = (PyArrayObject *)args[2];
+    npy_intp n = square_order(lu);
+    if (n < 0 || !PyArray_IS_F_CONTIGUOUS(lu)) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp k = rhs_columns(b, n);
+    if (k < 0) Py_RETURN_NOTIMPLEMENTED;
+    if (PyArray_NDIM(piv) != 1 || PyArray_DIMS(piv)[0] != n || PyArray_TYPE(piv) != NPY_INT32
+            || !PyArray_ISALIGNED(piv) || !PyArray_ISNOTSWAPPED(piv)) Py_RETURN_NOTIMPLEMENTED;
+    if (!PyLong_CheckExact(args[3])) Py_RETURN_NOTIMPLEMENTED;
+    long trans = PyLong_AsLong(args[3]);
+    if (trans < 0 || trans > 2) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int check = truth(args[4]);
+    if (check < 0) Py_RETURN_NOTIMPLEMENTED;
+    int ipiv[MAXN];
+    const char *p = PyArray_BYTES(piv);
+    npy_intp ps = PyArray_STRIDES(piv)[0];
+    for (npy_intp i = 0; i < n; ++i) {
+        npy_int32 v = *(const npy_int32 *)(p + i * ps);
+        if (v < 0 || v >= n) Py_RETURN_NOTIMPLEMENTED;
+        ipiv[i] = v + 1;
+    }
+    PyArrayObject *x = copy_rhs(b, t, n, k);
+    if (x == NULL) return NULL;
+    if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
+    char tr = trans == 0 ? 'N' : (trans == 1 ? 'T' : 'C');
+    int ni = (int)n, nrhs = (int)k, info = 0;
+    LAPACK(t, GETRS, getrs_t)(&tr, &ni, &nrhs, PyArray_DATA(lu), &ni, ipiv, PyArray_DATA(x), &ni, &info);
+    if (info < 0) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal gesv|posv", -info);
+        return NULL;
+    }
+    return (PyObject *)x;
+}
+
+/* solve_gen(a, b, transposed, check_finite) -> (x, rcond), or (None, 0.0) when singular */
+static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
+    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;   /* getrf is SciPy's below LU_MAXN */
+    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
+    int tview;              /* 1: factor the F-view of a C-ordered a, i.e. A^T */
+    if (PyArray_IS_F_CONTIGUOUS(a)) tview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(a)) tview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
+    npy_intp k = rhs_columns(b, n);
+    int transposed = truth(args[2]), check = truth(args[3]);
+    if (k < 0 || transposed < 0 || check < 0 || (transposed && t >= 2)) Py_RETURN_NOTIMPLEMENTED;
+    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
+    PyArrayObject *x = copy_rhs(b, t, n, k);
+    if (x == NULL) return NULL;
+    if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
+
+    /* workspace: the LU factors, 4n reals of gecon work (2n complex for c/z), 2n reals or
+       n ints of rwork/iwork (lange's work reuses the gecon work), n pivots */
+    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
+    size_t lu_bytes = (size_t)(n * n * es), work_bytes = (size_t)(4 * n * rs), rwork_bytes = (size_t)(2 * n * rs);
+    size_t total = lu_bytes + work_bytes + rwork_bytes + (size_t)n * sizeof(int);
+    _Alignas(64) char stack[STACK_BYTES];
+    char *buffer = total <= STACK_BYTES ? stack : (char *)malloc(total);
+    if (buffer == NULL) {
+        Py_DECREF(x);
+        return PyErr_NoMemory();
+    }
+    char *lu = buffer, *work = buffer + lu_bytes, *rwork = work + work_bytes;
+    int *ipiv = (int *)(rwork + rwork_bytes);
+    memcpy(lu, PyArray_DATA(a), lu_bytes);
+    char norm = tview ? 'I' : '1';
+    int ni = (int)n, nrhs = (int)k, info = 0;
+    double rcond;
+    float anorm_f = 0, rcond_f = 0;
+    double anorm_d = 0, rcond_d = 0;
+    if (DOUBLE[t]) anorm_d = LAPACK(t, LANGE, dlange_t)(&norm, &ni, &ni, lu, &ni, work);
+    else anorm_f = LAPACK(t, LANGE, slange_t)(&norm, &ni, &ni, lu, &ni, work);
+    LAPACK(t, GETRF, getrf_t)(&ni, &ni, lu, &ni, ipiv, &info);
+    if (info > 0) {
+        if (buffer != stack) free(buffer);
+        Py_DECREF(x);
+        return Py_BuildValue("(Od)", Py_None, 0.0);
+    }
+    if (info == 0) {
+        /* gecon's info is ignored, as solve_general does: a NaN/Inf norm (check_finite off)
+           makes it report -5 and set rcond itself */
+        int cinfo = 0;
+        if (DOUBLE[t]) LAPACK(t, GECON, gecon_t)(&norm, &ni, lu, &ni, &anorm_d, &rcond_d, work, rwork, &cinfo);
+        else LAPACK(t, GECON, gecon_t)(&norm, &ni, lu, &ni, &anorm_f, &rcond_f, work, rwork, &cinfo);
+    }
+    rcond = DOUBLE[t] ? rcond_d : (double)rcond_f;
+    if (info == 0) {
+        char tr = (tview ^ transposed) ? 'T' : 'N';
+        LAPACK(t, GETRS, getrs_t)(&tr, &ni, &nrhs, lu, &ni, ipiv, PyArray_DATA(x), &ni, &info);
+    }
+    if (buffer != stack) free(buffer);
+    if (info < 0) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal gesv", -info);
+        return NULL;
+    }
+    PyObject *r = PyFloat_FromDouble(rcond);
+    if (r == NULL) {
+        Py_DECREF(x);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(x);
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, (PyObject *)x);
+    PyTuple_SET_ITEM(out, 1, r);
+    return out;
+}
+
+/* One es-byte element from s to d. */
+#define PUT(d, s)                                                                              \
+    switch (es) {                                                                              \
+        case 4: *(npy_uint32 *)(d) = *(const npy_uint32 *)(s); break;                          \
+        case 8: *(npy_uint64 *)(d) = *(const npy_uint64 *)(s); break;                          \
+        default: *(pair_t *)(d) = *(const pair_t *)(s);                                        \
+    }
+
+/* lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's (p, l, u), (pl, u) or
+   (perm, l, u) of one m x n matrix a (C-ordered results), or NotImplemented (also for 1 x 1,
+   whose results SciPy gives other dtypes) */
+static PyObject *fast_lu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || PyArray_NDIM((PyArrayObject *)args[0]) != 2) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *l = NULL, *u = NULL, *p = NULL;
+    npy_intp m = PyArray_DIMS(a)[0], n = PyArray_DIMS(a)[1], k = m < n ? m : n, es = ITEMSIZE[t];
+    int permute = truth(args[1]), indices = truth(args[2]), check = truth(args[3]);
+    if (m < 1 || n < 1 || m * n == 1 || m > LU_MAXN || n > LU_MAXN || permute < 0 || indices < 0 || check < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    char *f = (char *)malloc((size_t)(m * n * es));
+    if (f == NULL) return PyErr_NoMemory();
+    to_fortran(f, PyArray_BYTES(a), m, n, PyArray_STRIDES(a)[0], PyArray_STRIDES(a)[1], es);
+    if (check && !all_finite(t, f, m * n)) {
+        free(f);
+        return not_finite(NULL);
+    }
+    int mi = (int)m, ni = (int)n, info = 0, ipiv[LU_MAXN], perm[LU_MAXN];
+    LAPACK(t, GETRF, getrf_t)(&mi, &ni, f, &mi, ipiv, &info);   /* info > 0 (singular): factors all the same, as SciPy */
+    if (info < 0) {
+        free(f);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal getrf", -info);
+        return NULL;
+    }
+    for (int i = 0; i < mi; ++i) perm[i] = i;      /* row i of P A is row perm[i] of A */
+    for (npy_intp i = 0; i < k; ++i) {
+        int j = ipiv[i] - 1, s = perm[i];
+        perm[i] = perm[j];
+        perm[j] = s;
+    }
+    npy_intp ldims[2] = {m, k}, udims[2] = {k, n};
+    l = (PyArrayObject *)PyArray_ZEROS(2, ldims, PyArray_TYPE(a), 0);
+    u = (PyArrayObject *)PyArray_ZEROS(2, udims, PyArray_TYPE(a), 0);
+    if (l == NULL || u == NULL) goto fail;
+    char *lp = PyArray_BYTES(l), *up = PyArray_BYTES(u);
+    for (npy_intp i = 0; i < m; ++i) {              /* permute_l: row i of L goes to row perm[i] */
+        char *row = lp + (permute ? perm[i] : i) * k * es;
+        for (npy_intp j = 0; j < (i < k ? i : k); ++j) PUT(row + j * es, f + (i + j * m) * es)
+        if (i < k && DOUBLE[t]) *(double *)(row + i * es) = 1.0;
+        else if (i < k) *(float *)(row + i * es) = 1.0f;
+    }
+    for (npy_intp i = 0; i < k; ++i)
+        for (npy_intp j = i; j < n; ++j) PUT(up + (i * n + j) * es, f + (i + j * m) * es)
+    free(f);
+    f = NULL;
+    if (permute) return Py_BuildValue("(NN)", l, u);
+    npy_intp pdims[2] = {m, m};
+    if (indices) {                                  /* A = L[p] @ U */
+        p = (PyArrayObject *)PyArray_EMPTY(1, pdims, NPY_INT32, 0);
+        if (p == NULL) goto fail;
+        for (int i = 0; i < mi; ++i) ((npy_int32 *)PyArray_DATA(p))[perm[i]] = i;
+    } else {                                        /* A = P @ L @ U, P[perm[i], i] = 1 */
+        p = (PyArrayObject *)PyArray_ZEROS(2, pdims, DOUBLE[t] ? NPY_DOUBLE : NPY_FLOAT, 0);
+        if (p == NULL) goto fail;
+        for (int i = 0; i < mi; ++i) {
+            if (DOUBLE[t]) ((double *)PyArray_DATA(p))[perm[i] * m + i] = 1.0;
+            else ((float *)PyArray_DATA(p))[perm[i] * m + i] = 1.0f;
+        }
+    }
+    return Py_BuildValue("(NNN)", p, l, u);
+fail:
+    free(f);
+    Py_XDECREF(l);
+    Py_XDECREF(u);
+    return NULL;
+}
+"""
+
+#: This group's entries of the extension's method table.
+METHODS = r"""
+    {"cho_solve", (PyCFunction)(void (*)(void))fast_cho_solve, METH_FASTCALL,
+     "cho_solve(c, b, lower, check_finite): x, or NotImplemented"},
+    {"lu_solve", (PyCFunction)(void (*)(void))fast_lu_solve, METH_FASTCALL,
+     "lu_solve(lu, piv, b, trans, check_finite): x, or NotImplemented"},
+    {"solve_gen", (PyCFunction)(void (*)(void))fast_solve_gen, METH_FASTCALL,
+     "solve_gen(a, b, transposed, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
+    {"lu", (PyCFunction)(void (*)(void))fast_lu, METH_FASTCALL,
+     "lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's result, or NotImplemented"},
+"""
