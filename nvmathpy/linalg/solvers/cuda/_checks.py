@@ -38,7 +38,7 @@ from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError, LinAlgError
 
 __all__ = ["LATE", "MODE", "MODES", "check_cuda_errors", "cuda_check_finite", "cuda_checks", "deferred", "defer",
-           "defer_copy", "settle"]
+           "defer_copy", "report_late", "settle"]
 
 #: The check modes.
 MODES = ("raise", "deferred")
@@ -95,6 +95,8 @@ class _Pending:
         #: ``(slot, nbytes, failure)``: ``failure(host bytes)`` is the error to raise, or None.
         self.entries: list[tuple[_Slot, int, Callable[[np.ndarray], BaseException | None]]] = []
         self.free: list[_Slot] = []
+        #: Failures already read on the host (by a call that synchronised anyway), to report late.
+        self.known: list[BaseException] = []
 
 
 _STATE: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("nvmathpy_cuda_pending", default=None)
@@ -136,6 +138,12 @@ def defer_copy(cupy: Any, pointer: int, nbytes: int, stream: int,
     state.entries.append((slot, nbytes, failure))
 
 
+def report_late(error: BaseException) -> None:
+    """Report ``error`` (found by a call that read its flags anyway) as a deferred check's: at a
+    later call or at :func:`check_cuda_errors`."""
+    _state().known.append(error)
+
+
 def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple, error: type,
              host: np.ndarray) -> BaseException | None:
     values = host[: count * dtype.itemsize].view(dtype)
@@ -153,10 +161,12 @@ def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple,
 
 def _read(wait: bool, cupy: Any = None) -> None:
     state = _STATE.get()
-    if state is None or not state.entries:
+    if state is None or not (state.entries or state.known):
         return
     runtime = (cupy or import_cupy()).cuda.runtime
     first = None
+    if state.known:
+        first, state.known = state.known[0], []
     kept = []
     for entry in state.entries:
         slot, nbytes, failure = entry
