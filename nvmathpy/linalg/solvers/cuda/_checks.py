@@ -125,7 +125,7 @@ def defer_copy(cupy: Any, pointer: int, nbytes: int, stream: int,
                failure: Callable[[np.ndarray], BaseException | None]) -> None:
     """Enqueue the copy of the ``nbytes`` device bytes at ``pointer`` on ``stream`` and an event
     after it; once copied, ``failure(host bytes)`` says what to raise (None: nothing)."""
-    state = _state()
+    state = _STATE.get() or _state()
     for slot in state.free:
         if slot.nbytes >= nbytes:
             state.free.remove(slot)
@@ -188,7 +188,9 @@ def settle(cupy: Any = None) -> None:
     """Read the pending copies whose event has completed (no waiting); raise the first failure.
     Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up.
     ``cupy``: the CuPy module, when the caller has it at hand."""
-    _read(False, cupy)
+    state = _STATE.get()
+    if state is not None and (state.entries or state.known):
+        _read(False, cupy)
 
 
 def check_cuda_errors() -> None:
