@@ -540,7 +540,8 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     flags = Flags(cupy, checks) if checks else None
     verdicts = flags.segments if checks else None
     nonzero = None if unit else verdicts[-1]
-    vector = b.ndim == 1
+    vector, order, lda, lib = b.ndim == 1, args.x_order, args.ld, cublas.LIB
+    head = (handle, args.side, args.fill, args.operation, diag, m, cols, alpha)  # trsm's, up to A
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
@@ -548,11 +549,9 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
             cupy.isfinite(b, out=verdicts[1])
         if nonzero is not None:
             cupy.not_equal(a.diagonal(), 0, out=nonzero)
-        x = (b[:, None] if vector else b).copy(order=args.x_order)  # solved in place
-        lib = cublas.LIB
+        x = (b[:, None] if vector else b).copy(order=order)  # solved in place
         lib.cublasSetStream_v2(handle, stream)
-        getattr(lib, name)(handle, args.side, args.fill, args.operation, diag, m, cols, alpha, int(a.data.ptr),
-                           args.ld, int(x.data.ptr), ldb)
+        getattr(lib, name)(*head, int(a.data.ptr), lda, int(x.data.ptr), ldb)
         if flags is not None:
             flags.check(cupy, stream)
         return x[:, 0] if vector else x
