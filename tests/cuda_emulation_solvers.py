@@ -48,14 +48,23 @@ DEVICE_BYTES, HOST_BYTES, LWORK = 4096 + 8, 512 + 8, 96
 
 #: The NumPy functions the solver plans call through CuPy beyond :func:`cuda_emulation.host_cupy`'s.
 EXTRA_CUPY = ("tril", "triu", "diagonal", "eye", "abs", "where", "asfortranarray", "isfinite", "ones", "indices",
-              "prod", "clip")
+              "prod", "clip", "less", "not_equal", "take")
+
+
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> Any:
+    """``cupy.take``: an out-of-range index wraps around (CuPy's rule; NumPy's default raises)."""
+    return np.asarray(a).take(indices, axis, out, mode="wrap")
+
+
+def _extra(name: str) -> Callable[..., Any]:
+    return _host(_take if name == "take" else getattr(np, name))
 
 
 def solver_cupy() -> Any:
     """:func:`cuda_emulation.host_cupy` plus what the solver plans call."""
     module = host_cupy()
     for name in EXTRA_CUPY:
-        setattr(module, name, _host(getattr(np, name)))
+        setattr(module, name, _extra(name))
     return module
 
 
@@ -473,7 +482,7 @@ def install(setattr_: Callable[..., None], setitem: Callable[[Any, str, Any], No
     current = sys.modules.get("cupy")
     if getattr(current, "ndarray", None) is HostArray:  # the matmul emulation is in place: extend its stand-in
         for name in EXTRA_CUPY:
-            setattr_(current, name, _host(getattr(np, name)))
+            setattr_(current, name, _extra(name))
     else:
         setitem(sys.modules, "cupy", solver_cupy())
     cupy_module = sys.modules["cupy"]

@@ -6,15 +6,17 @@ the function of the same name here; NumPy calls pay one type check.
 
 Errors found on the device - singular or non-positive-definite matrices, ``check_finite``'s
 infs and NaNs - keep SciPy's semantics by default: each call reads its flags and raises there
-(one reduction per checked array, and one synchronisation for all the flags of a call on one
-CuPy matrix; two for ``eigh``, ``svd`` and ``lstsq``, whose iterative routines run only on
-finite input; one per kind of flag on the general way). That read is most of a small call's
+(on one CuPy matrix: one elementwise verdict per checked array, one reduction and one
+synchronisation for all of them; two synchronisations for ``eigh``, ``svd`` and ``lstsq``,
+whose iterative routines run only on finite input; on the general way one reduction per
+checked array and one synchronisation per kind of flag). That read is most of a small call's
 cost and stops the host from queueing the next call, so
 ``nvmathpy.linalg.cuda_checks("deferred")`` offers the other choice: the flags are copied
 asynchronously to pinned memory behind an event and raised at a later call (once the GPU got
 there) or at ``nvmathpy.linalg.check_cuda_errors()``, CuPy's behaviour plus a late report (see
 :func:`nvmathpy.linalg.cuda_checks`). Deferred, no call reads the device except ``lstsq`` (its
-rank is a Python int) and the diagonal ``solve``.
+rank is a Python int: its flags are read with the singular values, a failure still reported
+late) and the diagonal ``solve``.
 
 Calls on one CuPy matrix (and right-hand sides of its dtype) repeat through prepared calls
 (:mod:`nvmathpy.linalg.prepared`): a key and a look-up, the copies into private buffers, the
@@ -58,6 +60,8 @@ def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else next(iter(kwargs.values()), None)
         kind = type(first)
+        if kind is tuple and first:  # (c, lower) / (lu, piv) factors
+            kind = type(first[0])
         if kind is not ndarray and (kind is getattr(sys.modules.get("cupy"), "ndarray", None) or _on_cuda(first)):
             return ROUTED[name](*args, **kwargs)
         return fn(*args, **kwargs)

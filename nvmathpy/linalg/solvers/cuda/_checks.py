@@ -38,7 +38,7 @@ from ....cuda.runtime import import_cupy
 from ....errors import InvalidOptionError, LinAlgError
 
 __all__ = ["LATE", "MODE", "MODES", "check_cuda_errors", "cuda_check_finite", "cuda_checks", "deferred", "defer",
-           "defer_copy", "settle"]
+           "defer_copy", "report_late", "settle"]
 
 #: The check modes.
 MODES = ("raise", "deferred")
@@ -95,6 +95,8 @@ class _Pending:
         #: ``(slot, nbytes, failure)``: ``failure(host bytes)`` is the error to raise, or None.
         self.entries: list[tuple[_Slot, int, Callable[[np.ndarray], BaseException | None]]] = []
         self.free: list[_Slot] = []
+        #: Failures already read on the host (by a call that synchronised anyway), to report late.
+        self.known: list[BaseException] = []
 
 
 _STATE: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("nvmathpy_cuda_pending", default=None)
@@ -123,7 +125,7 @@ def defer_copy(cupy: Any, pointer: int, nbytes: int, stream: int,
                failure: Callable[[np.ndarray], BaseException | None]) -> None:
     """Enqueue the copy of the ``nbytes`` device bytes at ``pointer`` on ``stream`` and an event
     after it; once copied, ``failure(host bytes)`` says what to raise (None: nothing)."""
-    state = _state()
+    state = _STATE.get() or _state()
     for slot in state.free:
         if slot.nbytes >= nbytes:
             state.free.remove(slot)
@@ -134,6 +136,12 @@ def defer_copy(cupy: Any, pointer: int, nbytes: int, stream: int,
     runtime.memcpyAsync(slot.address, pointer, nbytes, _D2H, stream)
     runtime.eventRecord(slot.event, stream)
     state.entries.append((slot, nbytes, failure))
+
+
+def report_late(error: BaseException) -> None:
+    """Report ``error`` (found by a call that read its flags anyway) as a deferred check's: at a
+    later call or at :func:`check_cuda_errors`."""
+    _state().known.append(error)
 
 
 def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple, error: type,
@@ -153,10 +161,12 @@ def _failure(dtype: np.dtype, count: int, kind: str, message: str, batch: tuple,
 
 def _read(wait: bool, cupy: Any = None) -> None:
     state = _STATE.get()
-    if state is None or not state.entries:
+    if state is None or not (state.entries or state.known):
         return
     runtime = (cupy or import_cupy()).cuda.runtime
     first = None
+    if state.known:
+        first, state.known = state.known[0], []
     kept = []
     for entry in state.entries:
         slot, nbytes, failure = entry
@@ -178,7 +188,9 @@ def settle(cupy: Any = None) -> None:
     """Read the pending copies whose event has completed (no waiting); raise the first failure.
     Nothing pending (always, in the ``"raise"`` mode): one context-variable look-up.
     ``cupy``: the CuPy module, when the caller has it at hand."""
-    _read(False, cupy)
+    state = _STATE.get()
+    if state is not None and (state.entries or state.known):
+        _read(False, cupy)
 
 
 def check_cuda_errors() -> None:

@@ -19,6 +19,9 @@ cache clears them with itself).
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import sys
 from typing import Any, Callable
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from ....errors import LinAlgError
 from .._dispatch import _load_cuda
-from ._checks import LATE, MODE, NOT_FINITE, defer_copy, settle
+from ._checks import LATE, MODE, NOT_FINITE, defer_copy, report_late, settle
 
 __all__ = ["BUILDERS", "MAXSIZE", "UNPREPARED", "Flags", "Prepared", "call", "clear", "prepared_count"]
 
@@ -45,69 +48,110 @@ BUILDERS: dict[str, Callable[..., "Prepared | None"]] = {}
 class Flags:
     """A prepared call's device-side error flags in one buffer, copied to the host at once.
 
-    ``checks`` bytes come first, each 1 when its check passed (written by a reduction's
-    ``out=``: ``check_finite``'s ``isfinite().all()``, a triangular matrix's non-zero diagonal),
-    then ``count`` ``int32`` ``info`` codes of the routine, 0 when it succeeded (the route
-    writes them there). The host compares the bytes with the expected ones; only a mismatch
-    is decoded.
+    Each check writes its elementwise verdicts (True: passed) into its own segment of one
+    private bool buffer (``segments[i]``, of the shape given for it: ``check_finite``'s
+    ``isfinite`` of an operand, a triangular matrix's non-zero diagonal, pivots in range);
+    a False sentinel follows them. One ``argmin`` over that buffer writes the index of the
+    first failing element (the sentinel's: nothing failed) into the first 8 bytes of
+    :attr:`raw`: one reduction however many checks. ``count`` ``int32`` ``info`` codes of the
+    routine follow, 0 when it succeeded (the route writes them there). The host compares the
+    bytes with the expected ones; only a mismatch is decoded (the segment failed names the
+    error, the index in it is the element). A ``tail`` of values a call reads with its flags
+    (``lstsq``'s singular values) may follow, at :attr:`tail`.
 
     Parameters
     ----------
     cupy
         The CuPy module.
     checks
-        Per check byte, ``fail(late, context) -> exception``: the error to raise when it is 0.
+        Per check, ``(shape, fail)``: the shape of its verdicts and ``fail(late, index) ->
+        exception``, the error to raise when the element at flat ``index`` failed.
     count
         The number of ``info`` codes (0: none).
     failure
         The message of a positive ``info`` code (``LinAlgError``).
+    tail
+        ``(size, dtype)`` of the values after the flags (none by default).
     """
 
-    def __init__(self, cupy: Any, checks: list[Callable[[bool, Any], BaseException]], count: int = 0,
-                 failure: str | None = None):
-        self.head = head = (len(checks) + 3) // 4 * 4
-        self.raw = cupy.zeros(head + 4 * count, np.uint8)
-        self.pointer, self.nbytes = int(self.raw.data.ptr), head + 4 * count
-        self.ok = bytes([1] * len(checks) + [0] * (head - len(checks) + 4 * count))
-        self.checks, self.failure = checks, failure
-        self.bytes = [self.raw[i:i + 1].view(np.bool_).reshape(()) for i in range(len(checks))]
-        self.info = self.raw[head:].view(np.int32) if count else None
+    def __init__(self, cupy: Any, checks: list[tuple[tuple, Callable[[bool, int], BaseException]]], count: int = 0,
+                 failure: str | None = None, tail: tuple[int, Any] = (0, np.uint8)):
+        self.ends = list(itertools.accumulate(math.prod(shape) for shape, _ in checks))
+        total = self.ends[-1] if checks else 0
+        self.checked = 8 + 4 * count
+        start = (self.checked + 7) // 8 * 8
+        self.nbytes = start + tail[0] * np.dtype(tail[1]).itemsize if tail[0] else self.checked
+        self.raw = cupy.zeros(self.nbytes, np.uint8)
+        self.pointer = int(self.raw.data.ptr)
+        self.tail = self.raw[start:].view(tail[1]) if tail[0] else None
+        self.ok = np.int64(total).tobytes() + bytes(4 * count)
+        self.fails, self.failure = [fail for _, fail in checks], failure
+        self.verdicts = cupy.zeros(total + 1, np.bool_) if checks else None  # the sentinel stays False
+        starts = [0, *self.ends[:-1]]
+        self.segments = [self.verdicts[start:end].reshape(shape)
+                         for start, end, (shape, _) in zip(starts, self.ends, checks)]
+        self.first_bad = self.raw[:8].view(np.int64).reshape(())
+        self.info = self.raw[8:].view(np.int32) if count else None
 
-    def check(self, cupy: Any, stream: int, context: Any = None) -> None:
-        """Read the flags now and raise (``"raise"``), or enqueue their copy (``"deferred"``)."""
+    def check(self, cupy: Any, stream: int, judged: bool = False) -> None:
+        """Judge the verdicts (unless :meth:`first` did) and read the flags now and raise
+        (``"raise"``), or enqueue their copy (``"deferred"``)."""
+        if self.verdicts is not None and not judged:
+            self.verdicts.argmin(out=self.first_bad)
         if MODE.get() == "deferred":
             defer_copy(cupy, self.pointer, self.nbytes, stream, self.late)
             return
+        self.read(cupy)
+
+    def read(self, cupy: Any, judged: bool = True) -> np.ndarray:
+        """Read the flags now (one synchronisation; the verdicts judged first unless ``judged``)
+        and raise what failed (``"raise"``) or report it late (``"deferred"``); the bytes read."""
+        if not judged:
+            self.verdicts.argmin(out=self.first_bad)
         host = cupy.asnumpy(self.raw)
-        if host.tobytes() != self.ok:
-            found = self.decode(host, False, context)
+        if host.tobytes()[:self.checked] != self.ok:
+            late = MODE.get() == "deferred"
+            found = self.decode(host, late)
+            if found is not None:
+                if not late:
+                    raise found
+                report_late(found)
+        return host
+
+    def first(self, cupy: Any) -> bool:
+        """Judge the verdicts; in ``"raise"``, read them and raise before any routine runs (an
+        iterative routine need not terminate on non-finite input: SciPy checks first). Pass
+        what it returns as :meth:`check`'s ``judged``."""
+        self.verdicts.argmin(out=self.first_bad)
+        if MODE.get() != "deferred":
+            found = self.failed(cupy.asnumpy(self.raw[:8]), False)
             if found is not None:
                 raise found
-
-    def first(self, cupy: Any) -> None:
-        """In ``"raise"``, read the check bytes written so far and raise before any routine
-        runs (an iterative routine need not terminate on non-finite input: SciPy checks first)."""
-        if MODE.get() != "deferred":
-            host = cupy.asnumpy(self.raw)
-            for i, fail in enumerate(self.checks):
-                if not host[i]:
-                    raise fail(False, None)
+        return True
 
     def late(self, host: np.ndarray) -> BaseException | None:
         """The error a deferred copy reports (None: nothing failed)."""
-        return None if host.tobytes() == self.ok else self.decode(host, True, None)
+        return None if host.tobytes()[:self.checked] == self.ok else self.decode(host, True)
 
-    def decode(self, host: np.ndarray, late: bool, context: Any) -> BaseException | None:
-        for i, fail in enumerate(self.checks):
-            if not host[i]:
-                return fail(late, context)
-        codes = host[self.head:self.nbytes].view(np.int32)
+    def failed(self, host: np.ndarray, late: bool) -> BaseException | None:
+        """The error of the first failing check element in the bytes read (None: none)."""
+        bad = int(host[:8].view(np.int64)[0])
+        if bad == len(self.verdicts) - 1:
+            return None
+        i = bisect.bisect_right(self.ends, bad)
+        return self.fails[i](late, bad - (self.ends[i - 1] if i else 0))
+
+    def decode(self, host: np.ndarray, late: bool) -> BaseException | None:
+        found = None if self.verdicts is None else self.failed(host, late)
+        if found is not None:
+            return found
+        codes = host[8:self.checked].view(np.int32)
         if self.failure is not None and codes.size and codes.max() > 0:
             return LinAlgError(self.failure + (LATE if late else ""))
         return None
 
 
-def not_finite(late: bool, context: Any) -> BaseException:
+def not_finite(late: bool, index: int) -> BaseException:
     """``check_finite``'s error."""
     return ValueError(NOT_FINITE + (LATE if late else ""))
 
@@ -147,18 +191,13 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
     kind = getattr(cupy, "ndarray", None)
     if type(a) is not kind or a.ndim != 2:
         return UNPREPARED
+    layouts: tuple = ()
     for x in others:
         if type(x) is not kind:
             return UNPREPARED
+        layouts += (x.shape, x.strides, x.dtype.char)
     settle(cupy)
     stream = cupy.cuda.get_current_stream().ptr
-    if not others:
-        layouts: tuple = ()
-    elif len(others) == 1:
-        b = others[0]
-        layouts = (b.shape, b.strides, b.dtype.char)
-    else:
-        layouts = tuple([(x.shape, x.strides, x.dtype.char) for x in others])
     key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char, layouts)
     try:
         entry = _CALLS.pop(key, None)

@@ -41,8 +41,9 @@ def _planned(plan: Any, route_type: type) -> Any:
     return route
 
 
-def _finite_checks(finite: bool, operands: int) -> list[Callable[[bool, Any], BaseException]]:
-    return [not_finite] * operands if finite else []
+def _finite_checks(finite: bool, *operands: Any) -> list[tuple[tuple, Callable[[bool, int], BaseException]]]:
+    """``check_finite``'s checks of ``operands`` (none when ``finite`` is False)."""
+    return [(x.shape, not_finite) for x in operands] if finite else []
 
 
 def _square(a: Any, b: Any = None) -> bool:
@@ -91,19 +92,18 @@ def _potrf(route: PotrfLoop, info: int) -> Callable[[int], None]:
     return _solver("cusolverDnXpotrf", route.ctx.handle, args)
 
 
-def _getrf(route: GetrfLoop, info: int) -> Callable[[int], None]:
-    """``Xgetrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
+def _getrf(route: GetrfLoop, info: int) -> tuple:
+    """The arguments of ``Xgetrf`` of the route's one matrix, codes to ``info``."""
     n, dt = route.n, route.data_type
-    args = (*_head(route), n, n, dt, pointer(route.a), max(1, n), pointer(route.piv), dt, *_workspace(route), info)
-    return _solver("cusolverDnXgetrf", route.ctx.handle, args)
+    return (*_head(route), n, n, dt, pointer(route.a), max(1, n), pointer(route.piv), dt, *_workspace(route), info)
 
 
-def _getrs(route: GetrfLoop, operation: int, k: int) -> Callable[[int, int], None]:
-    """``Xgetrs`` with the route's factors on ``k`` columns: ``solve(stream, x pointer)``."""
+def _getrs(route: GetrfLoop, operation: int, k: int) -> tuple[tuple, tuple, tuple]:
+    """``(head, middle, tail)`` of ``Xgetrs`` with the route's pivots on ``k`` columns: the call is
+    ``cusolverDnXgetrs(*head, factors pointer, *middle, x pointer, *tail)``."""
     n, dt = route.n, route.data_type
-    head = (*_head(route), operation, n, k, dt, pointer(route.a), max(1, n), pointer(route.piv), dt)
-    tail = (max(1, n), pointer(route.solve_info))
-    return _solver_on("cusolverDnXgetrs", route.ctx.handle, head, tail)
+    return ((*_head(route), operation, n, k, dt), (max(1, n), pointer(route.piv), dt),
+            (max(1, n), pointer(route.solve_info)))
 
 
 def _potrs(route: PotrfLoop, k: int) -> Callable[[int, int], None]:
@@ -128,7 +128,8 @@ def _cholesky(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | 
     route = _planned(plan, PotrfLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, 1), 1, CudaCholesky._failure)
+    flags = Flags(cupy, _finite_checks(finite, a), 1, CudaCholesky._failure)
+    verdict = flags.segments[0] if finite else None
     factor = _potrf(route, pointer(flags.info))
     target = storage_view(plan._transposed)(route.a)[0]  # A's factor, read row-major, is written here
     n = a.shape[0]
@@ -136,7 +137,7 @@ def _cholesky(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | 
 
     def run(stream: int, a: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(a, out=verdict)
         target[...] = a
         factor(stream)
         c = triangle(target)
@@ -158,13 +159,14 @@ def _cho_solve(cupy: Any, c: Any, b: Any, *, options: tuple, finite: bool) -> Pr
         plan.free()
         return None
     target = storage_view(plan._transposed)(route.a)[0]
-    flags = Flags(cupy, _finite_checks(finite, 2)) if finite else None
+    flags = Flags(cupy, _finite_checks(finite, c, b)) if finite else None
+    verdicts = flags.segments if finite else None
     solve = _potrs(route, 1 if b.ndim == 1 else b.shape[1])
 
     def run(stream: int, c: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(c).all(out=flags.bytes[0])
-            cupy.isfinite(b).all(out=flags.bytes[1])
+            cupy.isfinite(c, out=verdicts[0])
+            cupy.isfinite(b, out=verdicts[1])
         target[...] = c
         x = b.copy(order="F")  # column-major n x k: solved in place
         solve(stream, int(x.data.ptr))
@@ -189,12 +191,14 @@ def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared |
     plan, route = found
     target = route.a[0].T  # A written column-major: the copy transposes a row-major A
     pivots = route.piv[0]
-    flags = Flags(cupy, [not_finite]) if finite else None
-    factor = _getrf(route, pointer(route.info))  # lu_factor reports no singular matrix (SciPy warns)
+    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
+    verdict = flags.segments[0] if finite else None
+    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
+    # lu_factor reports no singular matrix (SciPy warns)
 
     def run(stream: int, a: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(a, out=verdict)
         target[...] = a
         factor(stream)
         lu = route.a[0].copy().T
@@ -221,25 +225,34 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
         return None
     plan, route = found
     out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{n} factor lie in [0, {n})")
-    checks = _finite_checks(finite, 2) + [
-        lambda late, context: InvalidOperandError(out_of_range + (LATE if late else "")),
-        lambda late, context: LinAlgError(CudaLU._failure + (LATE if late else ""))]
+    checks = _finite_checks(finite, lu, b) + [
+        ((n,), lambda late, index: InvalidOperandError(out_of_range + (LATE if late else ""))),
+        ((n,), lambda late, index: LinAlgError(CudaLU._failure + (LATE if late else "")))]
     flags = Flags(cupy, checks)
-    in_range, nonsingular = flags.bytes[-2:]
-    target, pivots, diagonal = route.a[0].T, route.piv[0], cupy.diagonal(route.a[0])
-    unsigned = np.dtype(f"u{piv.dtype.itemsize}")
-    solve = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
+    *finite_verdicts, in_range, nonsingular = flags.segments
+    # column-major factors (lu_factor's) are read where they are; others are copied column-major
+    direct = lu.strides == (lu.dtype.itemsize, n * lu.dtype.itemsize)
+    target, factors = route.a[0].T, pointer(route.a)
+    one_based = cupy.arange(1, n + 1, dtype=route.piv.dtype)  # 0-based pivot i -> i + 1
+    pivots, unsigned = route.piv[0], np.dtype(f"u{piv.dtype.itemsize}")
+    head, middle, tail = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
+    lib, handle = cusolver.LIB, route.ctx.handle
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(lu).all(out=flags.bytes[0])
-            cupy.isfinite(b).all(out=flags.bytes[1])
-        (piv.view(unsigned) < n).all(out=in_range)  # a negative index reads as a large one
-        (piv + 1).clip(1, n, out=pivots)  # clipped into range: cuSOLVER never indexes out of it
-        target[...] = lu
-        diagonal.all(out=nonsingular)
-        x = b.copy(order="F")
-        solve(stream, int(x.data.ptr))
+            cupy.isfinite(lu, out=finite_verdicts[0])
+            cupy.isfinite(b, out=finite_verdicts[1])
+        cupy.less(piv.view(unsigned), n, out=in_range)  # a negative index reads as a large one
+        cupy.take(one_based, piv, out=pivots)  # CuPy's take wraps an out-of-range index: never a stray row
+        cupy.not_equal(lu.diagonal(), 0, out=nonsingular)
+        if direct:
+            a = int(lu.data.ptr)
+        else:
+            target[...] = lu
+            a = factors
+        x = b.copy(order="F")  # column-major n x k: solved in place
+        lib.cusolverDnSetStream(handle, stream)
+        lib.cusolverDnXgetrs(*head, a, *middle, int(x.data.ptr), *tail)
         flags.check(cupy, stream)
         return x
 
@@ -257,15 +270,16 @@ def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     target = storage_view(plan._transposed)(route.a)[0]  # det(A^T) = det(A): either reading
     diagonal, pivots = cupy.diagonal(target), route.piv[0]
     unmoved = cupy.arange(1, n + 1, dtype=pivots.dtype)
-    flags = Flags(cupy, [not_finite]) if finite else None
-    factor = _getrf(route, pointer(route.info))
+    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
+    verdict = flags.segments[0] if finite else None
+    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
 
     def run(stream: int, a: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(a, out=verdict)
         target[...] = a
         factor(stream)
-        det = cupy.prod(cupy.where(pivots != unmoved, -diagonal, diagonal))  # a sign flip per row swap
+        det = cupy.where(pivots != unmoved, -diagonal, diagonal).prod()  # a sign flip per row swap
         if finite:
             flags.check(cupy, stream)
         return det
@@ -274,12 +288,13 @@ def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
 
 
 def _lu_solver(cupy: Any, a: Any, b: Any, finite: bool) -> tuple | None:
-    """The plan, route, load target, flags and ``getrf`` of :func:`_solve` and :func:`_inv`."""
+    """The plan, route, load target, flags and ``getrf`` arguments of :func:`_solve` and :func:`_inv`."""
     plan = CudaSolve(a, b)
     route = _planned(plan, GetrfLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, 1 if b is None else 2), 1, CudaSolve._failure)
+    flags = Flags(cupy, _finite_checks(finite, a) + _finite_checks(finite and b is not None, b), 1,
+                  CudaSolve._failure)
     return plan, route, storage_view(plan._transposed)(route.a)[0], flags, _getrf(route, pointer(flags.info))
 
 
@@ -287,17 +302,19 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
     found = _lu_solver(cupy, a, b, finite) if _square(a, b) else None
     if found is None:
         return None
-    plan, route, target, flags, factor = found
-    solve = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T: transposed
+    plan, route, target, flags, getrf = found
+    head, middle, tail = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T
+    factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
-            cupy.isfinite(b).all(out=flags.bytes[1])
+            cupy.isfinite(a, out=verdicts[0])
+            cupy.isfinite(b, out=verdicts[1])
         target[...] = a
-        factor(stream)
         x = b.copy(order="F")  # column-major n x k: solved in place
-        solve(stream, int(x.data.ptr))
+        lib.cusolverDnSetStream(handle, stream)
+        lib.cusolverDnXgetrf(*getrf)
+        lib.cusolverDnXgetrs(*head, factors, *middle, int(x.data.ptr), *tail)
         flags.check(cupy, stream)
         return x
 
@@ -308,18 +325,20 @@ def _inv(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     found = _lu_solver(cupy, a, None, finite) if _square(a) else None
     if found is None:
         return None
-    plan, route, target, flags, factor = found
+    plan, route, target, flags, getrf = found
     n = a.shape[0]
-    solve = _getrs(route, 1 if plan._transposed else 0, n)
+    head, middle, tail = _getrs(route, 1 if plan._transposed else 0, n)
+    factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
     identity = cupy.eye(n, dtype=a.dtype)
 
     def run(stream: int, a: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(a, out=verdicts[0])
         target[...] = a
-        factor(stream)
         x = identity.copy()  # column-major identity, solved in place: A^{-1} column-major
-        solve(stream, int(x.data.ptr))
+        lib.cusolverDnSetStream(handle, stream)
+        lib.cusolverDnXgetrf(*getrf)
+        lib.cusolverDnXgetrs(*head, factors, *middle, int(x.data.ptr), *tail)
         flags.check(cupy, stream)
         return x.T
 
@@ -334,7 +353,7 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     route = _planned(plan, SyevdLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, 1), 1, CudaEigh._failure)
+    flags = Flags(cupy, _finite_checks(finite, a), 1, CudaEigh._failure)
     n, dt = route.n, route.data_type
     args = (*_head(route), route.jobz, route.fill, n, dt, pointer(route.a), max(1, n), route.real_type,
             pointer(route.w), dt, *_workspace(route), pointer(flags.info))
@@ -343,26 +362,27 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
 
     def run(stream: int, a: Any) -> Any:
+        judged = False
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
-            flags.first(cupy)
+            cupy.isfinite(a, out=flags.segments[0])
+            judged = flags.first(cupy)
         target[...] = a
         decompose(stream)
         w = values.copy()
         if vectors:
             v = columns.T.conj() if conjugate else columns.copy().T
-        flags.check(cupy, stream)
+        flags.check(cupy, stream, judged)
         return (w, v) if vectors else w
 
     return Prepared(run, plan)
 
 
-def _svd_route(cupy: Any, plan: Any, finite: bool, operands: int) -> tuple | None:
-    """The route, flags, load target and ``factors()`` of an SVD plan (:func:`_svd`, :func:`_lstsq`)."""
+def _svd_route(cupy: Any, plan: Any, finite: bool, operands: tuple) -> tuple | None:
+    """The route, flags, load target and ``factors()`` of an SVD plan (:func:`_svd`)."""
     route = _planned(plan, SvdRoute)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, operands), 1, plan._failure)
+    flags = Flags(cupy, _finite_checks(finite, *operands), 1, plan._failure)
     route.info = flags.info
     # views of the route's outputs, except V^H made from V per call (Jacobi, polar routes)
     views = None if route.gives_v else tuple(x[0] for x in route.factors())
@@ -382,16 +402,17 @@ def _gesvd(route: SvdRoute, info: int) -> Callable[[int], None]:
 def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     full, uv = options
     plan = CudaSVD(a, full_matrices=full, compute_uv=uv)
-    found = _svd_route(cupy, plan, finite, 1)
+    found = _svd_route(cupy, plan, finite, (a,))
     if found is None:
         return None
     route, flags, target, factors = found
     values, decompose = route.s[0], _gesvd(route, pointer(flags.info))
 
     def run(stream: int, a: Any) -> Any:
+        judged = False
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
-            flags.first(cupy)
+            cupy.isfinite(a, out=flags.segments[0])
+            judged = flags.first(cupy)
         target[...] = a
         decompose(stream)
         s = values.copy()
@@ -400,47 +421,55 @@ def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
             out = (u.copy(), s, vh.copy())
         else:
             out = s
-        flags.check(cupy, stream)
+        flags.check(cupy, stream, judged)
         return out
 
     return Prepared(run, plan)
 
 
 def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
-    """``(x, residues, rank, s)`` as ``nvmathpy.linalg.lstsq`` computes them on CUDA (rank read: one sync)."""
+    """``(x, residues, rank, s)`` as ``nvmathpy.linalg.lstsq`` computes them on CUDA. The rank is
+    a Python int: the singular values are read with the flags (one synchronisation in either
+    check mode, a failure reported late when deferred) and the rank counted on the host; ``x``
+    is then made from the leading ``rank`` singular triplets."""
     (rcond,) = options
     m, n = a.shape
     if b.ndim not in (1, 2) or b.shape[0] != m or b.dtype != a.dtype:
         return None
     plan = CudaLstsq(a, rcond=rcond)
-    found = _svd_route(cupy, plan, finite, 2)
-    if found is None:
+    route = _planned(plan, SvdRoute)
+    if route is None:
         return None
-    route, flags, target, factors = found
-    s, cut, dtype, vector = route.s[0], plan._rcond, a.dtype, b.ndim == 1
+    s = route.s[0]
+    flags = Flags(cupy, _finite_checks(finite, a, b), 1, plan._failure, tail=(s.size, s.dtype))
+    route.info = flags.info
+    views = None if route.gives_v else tuple(x[0] for x in route.factors())  # V^H made per call otherwise
+    target = storage_view(route.transposed)(route.a)[0]
+    cut, dtype, vector, k = plan._rcond, a.dtype, b.ndim == 1, 1 if b.ndim == 1 else b.shape[1]
     decompose = _gesvd(route, pointer(flags.info))
     real = np.finfo(dtype).dtype
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
-            cupy.isfinite(b).all(out=flags.bytes[1])
+            cupy.isfinite(a, out=flags.segments[0])
+            cupy.isfinite(b, out=flags.segments[1])
             flags.first(cupy)
         target[...] = a
         decompose(stream)
-        u, vh = factors()
+        flags.tail[...] = s
+        values = flags.read(cupy)[-s.size * s.itemsize:].view(s.dtype)
+        rank = int(np.count_nonzero(values > cut * values[0]))
+        u, vh = views or tuple(x[0] for x in route.factors())
         b2 = b[:, None] if vector else b
-        keep = s > cut * s[:1]
-        inverse = cupy.where(keep, 1 / cupy.where(keep, s, 1), 0).astype(dtype)
-        x = vh.conj().T @ ((u.conj().T @ b2) * inverse[:, None])
-        rank = int(keep.sum())
+        if rank:
+            x = vh[:rank].conj().T @ ((u[:, :rank].conj().T @ b2) / s[:rank, None])
+        else:
+            x = cupy.zeros((n, k), dtype)
         if m > n and rank == n:
             residues = (cupy.abs(b2 - a @ x) ** 2).sum(axis=0)
         else:
             residues = cupy.empty((0,), real)
-        out = (x[:, 0] if vector else x, residues, rank, s.copy())
-        flags.check(cupy, stream)
-        return out
+        return x[:, 0] if vector else x, residues, rank, s.copy()
 
     return Prepared(run, plan)
 
@@ -455,7 +484,7 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     target = route.a[0].T  # A column-major
     rows = min(m, n) if mode == "economic" else m
     r_view, triangle = target[:rows, :], _triangle(cupy, rows, n, False)
-    flags = Flags(cupy, [not_finite]) if finite else None
+    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
     dt, info, tau = route.data_type, pointer(route.info), pointer(route.tau)
     geqrf = (*_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *_workspace(route), info)
     factor = _solver("cusolverDnXgeqrf", route.ctx.handle, geqrf)
@@ -468,7 +497,7 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
 
     def run(stream: int, a: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
+            cupy.isfinite(a, out=flags.segments[0])
         target[...] = a
         factor(stream)
         if route.q is not None:
@@ -483,14 +512,9 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     return Prepared(run, plan)
 
 
-def _zero_diagonal(late: bool, context: Any) -> BaseException:
-    """A triangular matrix's zero diagonal entry (named when read now: ``context`` is
-    ``(cupy, a)``)."""
-    if late:
-        return LinAlgError("singular matrix: a zero on the diagonal" + LATE)
-    cupy, a = context
-    index = int(np.flatnonzero(cupy.asnumpy(cupy.diagonal(a)) == 0)[0])
-    return LinAlgError(f"singular matrix: resolution failed at diagonal {index}")
+def _zero_diagonal(late: bool, index: int) -> BaseException:
+    """A triangular matrix's zero diagonal entry ``index``."""
+    return LinAlgError(f"singular matrix: resolution failed at diagonal {index}" + (LATE if late else ""))
 
 
 def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
@@ -512,24 +536,24 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     name = triangular._names(a.dtype)[0]
     alpha = triangular._one(a.dtype).ctypes.data
     handle = routes.blas_handle(a.device.id)
-    checks = _finite_checks(finite, 2) + ([] if unit else [_zero_diagonal])
+    checks = _finite_checks(finite, a, b) + ([] if unit else [((n,), _zero_diagonal)])
     flags = Flags(cupy, checks) if checks else None
-    nonzero = None if unit else flags.bytes[-1]
-    vector = b.ndim == 1
+    verdicts = flags.segments if checks else None
+    nonzero = None if unit else verdicts[-1]
+    vector, order, lda, lib = b.ndim == 1, args.x_order, args.ld, cublas.LIB
+    head = (handle, args.side, args.fill, args.operation, diag, m, cols, alpha)  # trsm's, up to A
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(a).all(out=flags.bytes[0])
-            cupy.isfinite(b).all(out=flags.bytes[1])
-        x = (b[:, None] if vector else b).copy(order=args.x_order)  # solved in place
-        lib = cublas.LIB
-        lib.cublasSetStream_v2(handle, stream)
-        getattr(lib, name)(handle, args.side, args.fill, args.operation, diag, m, cols, alpha, int(a.data.ptr),
-                           args.ld, int(x.data.ptr), ldb)
+            cupy.isfinite(a, out=verdicts[0])
+            cupy.isfinite(b, out=verdicts[1])
         if nonzero is not None:
-            cupy.diagonal(a).all(out=nonzero)
+            cupy.not_equal(a.diagonal(), 0, out=nonzero)
+        x = (b[:, None] if vector else b).copy(order=order)  # solved in place
+        lib.cublasSetStream_v2(handle, stream)
+        getattr(lib, name)(*head, int(a.data.ptr), lda, int(x.data.ptr), ldb)
         if flags is not None:
-            flags.check(cupy, stream, (cupy, a))
+            flags.check(cupy, stream)
         return x[:, 0] if vector else x
 
     return Prepared(run)
