@@ -15,9 +15,9 @@ Two kinds of row per function and order:
   process (so machine noise hits both alike); the median seconds per call of each and the
   min-max spread over the rounds.
 - **first call**: the first call on a shape that process has not seen, in a fresh process per
-  function and round (each library first called once on another order, so imports, the compiled
-  extension and per-dtype lookups are already paid, as in a program that calls it a second
-  time on a new shape); which library goes first alternates with the round, over an even number
+  function and round (each library first called once on two other orders, so imports, the
+  compiled extension, per-dtype lookups and the start of OpenBLAS's thread pools are already
+  paid, as in a program that calls it again on a new shape); which library goes first alternates with the round, over an even number
   of rounds (the interleaved rounds' count, rounded up), so that each goes first equally often.
 
 The ratio is SciPy's time over nvmathpy's (> 1: nvmathpy is faster), the median of the
@@ -49,8 +49,11 @@ from nvmathpy.linalg.lapack import fast_module  # noqa: E402
 
 SIZES = (2, 3, 5, 8, 16, 32, 64, 128, 256, 512)
 QUICK_SIZES = (2, 8, 32, 128)
-#: The order each first-call process warms up on (in none of the sizes above).
-WARM_ORDER = 7
+#: The orders each first-call process warms up on (in none of the sizes above): a small one
+#: (imports, the compiled extension, per-dtype look-ups) and one large enough that OpenBLAS
+#: starts its thread pools - a one-time cost of the process, paid by whichever library makes
+#: the first threaded call, not a cost of the new shape.
+WARM_ORDERS = (7, 300)
 
 
 def _spd(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -97,12 +100,13 @@ def functions() -> list[str]:
 
 
 def first_call_worker(name: str, sizes: list[int], scipy_first: bool) -> None:
-    """In a fresh process: warm both libraries up on another order, then time the first call
+    """In a fresh process: warm both libraries up on other orders, then time the first call
     on each of ``sizes``; prints ``{size: [scipy seconds, nvmathpy seconds]}`` as JSON."""
     fast_module(wait=True)
     order = (("scipy", sla), ("nvmathpy", nsl)) if scipy_first else (("nvmathpy", nsl), ("scipy", sla))
-    for _, module in order:
-        _calls(module, name, WARM_ORDER)()
+    for warm in WARM_ORDERS:
+        for _, module in order:
+            _calls(module, name, warm)()
     out = {}
     for n in sizes:
         seconds = {}
