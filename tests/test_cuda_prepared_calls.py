@@ -229,7 +229,8 @@ def failing():
         "inv": (lambda x: nsla.inv(dev(x)), singular, "Singular matrix"),
         "cholesky": (lambda x: nsla.cholesky(dev(x)), -np.eye(4), "not positive definite"),
         "cho_factor": (lambda x: nsla.cho_factor(dev(x)), -np.eye(4), "not positive definite"),
-        "lu_solve": (lambda x: nsla.lu_solve((dev(x), dev(piv)), dev(b)), tri, "Singular matrix"),
+        # SciPy's lu_solve checks b only, and raises nothing for a singular factor
+        "lu_solve": (lambda x: nsla.lu_solve((dev(np.eye(4) * 2), dev(piv)), dev(x)), None, None),
         "solve_triangular": (lambda x: nsla.solve_triangular(dev(x), dev(b)), tri, "diagonal"),
         "eigh": (lambda x: nsla.eigh(dev(x)), None, None), "svd": (lambda x: nsla.svd(dev(x)), None, None),
         "qr": (lambda x: nsla.qr(dev(x)), None, None), "det": (lambda x: nsla.det(dev(x)), None, None),
@@ -273,6 +274,25 @@ def test_deferred_errors_are_reported_late(em, name):
             with pytest.raises(LinAlgError, match=f"{message}.*reported late"):
                 nl.check_cuda_errors()
     nl.check_cuda_errors()
+
+
+@pytest.mark.parametrize("checks", ["raise", "deferred"])
+def test_lu_solve_follows_scipy_on_singular_factors_and_non_finite_lu(em, checks):
+    """SciPy's lu_solve solves with a singular factor (infinities, no error) and checks only b."""
+    lu = np.triu(np.ones((4, 4)))
+    lu[2, 2] = 0
+    piv, b = np.arange(4, dtype=np.int32), np.ones(4)
+    nan = np.eye(4) * 2
+    nan[0, 3] = np.nan
+    with nl.cuda_checks(checks):
+        for _ in range(2):  # the first call and the prepared one
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ref = sla.lu_solve((lu, piv), b)
+                got = np.asarray(nsla.lu_solve((dev(lu), dev(piv)), dev(b)))
+            assert np.array_equal(np.isfinite(got), np.isfinite(ref))
+            with np.errstate(invalid="ignore"):
+                nsla.lu_solve((dev(nan), dev(piv)), dev(b))  # SciPy does not check lu either
+        nl.check_cuda_errors()
 
 
 def test_check_finite_false_reads_nothing_for_it(em):

@@ -164,7 +164,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: b
     out = nl.prepared.call("lu_solve", lu, (piv, b), (trans,), bool(check_finite))
     if out is not nl.prepared.UNPREPARED:
         return out
-    _finite(check_finite, lu, b)
+    _finite(check_finite, b)  # SciPy checks b only
     return nl.lu_solve(lu_and_piv, b, trans=trans)
 
 

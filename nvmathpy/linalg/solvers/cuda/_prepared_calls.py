@@ -225,11 +225,12 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
         return None
     plan, route = found
     out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{n} factor lie in [0, {n})")
-    checks = _finite_checks(finite, lu, b) + [
-        ((n,), lambda late, index: InvalidOperandError(out_of_range + (LATE if late else ""))),
-        ((n,), lambda late, index: LinAlgError(CudaLU._failure + (LATE if late else "")))]
+    # SciPy's lu_solve checks only b's finiteness and solves with a singular factor (infinities
+    # come back, no error); the pivots' range is checked so that cuSOLVER never reads a stray row
+    checks = _finite_checks(finite, b) + [
+        ((n,), lambda late, index: InvalidOperandError(out_of_range + (LATE if late else "")))]
     flags = Flags(cupy, checks)
-    *finite_verdicts, in_range, nonsingular = flags.segments
+    *finite_verdicts, in_range = flags.segments
     # column-major factors (lu_factor's) are read where they are; others are copied column-major
     direct = lu.strides == (lu.dtype.itemsize, n * lu.dtype.itemsize)
     target, factors = route.a[0].T, pointer(route.a)
@@ -240,11 +241,9 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(lu, out=finite_verdicts[0])
-            cupy.isfinite(b, out=finite_verdicts[1])
+            cupy.isfinite(b, out=finite_verdicts[0])
         cupy.less(piv.view(unsigned), n, out=in_range)  # a negative index reads as a large one
         cupy.take(one_based, piv, out=pivots)  # CuPy's take wraps an out-of-range index: never a stray row
-        cupy.not_equal(lu.diagonal(), 0, out=nonsingular)
         if direct:
             a = int(lu.data.ptr)
         else:
