@@ -189,18 +189,12 @@ def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared |
     if found is None:
         return None
     plan, route = found
-    target = route.a[0].T  # A written column-major: the copy transposes a row-major A
     pivots = route.piv[0]
-    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
-    verdict = flags.segments[0] if finite else None
-    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
-    # lu_factor reports no singular matrix (SciPy warns)
+    # A written column-major: the copy transposes a row-major A; no singular matrix is reported (SciPy warns)
+    load_and_factor, flags = _getrf_in_place(cupy, route, route.a[0].T, a, finite)
 
     def run(stream: int, a: Any) -> Any:
-        if finite:
-            cupy.isfinite(a, out=verdict)
-        target[...] = a
-        factor(stream)
+        load_and_factor(stream, a)
         lu = route.a[0].copy().T
         piv = (pivots - 1).astype(np.int32)
         if finite:
@@ -208,6 +202,23 @@ def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared |
         return lu, piv
 
     return Prepared(run, plan)
+
+
+def _getrf_in_place(cupy: Any, route: Any, target: Any, a: Any, finite: bool) -> tuple[Callable[[int, Any], None], Any]:
+    """``(load_and_factor(stream, a), flags)``: ``a`` checked for finiteness (when ``finite``;
+    ``flags`` is ``None`` otherwise), copied into ``target`` (a view of the route's matrix) and
+    factored there by ``getrf``; ``flags.check`` is the caller's, after its own work."""
+    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
+    verdict = flags.segments[0] if finite else None
+    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
+
+    def load_and_factor(stream: int, a: Any) -> None:
+        if finite:
+            cupy.isfinite(a, out=verdict)
+        target[...] = a
+        factor(stream)
+
+    return load_and_factor, flags
 
 
 def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
@@ -269,15 +280,10 @@ def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     target = storage_view(plan._transposed)(route.a)[0]  # det(A^T) = det(A): either reading
     diagonal, pivots = cupy.diagonal(target), route.piv[0]
     unmoved = cupy.arange(1, n + 1, dtype=pivots.dtype)
-    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
-    verdict = flags.segments[0] if finite else None
-    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
+    load_and_factor, flags = _getrf_in_place(cupy, route, target, a, finite)
 
     def run(stream: int, a: Any) -> Any:
-        if finite:
-            cupy.isfinite(a, out=verdict)
-        target[...] = a
-        factor(stream)
+        load_and_factor(stream, a)
         det = cupy.where(pivots != unmoved, -diagonal, diagonal).prod()  # a sign flip per row swap
         if finite:
             flags.check(cupy, stream)
