@@ -200,6 +200,25 @@ def test_the_registry_is_bounded(em, monkeypatch):
     assert [e.freed for e in entries] == [True, True, False, False, False]
 
 
+def test_putting_back_survives_entries_taken_or_replaced_by_other_threads(em):
+    """The races of threads sharing a key, played in order: another thread's entry put back
+    meanwhile gives way (freed), and one another thread has taken out again is left alone."""
+    class Entry:
+        freed = False
+
+        def free(self):
+            self.freed = True
+
+    mine, theirs = Entry(), Entry()
+    key = ("race",)
+    prepared._CALLS[key] = theirs  # built and put back by another thread while mine ran
+    prepared._put_back(key, mine)
+    assert prepared._CALLS[key] is mine and theirs.freed and not mine.freed
+    del prepared._CALLS[key]  # taken out again by a third thread: nothing there to give way
+    prepared._put_back(key, mine)
+    assert prepared._CALLS.pop(key) is mine and not mine.freed
+
+
 def test_what_is_not_prepared_takes_the_general_way(em):
     rng = np.random.default_rng(7)
     stack = rand(rng, (2, 4, 4), "float64") + 4 * np.eye(4)

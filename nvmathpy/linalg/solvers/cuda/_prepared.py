@@ -23,6 +23,7 @@ import bisect
 import itertools
 import math
 import sys
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +42,7 @@ UNPREPARED = object()
 DTYPES = frozenset("fdFD")
 
 _CALLS: dict[tuple, Any] = {}
+_PUT_BACK = threading.Lock()  # entries are taken out with one atomic pop; put back under it
 #: The builders by function name (:mod:`._prepared_calls` registers them).
 BUILDERS: dict[str, Callable[..., "Prepared | None"]] = {}
 
@@ -210,12 +212,23 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
         return UNPREPARED
     try:
         return entry.run(stream, a, *others)
-    finally:  # back in the registry (another thread's entry built meanwhile gives way)
-        if _CALLS.setdefault(key, entry) is not entry:
-            _CALLS.pop(key).free()
-            _CALLS[key] = entry
-        if len(_CALLS) > MAXSIZE:
-            _CALLS.pop(next(iter(_CALLS))).free()
+    finally:
+        _put_back(key, entry)
+
+
+def _put_back(key: tuple, entry: Any) -> None:
+    """Return ``entry`` to the registry: an entry another thread built meanwhile gives way (it
+    is freed, unless a third thread has taken it out to run it), and beyond :data:`MAXSIZE`
+    the least recently returned entry is freed."""
+    with _PUT_BACK:
+        displaced = _CALLS.pop(key, None)
+        if displaced is not None and displaced is not entry:
+            displaced.free()
+        _CALLS[key] = entry
+        while len(_CALLS) > MAXSIZE:
+            oldest = _CALLS.pop(next(iter(list(_CALLS))), None)
+            if oldest is not None:
+                oldest.free()
 
 
 def _build(name: str, cupy: Any, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
