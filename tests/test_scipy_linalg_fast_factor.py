@@ -276,22 +276,3 @@ def test_solve_general_beyond_small_orders(dtype, n, monkeypatch):
     singular = np.ones((n, n), dtype)
     with pytest.raises(LinAlgError, match="singular"):
         nla.solve(singular, b)
-
-
-@needs_fast
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-def test_orders_calibration_does_not_cover_run_scipys_routine_in_one_call(dtype):
-    """Between NumPy's-OpenBLAS orders and the first calibrated one, ``solve``, ``cholesky`` and
-    ``lu`` are still one C call into SciPy's own LAPACK (the routine a SciPy user's call runs)."""
-    from nvmathpy.linalg.solvers.cpu import _fast_lapack
-
-    n = 313  # prime, above 256, below the first calibrated order's reach
-    assert n <= _fast_lapack.LU_MAX_ORDER
-    rng = np.random.default_rng(n)
-    a, b, s = well(rng, n, dtype), rand(rng, (n, 3), dtype), spd(rng, n, dtype)
-    assert FAST.solve_gen(a, b, False, True) is not NotImplemented
-    _close(nla.solve(a, b), sla.solve(wide(a), wide(b)).astype(dtype), dtype, n, 100)
-    assert FAST.cholesky(s, True, True, False, True) is not NotImplemented
-    _close(nla.cholesky(s, lower=True), sla.cholesky(wide(s), lower=True).astype(dtype), dtype, n, 100)
-    p, low, up = nla.lu(a)
-    _close(p @ low @ up, a, dtype, n, 100)

@@ -27,8 +27,7 @@ import numpy as np
 
 from ....plan.calibration import OutOfTime, calibrated, choose_first
 
-__all__ = ["CALIBRATIONS", "COVERED_FROM", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
-           "reorder"]
+__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
 
 #: The orders measured, smallest first.
 ORDERS = (512, 768, 1024, 1536, 2048)
@@ -47,8 +46,6 @@ PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
 #: An order takes the choice of the nearest measured order, within this factor of the
 #: smallest and the largest.
 REACH = 1.25
-#: The smallest order calibration covers (the reach of the smallest measured order).
-COVERED_FROM = math.ceil(ORDERS[0] / REACH)
 
 
 def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
