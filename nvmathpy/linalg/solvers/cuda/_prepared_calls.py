@@ -365,14 +365,10 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     decompose = _solver("cusolverDnXsyevd", route.ctx.handle, args)
     target = storage_view(plan._transposed)(route.a)[0]
     values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
+    judge_load_and_decompose = _judged_in_place(cupy, flags, finite, target, decompose)
 
     def run(stream: int, a: Any) -> Any:
-        judged = False
-        if finite:
-            cupy.isfinite(a, out=flags.segments[0])
-            judged = flags.first(cupy)
-        target[...] = a
-        decompose(stream)
+        judged = judge_load_and_decompose(stream, a)
         w = values.copy()
         if vectors:
             v = columns.T.conj() if conjugate else columns.copy().T
@@ -380,6 +376,26 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
         return (w, v) if vectors else w
 
     return Prepared(run, plan)
+
+
+def _judged_in_place(cupy: Any, flags: Any, finite: bool, target: Any,
+                     decompose: Callable[[int], None]) -> Callable[[int, Any], bool]:
+    """``judge_load_and_decompose(stream, a)`` of the iterative routines (eigh, SVD): ``a``'s
+    finiteness read first when ``finite`` (they need not stop on NaN input: SciPy refuses it
+    before computing), then ``a`` copied into ``target`` and decomposed there; returns whether
+    the flags were already read (for ``flags.check``)."""
+    segment = flags.segments[0] if finite else None
+
+    def judge_load_and_decompose(stream: int, a: Any) -> bool:
+        judged = False
+        if finite:
+            cupy.isfinite(a, out=segment)
+            judged = flags.first(cupy)
+        target[...] = a
+        decompose(stream)
+        return judged
+
+    return judge_load_and_decompose
 
 
 def _svd_route(cupy: Any, plan: Any, finite: bool, operands: tuple) -> tuple | None:
@@ -411,15 +427,11 @@ def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     if found is None:
         return None
     route, flags, target, factors = found
-    values, decompose = route.s[0], _gesvd(route, pointer(flags.info))
+    values = route.s[0]
+    judge_load_and_decompose = _judged_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
 
     def run(stream: int, a: Any) -> Any:
-        judged = False
-        if finite:
-            cupy.isfinite(a, out=flags.segments[0])
-            judged = flags.first(cupy)
-        target[...] = a
-        decompose(stream)
+        judged = judge_load_and_decompose(stream, a)
         s = values.copy()
         if uv:
             u, vh = factors()
