@@ -497,3 +497,23 @@ def test_one_call_functions_take_a_wisdom_entry_of_any_library(fresh, wisdom) ->
     reference = np.fft.rfft(x)
     assert np.linalg.norm(got - reference) <= 1e-13 * np.linalg.norm(reference)
     assert np.array_equal(got, FFT(x, kind="r2c").plan().execute())  # the wisdom entry's library, as a plan's
+
+
+@pytest.mark.parametrize("namespace", [nfft, nsfft], ids=["numpy", "scipy"])
+def test_lists_of_axes_and_lengths_take_the_quick_path(fresh, namespace) -> None:
+    """``s`` and ``axes`` given as lists (as ``scipy.signal.fftconvolve`` passes them) key the
+    quick path as tuples do: one runner per signature, no plan, the tuple call's bits."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((30, 31))
+    calls = [("rfftn", dict(s=[40, 48], axes=[0, 1])), ("rfftn", dict(s=[64], axes=[1])),
+             ("fftn", dict(s=[33], axes=[0])), ("irfftn", dict(s=[30, 60], axes=[0, 1]))]
+    for name, kwargs in calls:
+        operand = {"rfftn": x, "fftn": x + 1j * x[::-1], "irfftn": namespace.rfftn(x, s=[30, 60], axes=[0, 1])}[name]
+        listed = getattr(namespace, name)(operand, **kwargs)
+        again = getattr(namespace, name)(operand, **kwargs)
+        tupled = getattr(namespace, name)(operand, **{k: tuple(v) for k, v in kwargs.items()})
+        assert np.array_equal(listed, tupled) and np.array_equal(listed, again), (name, kwargs)
+        reference = getattr(np.fft, name)(operand, **kwargs)
+        assert np.linalg.norm(listed - reference) <= 1e-13 * np.linalg.norm(reference)
+    assert plan_cache().misses == 0
+    assert runner_cache().misses == len(calls) + 1  # (irfftn's operand: one rfftn signature more)

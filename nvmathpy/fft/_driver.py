@@ -113,9 +113,13 @@ def transform(
     ``threads``: the thread budget; ``None`` is every core, and a function (such as
     :func:`scipy.fft.get_workers`) is asked for it when a plan or a runner is made."""
     if plan is None and type(a) is np.ndarray:
+        if type(axes) is list:  # (as scipy.signal passes them) a key of the quick path, as a tuple
+            axes = tuple(axes)
+        if type(s) is list:
+            s = tuple(s)
         try:
             run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
-        except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+        except TypeError:  # an unhashable entry: not a signature the quick path keeps
             run = False
         if run is None:
             run = _quick(a, kind, direction, s, axes, norm, threads, False)
