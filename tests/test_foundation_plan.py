@@ -12,13 +12,15 @@ from nvmathpy.plan import Candidate, Engine, Plan, Prepared, Problem, Wisdom
 
 
 class ScaleEngine(Engine):
-    """Multiplies by a factor; candidate 'slow' sleeps in Python to lose every timing."""
+    """Multiplies by a factor; candidate 'slow' loops longest in Python, and its timer counts
+    the loops (deterministic timings)."""
 
     name = "toy"
 
     def __init__(self, fail_on: str | tuple[str, ...] | None = None):
         self.prepared: list[Prepared] = []
         self.fail_on = fail_on
+        self.loops_run = 0
 
     def candidates(self, problem):
         return [Candidate.of("slow", loops=2000), Candidate.of("fast", loops=0), Candidate.of("medium", loops=200)]
@@ -40,6 +42,12 @@ class ScaleEngine(Engine):
     def device(self):
         return {"space": "toy"}
 
+    def timer(self, fn, calls):
+        """Seconds per call from the loops the candidate ran, not the clock: what autotune
+        picks must not depend on the machine's load."""
+        fn()
+        return 1e-6 * (1 + self.loops_run)
+
 
 class Scale(Plan):
     def __init__(self, x, factor, *, engine=None, wisdom=None, broken_runs=()):
@@ -54,11 +62,14 @@ class Scale(Plan):
         x, factor, loops = self.x, self.factor, prepared.candidate.params["loops"]
         broken = prepared.candidate.label in self.broken_runs
 
+        engine = self._engine
+
         def run():
             if broken:
                 raise ValueError(f"{prepared.candidate.label} cannot run")
             for _ in range(loops):
                 pass
+            engine.loops_run = loops
             return x * factor
 
         return run
