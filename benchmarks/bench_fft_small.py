@@ -3,7 +3,8 @@
 The mix real code makes: 1-D transforms of n = 8..1024 points (powers of two, odd and prime
 lengths) and a small batch; ``fft`` of complex and of real input, ``rfft``, ``irfft``,
 ``ifft`` and (SciPy only) ``dct``; repeated calls on one shape, and first calls on lengths
-neither side has seen in this process. ``nvmathpy.scipy.fft`` is compared with ``scipy.fft``,
+neither side has seen in this process (and, in a table of their own, first calls on lengths
+beyond the small ones). ``nvmathpy.scipy.fft`` is compared with ``scipy.fft``,
 ``nvmathpy.fft`` with ``numpy.fft``.
 
 Both sides run in one process, interleaved: each round times a burst of calls of one side,
@@ -90,16 +91,28 @@ def repeated(rounds: int, calls: int, seed: int = 0) -> list[dict[str, Any]]:
     return cases
 
 
-def first_calls(rounds: int, seed: int = 1) -> list[dict[str, Any]]:
+#: The first-call cases beyond the small transforms (lengths above 1024 up to ``BEYOND_UP_TO``):
+#: a one-call function there plans too, and must not cost more than twice the peer's first call.
+BEYOND = {"scipy": (("fft", "c"), ("rfft", "r"), ("irfft", "h")), "numpy": (("fft", "c"), ("rfft", "r"))}
+BEYOND_UP_TO = 1 << 17
+
+
+def first_calls(rounds: int, seed: int = 1, beyond: bool = False) -> list[dict[str, Any]]:
     """Seconds of the first call on a length neither side has transformed in this process: each
     side gets a length of its own per round (both sides may run one kernel, SciPy's pocketfft,
-    whose plan cache would otherwise serve the second side the plan the first one made)."""
+    whose plan cache would otherwise serve the second side the plan the first one made).
+    ``beyond``: lengths of 1025 to :data:`BEYOND_UP_TO` points (:data:`BEYOND`'s cases), else up
+    to 1023."""
     rng = np.random.default_rng(seed)
-    unused = [n for n in range(9, 1024) if n not in LENGTHS]  # the repeated cases run later
+    if beyond:
+        unused = list(rng.choice(np.arange(1025, BEYOND_UP_TO), 4 * rounds * sum(map(len, BEYOND.values())),
+                                 replace=False))
+    else:
+        unused = [n for n in range(9, 1024) if n not in LENGTHS]  # the repeated cases run later
     rng.shuffle(unused)
-    pool = iter(unused)
+    pool = iter(int(n) for n in unused)
     cases = []
-    for which, functions in FUNCTIONS.items():
+    for which, functions in (BEYOND if beyond else FUNCTIONS).items():
         mine, ref = _namespaces(which)
         for name, what in functions:
             times: tuple[list[float], list[float]] = ([], [])
@@ -152,14 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     first = [summarize(c) for c in first_calls(args.first_rounds)]  # before anything else plans these sizes
+    beyond = [summarize(c) for c in first_calls(args.first_rounds, beyond=True)]
     again = [summarize(c) for c in repeated(args.rounds, args.calls)]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"NumPy {np.__version__}, Python {platform.python_version()}")
     print(table(again, f"repeated calls ({args.rounds} rounds of {args.calls} calls)"))
     print()
     print(table(first, f"first call on a new length ({args.first_rounds} lengths per case)"))
+    print()
+    print(table(beyond, f"first call on a new length of 1025-{BEYOND_UP_TO} points ({args.first_rounds} lengths per "
+                        "case; the target: ratio >= 0.5)"))
     if args.json:
-        args.json.write_text(json.dumps({"repeated": again, "first": first}, indent=1))
+        args.json.write_text(json.dumps({"repeated": again, "first": first, "beyond": beyond}, indent=1))
     return 0
 
 

@@ -16,7 +16,7 @@ from nvmathpy.errors import (
 from nvmathpy.execution import ExecutionCPU
 from nvmathpy.fft import FFT, FFTOptions
 from nvmathpy.fft._engines_cpu import thread_options
-from nvmathpy.fft._heuristic import largest_prime_factor, library_order, rank
+from nvmathpy.fft._heuristic import library_order, rank, smooth
 from nvmathpy.fft._layout import describe
 from nvmathpy.fft._libraries import LIBRARIES, installed_libraries
 from nvmathpy.plan import Candidate, default_wisdom
@@ -252,7 +252,7 @@ def test_fftw_wisdom_travels_in_the_wisdom_entry(rng):
 
 
 def test_heuristic_table_rules():
-    assert largest_prime_factor(10007) == 10007 and largest_prime_factor(1000) == 5 and largest_prime_factor(1) == 1
+    assert smooth(1000) and smooth(7 ** 5) and smooth(1) and not smooth(10007) and not smooth(2 * 11) and not smooth(13 ** 2)
     assert library_order(describe((10007,), np.dtype("complex64")))[0] == "ducc0"
     assert library_order(describe((4096,), np.dtype("complex64")))[0] == "mkl_fft"
     assert library_order(describe((1 << 20,), np.dtype("float64")))[0] == "pyfftw"

@@ -26,7 +26,7 @@ from nvmathpy.fft import DCT, DST, FFT, _driver, _engines_cpu, _quick, _trig_eng
 from nvmathpy.fft._driver import plan_cache, runner_cache
 from nvmathpy.fft._heuristic import SMALL, THREADED_FROM, rank, small_band
 from nvmathpy.fft._layout import describe
-from nvmathpy.fft._quick import QUICK_ELEMENTS
+from nvmathpy.fft._quick import QUICK_ELEMENTS, one_call_engines
 from nvmathpy.fft.trig_plan import trig_plan_cache
 from nvmathpy.plan.wisdom import default_wisdom
 
@@ -268,10 +268,13 @@ def described(monkeypatch) -> list[int]:
 
 
 def _planned(x: np.ndarray, name: str, n_out: int | None, norm: str | None) -> np.ndarray:
-    """What an FFT plan of the one-call function ``name``'s problem on ``x`` computes."""
+    """What an FFT plan of the one-call function ``name``'s problem on ``x`` computes, among the
+    libraries one-call functions rank (``one_call_engines``)."""
     kind = {"fft": "c2c", "ifft": "c2c", "rfft": "r2c", "ihfft": "r2c", "irfft": "c2r", "hfft": "c2r"}[name]
     direction = "inverse" if name in ("ifft", "irfft", "ihfft") else "forward"
-    plan = FFT(x, axes=[-1], s=None if n_out is None else [n_out], kind=kind, norm=norm).plan()
+    s = None if n_out is None else [n_out]
+    engines = one_call_engines(describe(x.shape, x.dtype, axes=[-1], s=s, kind=kind, norm=norm))
+    plan = FFT(x, axes=[-1], s=s, kind=kind, norm=norm, options=engines and {"engines": engines}).plan()
     return plan.execute(direction)
 
 
@@ -451,3 +454,66 @@ def test_runner_cache_bounds_families() -> None:
     assert cache.family("b") is None and cache.family("c") is len
     cache.clear()
     assert cache.family("c") is None and cache.lookup("c") is None and cache.misses == 0
+
+
+@pytest.mark.parametrize("length", [4500, 1 << 17])  # the quick path, and a one-call plan beyond it
+@pytest.mark.parametrize("namespace", [nfft, nsfft], ids=["numpy", "scipy"])
+def test_one_call_functions_plan_no_fftw_on_a_new_shape(fresh, monkeypatch, namespace, length) -> None:
+    """A plan made for repeated use takes FFTW for a large real 1-D transform (the heuristic's
+    first); a one-call function takes the first library that plans nothing - an FFTW plan costs a
+    new length milliseconds - on the quick path and on its plans alike, with the plan's bits."""
+    pytest.importorskip("pyfftw")
+    x = _operand(np.random.default_rng(11), (length,), np.float64)
+    layout = describe(x.shape, x.dtype, kind="r2c")
+    assert _engines_cpu.first_candidate(layout, 1).label == "pyfftw"
+    built = []
+    original = _engines_cpu.LIBRARIES["pyfftw"].build
+    monkeypatch.setattr(_engines_cpu.LIBRARIES["pyfftw"], "build", lambda *a, **k: built.append(1) or original(*a, **k))
+    got = namespace.rfft(x)
+    assert built == []
+    assert np.array_equal(got, namespace.rfft(x))  # the second call: the same runner or plan
+    assert np.array_equal(got, _planned(x, "rfft", None, None))
+    reference = np.fft.rfft(x.astype(np.float64))
+    assert np.linalg.norm(got - reference) <= 1e-13 * np.linalg.norm(reference)
+    assert "pyfftw" not in one_call_engines(layout)
+    assert FFT(x, kind="r2c").plan().candidate.label == "pyfftw" and len(built) == 1  # plans keep the heuristic's
+
+
+def test_one_call_functions_take_a_wisdom_entry_of_any_library(fresh, wisdom) -> None:
+    """Where the wisdom store holds an entry of the problem (autotune), one-call functions rank
+    every library, as plans do, and take the entry's choice, FFTW included."""
+    pytest.importorskip("pyfftw")
+    x = _operand(np.random.default_rng(12), (1 << 17,), np.float64)
+    layout = describe(x.shape, x.dtype, kind="r2c")
+    assert one_call_engines(layout) is not None
+    budget = _engines_cpu.cores()
+    device = _engines_cpu._device(_engines_cpu.installed_libraries())
+    default_wisdom().record(_engines_cpu.fft_problem(layout, budget), device,
+                            {"label": "pyfftw", "params": {"threads": 1, "effort": "estimate"}})
+    assert one_call_engines(layout) is None
+    got = nfft.rfft(x)
+    (kept,) = [plan for plans in plan_cache()._plans.values() for plan in plans]
+    assert kept.candidate.label == "pyfftw" and kept.chosen_by == "wisdom"
+    reference = np.fft.rfft(x)
+    assert np.linalg.norm(got - reference) <= 1e-13 * np.linalg.norm(reference)
+    assert np.array_equal(got, FFT(x, kind="r2c").plan().execute())  # the wisdom entry's library, as a plan's
+
+
+@pytest.mark.parametrize("namespace", [nfft, nsfft], ids=["numpy", "scipy"])
+def test_lists_of_axes_and_lengths_take_the_quick_path(fresh, namespace) -> None:
+    """``s`` and ``axes`` given as lists (as ``scipy.signal.fftconvolve`` passes them) key the
+    quick path as tuples do: one runner per signature, no plan, the tuple call's bits."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((30, 31))
+    calls = [("rfftn", dict(s=[40, 48], axes=[0, 1])), ("rfftn", dict(s=[64], axes=[1])),
+             ("fftn", dict(s=[33], axes=[0])), ("irfftn", dict(s=[30, 60], axes=[0, 1]))]
+    for name, kwargs in calls:
+        operand = {"rfftn": x, "fftn": x + 1j * x[::-1], "irfftn": namespace.rfftn(x, s=[30, 60], axes=[0, 1])}[name]
+        listed = getattr(namespace, name)(operand, **kwargs)
+        again = getattr(namespace, name)(operand, **kwargs)
+        tupled = getattr(namespace, name)(operand, **{k: tuple(v) for k, v in kwargs.items()})
+        assert np.array_equal(listed, tupled) and np.array_equal(listed, again), (name, kwargs)
+        reference = getattr(np.fft, name)(operand, **kwargs)
+        assert np.linalg.norm(listed - reference) <= 1e-13 * np.linalg.norm(reference)
+    assert plan_cache().misses == 0
+    assert runner_cache().misses == len(calls) + 1  # (irfftn's operand: one rfftn signature more)

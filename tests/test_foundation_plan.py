@@ -12,13 +12,15 @@ from nvmathpy.plan import Candidate, Engine, Plan, Prepared, Problem, Wisdom
 
 
 class ScaleEngine(Engine):
-    """Multiplies by a factor; candidate 'slow' sleeps in Python to lose every timing."""
+    """Multiplies by a factor; candidate 'slow' loops longest in Python, and its timer counts
+    the loops (deterministic timings)."""
 
     name = "toy"
 
     def __init__(self, fail_on: str | tuple[str, ...] | None = None):
         self.prepared: list[Prepared] = []
         self.fail_on = fail_on
+        self.loops_run = 0
 
     def candidates(self, problem):
         return [Candidate.of("slow", loops=2000), Candidate.of("fast", loops=0), Candidate.of("medium", loops=200)]
@@ -40,6 +42,12 @@ class ScaleEngine(Engine):
     def device(self):
         return {"space": "toy"}
 
+    def timer(self, fn, calls):
+        """Seconds per call from the loops the candidate ran, not the clock: what autotune
+        picks must not depend on the machine's load."""
+        fn()
+        return 1e-6 * (1 + self.loops_run)
+
 
 class Scale(Plan):
     def __init__(self, x, factor, *, engine=None, wisdom=None, broken_runs=()):
@@ -54,11 +62,14 @@ class Scale(Plan):
         x, factor, loops = self.x, self.factor, prepared.candidate.params["loops"]
         broken = prepared.candidate.label in self.broken_runs
 
+        engine = self._engine
+
         def run():
             if broken:
                 raise ValueError(f"{prepared.candidate.label} cannot run")
             for _ in range(loops):
                 pass
+            engine.loops_run = loops
             return x * factor
 
         return run
@@ -259,3 +270,74 @@ def test_autotune_reports_progress_as_info_lines(wisdom, caplog):
     steps = [r.getMessage() for r in caplog.records if "Scale autotune:" in r.getMessage()]
     assert steps[0].startswith("Scale autotune: 1/5 prepared slow") and steps[-1] == "Scale autotune: 5/5 round 2/2"
     assert any("autotune chose fast" in r.getMessage() for r in caplog.records)
+
+
+def test_autotune_times_the_close_contenders_again_and_decides_on_that(wisdom, monkeypatch):
+    """A first pass that puts a candidate within CONFIRM_WITHIN of the fastest is not the last
+    word: the contenders are timed again (more rounds, longer samples) and that timing decides."""
+    from nvmathpy.plan import autotune, base
+
+    passes = []
+
+    def timings(runners, **kw):
+        labels = [label for label, _ in runners]
+        passes.append((labels, kw))
+        first = {"slow(loops=2000)": 3.0, "fast(loops=0)": 1.0, "medium(loops=200)": 1.1}
+        second = {"fast(loops=0)": 1.0, "medium(loops=200)": 0.8}
+        return {label: (first if len(passes) == 1 else second)[label] for label in labels}
+
+    monkeypatch.setattr(base, "time_candidates", timings)
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    result = plan.autotune(effort="exhaustive", repeats=2)
+    assert plan.candidate.label == "medium"  # the second timing reversed the first
+    assert result == {"slow(loops=2000)": 3.0, "fast(loops=0)": 1.0, "medium(loops=200)": 0.8}
+    assert len(passes) == 2
+    assert sorted(passes[1][0]) == ["fast(loops=0)", "medium(loops=200)"]  # 3.0 is not close
+    assert passes[1][1]["repeats"] >= autotune.CONFIRM_ROUNDS and passes[1][1]["sample_seconds"] > 1e-3
+
+
+def test_autotune_does_not_time_again_without_close_contenders_or_budget(wisdom, monkeypatch):
+    from nvmathpy.plan import base
+
+    passes = []
+
+    def timings(runners, **kw):
+        passes.append([label for label, _ in runners])
+        return {label: {"slow(loops=2000)": 3.0, "fast(loops=0)": 1.0, "medium(loops=200)": 2.0}[label]
+                for label, _ in runners}
+
+    monkeypatch.setattr(base, "time_candidates", timings)
+    Scale(np.arange(3.0), 2.0, wisdom=wisdom).autotune(effort="exhaustive")
+    assert len(passes) == 1  # nothing within 25% of the fastest
+    passes.clear()
+    Scale(np.arange(3.0), 2.0, wisdom=wisdom).autotune(effort="exhaustive", force=True, budget_seconds=0)
+    assert len(passes) == 1  # the budget is spent: the first pass decides
+
+
+def test_a_contender_that_fails_when_timed_again_is_dropped(wisdom, monkeypatch):
+    from nvmathpy.plan import base
+
+    calls = []
+
+    def timings(runners, failures=None, **kw):
+        calls.append(1)
+        out = {}
+        for label, _ in runners:
+            if len(calls) == 2 and label == "fast(loops=0)":
+                failures[label] = RuntimeError("gone")
+                continue
+            out[label] = {"slow(loops=2000)": 3.0, "fast(loops=0)": 1.0, "medium(loops=200)": 1.1}[label]
+        return out
+
+    monkeypatch.setattr(base, "time_candidates", timings)
+    plan = Scale(np.arange(3.0), 2.0, wisdom=wisdom)
+    result = plan.autotune(effort="exhaustive")
+    assert plan.candidate.label == "medium" and "fast(loops=0)" not in result
+
+
+def test_the_contenders_are_the_close_ones_fastest_first():
+    from nvmathpy.plan.autotune import contenders
+
+    assert contenders({"a": 1.0, "b": 1.25, "c": 1.26}) == ["a", "b"]
+    assert contenders({"a": 1.0, "b": 1.1, "c": 1.2, "d": 1.0}, most=3) == ["a", "d", "b"]
+    assert contenders({"a": 1.0}) == [] and contenders({}) == []

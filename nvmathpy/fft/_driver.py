@@ -18,7 +18,7 @@ from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
 from ._layout import c2r_lengths, check_norm, describe, no_axes
-from ._quick import RunnerCache, conjugate_mirror, quick_runner
+from ._quick import RunnerCache, conjugate_mirror, one_call_engines, quick_runner
 from .fft_plan import FFT
 
 __all__ = ["plan_cache", "runner_cache", "lookup_runner", "Threads", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
@@ -113,9 +113,13 @@ def transform(
     ``threads``: the thread budget; ``None`` is every core, and a function (such as
     :func:`scipy.fft.get_workers`) is asked for it when a plan or a runner is made."""
     if plan is None and type(a) is np.ndarray:
+        if type(axes) is list:  # (as scipy.signal passes them) a key of the quick path, as a tuple
+            axes = tuple(axes)
+        if type(s) is list:
+            s = tuple(s)
         try:
             run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
-        except TypeError:  # axes or s given as a list: not a signature the quick path keeps
+        except TypeError:  # an unhashable entry: not a signature the quick path keeps
             run = False
         if run is None:
             run = _quick(a, kind, direction, s, axes, norm, threads, False)
@@ -145,6 +149,7 @@ def transform(
                 kind=kind,
                 norm=norm,
                 execution=ExecutionCPU(threads) if op.device == "cpu" else None,  # CUDA: the operand's device
+                options=_one_call_options(op, kind, s, axes, norm),
             )
             fft.plan()
         else:
@@ -160,6 +165,20 @@ def transform(
     if bad_out is not None:  # refused before the transform ran; the plan stays cached
         raise bad_out
     return _deliver(result, out)
+
+
+def _one_call_options(op: Operand, kind: str, s: Any, axes: Any, norm: str) -> dict[str, Any] | None:
+    """The options of a one-call function's CPU plan: the libraries of
+    :func:`~nvmathpy.fft._quick.one_call_engines` (``None``: no restriction, and for CUDA
+    operands or arguments the plan will refuse)."""
+    if op.device != "cpu":
+        return None
+    try:
+        layout = describe(op.shape, op.dtype, axes=axes, s=s, kind=kind, norm=norm)
+    except Exception:  # noqa: BLE001 - the plan raises the caller's error
+        return None
+    engines = one_call_engines(layout)
+    return None if engines is None else {"engines": engines}
 
 
 def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, threads: Threads = None,

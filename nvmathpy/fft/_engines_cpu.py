@@ -120,12 +120,13 @@ def prepare_candidate(layout: Layout, candidate: Candidate, extra: Mapping[str, 
     return prepared
 
 
-def first_candidate(layout: Layout, budget: int) -> Candidate:
-    """The heuristic's first candidate for ``layout`` among the installed libraries under a
-    thread ``budget``: what ``plan()`` takes without wisdom (``rank(...)[0]``), found
-    without ranking the others."""
+def first_candidate(layout: Layout, budget: int, among: frozenset[str] | None = None) -> Candidate:
+    """The heuristic's first candidate for ``layout`` among the installed libraries (and among
+    ``among``, when given) under a thread ``budget``: what ``plan()`` takes without wisdom
+    (``rank(...)[0]``), found without ranking the others."""
     libraries = installed_libraries()
-    name = next(n for n in library_order(layout) if n in libraries and LIBRARIES[n].supports(layout))
+    name = next(n for n in library_order(layout)
+                if n in libraries and (among is None or n in among) and LIBRARIES[n].supports(layout))
     return _candidate_of(name, threads_guess(layout, _options(budget)))
 
 

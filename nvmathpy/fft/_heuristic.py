@@ -13,7 +13,9 @@ The rules (:func:`library_order`): SciPy's pocketfft binding called directly lea
 small band of 1-D transforms (:func:`small_band`); ducc0 leads for double precision, for sizes
 with a prime factor above 7, for batches of 1-D transforms and for other small transforms
 (<= 1024 points); mkl_fft leads for larger single-precision transforms and for large (>= 2^22
-points) multi-dimensional double ones; FFTW leads for large 1-D real transforms. scipy.fft
+points) multi-dimensional double ones; FFTW leads for large 1-D real transforms, ducc0 next
+(it plans a new length in microseconds, where MKL and FFTW take far longer: the one-call
+functions take the first library that keeps no state, :mod:`._quick`). scipy.fft
 (the same kernel as the binding, through SciPy's Python functions) comes last. Where this
 machine is calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a
 smooth length beyond the small band, by kind, precision and size), the library measured fastest
@@ -32,7 +34,7 @@ from ..plan.calibration import calibrated
 from ._layout import Layout
 
 __all__ = ["CALIBRATED_KINDS", "CALIBRATED_SIZES", "builtin_order", "calibration_name", "first_library",
-           "heuristic_candidate", "library_order", "rank", "small_band", "threads_guess"]
+           "heuristic_candidate", "library_order", "rank", "small_band", "smooth", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
@@ -46,16 +48,6 @@ SMALL = 1024
 CALIBRATED_KINDS = ("c2c", "r2c")
 CALIBRATED_SIZES = (1 << 14, 1 << 18, 1 << 22)
 CALIBRATED_REACH = 4
-
-
-def largest_prime_factor(n: int) -> int:
-    """The largest prime factor of ``n`` (``1`` for ``n == 1``)."""
-    largest, p = 1, 2
-    while p * p <= n:
-        while n % p == 0:
-            largest, n = p, n // p
-        p += 1
-    return max(largest, n) if n > 1 else largest
 
 
 def small_band(length: int, elements: int) -> bool:
@@ -96,13 +88,19 @@ def first_library(layout: Layout) -> str | None:
 def _covering(kind: str, precision: str, size: int) -> str | None:
     """The calibrated value covering one transform of ``size`` points (``None``: none does)."""
     sizes = CALIBRATED_SIZES
-    if not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not _smooth(size):
+    if not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not smooth(size):
         return None
     return calibration_name(kind, precision, min(sizes, key=lambda s: abs(math.log(size / s))))
 
 
-def _smooth(n: int) -> bool:
-    """Whether ``n`` has no prime factor above 7 (cheaper than :func:`largest_prime_factor`)."""
+def smooth(n: int) -> bool:
+    """Whether ``n`` has no prime factor above 7.
+
+    Examples
+    --------
+    >>> smooth(1000), smooth(10007), smooth(1)
+    (True, False, True)
+    """
     for p in (2, 3, 5, 7):
         while n % p == 0:
             n //= p
@@ -129,11 +127,11 @@ def builtin_order(layout: Layout) -> list[str]:
     # the cheap tests first: the factorisation costs a new small length more than its transform
     if len(layout.axes) == 1 and small_band(layout.lengths[0], layout.batch * layout.size):
         return ["pocketfft", "ducc0", "mkl_fft", "pyfftw", "scipy"]
-    if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or any(
-            largest_prime_factor(n) > 7 for n in layout.lengths):
+    if layout.size <= SMALL or (len(layout.axes) == 1 and layout.batch > 1) or not all(
+            smooth(n) for n in layout.lengths):
         return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]
     if layout.kind != "c2c" and len(layout.axes) == 1:
-        return ["pyfftw", "mkl_fft", "ducc0", "pocketfft", "scipy"]
+        return ["pyfftw", "ducc0", "mkl_fft", "pocketfft", "scipy"]
     if layout.precision == "single" or (len(layout.axes) > 1 and layout.size >= 1 << 22):
         return ["mkl_fft", "ducc0", "pyfftw", "pocketfft", "scipy"]
     return ["ducc0", "mkl_fft", "pyfftw", "pocketfft", "scipy"]

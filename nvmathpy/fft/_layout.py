@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -65,6 +66,9 @@ class Layout:
         The array the engine writes.
     norm
         ``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    The derived quantities (``size``, ``batch``, ``precision``) are computed once per layout:
+    the heuristic asks for them several times while a new shape is ranked.
     """
 
     kind: str
@@ -76,17 +80,17 @@ class Layout:
     out_dtype: np.dtype
     norm: str
 
-    @property
+    @cached_property
     def size(self) -> int:
         """The number of points of one transform (product of the logical lengths)."""
         return math.prod(self.lengths)
 
-    @property
+    @cached_property
     def batch(self) -> int:
         """How many transforms one call computes."""
         return math.prod(self.in_shape) // max(math.prod(self.in_shape[a] for a in self.axes), 1)
 
-    @property
+    @cached_property
     def precision(self) -> str:
         """``"single"``, ``"double"`` or ``"long"``."""
         complex_dtype = self.in_dtype if self.in_dtype.kind == "c" else _COMPLEX_OF[self.in_dtype]

@@ -12,10 +12,16 @@ operand and calls the library. Runners hold no buffers and no operands, so one i
 every thread; :class:`RunnerCache` keeps them per call signature (shape, strides, dtype and
 the raw arguments).
 
-A runner takes the candidate a plan would: the wisdom store's choice when it holds an entry
-of the exact problem (:func:`wisdom_may_know` screens cheaply, then
-:func:`~nvmathpy.fft._engines_cpu.wisdom_choice` looks up as a plan does), else the
-heuristic's first.
+A runner takes the wisdom store's choice when it holds an entry of the exact problem
+(:func:`wisdom_may_know` screens cheaply, then :func:`~nvmathpy.fft._engines_cpu.wisdom_choice`
+looks up as a plan does), else the heuristic's first library among those that keep no state
+(:data:`_STATELESS`) - the plan's first candidate, unless that is pyFFTW: an FFTW plan, even at
+FFTW_ESTIMATE, costs a new real-transform length milliseconds (``benchmarks/bench_fft_small.py``
+measures first calls), many times the first call of the function a user would otherwise call,
+which a one-call function must not pay on a shape it may never see again. The one-call
+functions' plans (larger problems, other packages) rank the same libraries
+(:func:`one_call_engines`). A plan made for repeated use, or a problem wisdom names pyFFTW for
+(``autotune``), takes FFTW.
 
 A first call on a new length of a known signature (a transform over the last axis, with or
 without ``n``) would pay again for describing the call, ranking and preparing. Where the
@@ -46,7 +52,7 @@ from ._heuristic import small_band, threads_guess
 from ._libraries import ducc0_call, pocketfft_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
-__all__ = ["QUICK_ELEMENTS", "RunnerCache", "conjugate_mirror", "quick_runner", "wisdom_may_know"]
+__all__ = ["QUICK_ELEMENTS", "RunnerCache", "conjugate_mirror", "one_call_engines", "quick_runner", "wisdom_may_know"]
 
 #: The most elements (input or output) a transform may have to run on the quick path.
 QUICK_ELEMENTS = 1 << 16
@@ -195,6 +201,17 @@ def _refresh(memo: dict[str, Any]) -> None:
     memo.update(stamp=stamp, problems=frozenset(problems))
 
 
+def one_call_engines(layout: Layout) -> tuple[str, ...] | None:
+    """The libraries a one-call function's plan may rank for ``layout`` (``None``: all): those
+    that plan nothing (:data:`_STATELESS`, installed), unless the wisdom store holds an entry of
+    the problem, whose choice then counts as for any plan. The quick path's runners take the
+    same first library (:func:`quick_runner`), so a one-call function gives one problem the
+    same bits on either path."""
+    if wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype)):
+        return None
+    return tuple(name for name in _engines_cpu.installed_libraries() if name in _STATELESS)
+
+
 def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any, norm: Any,
                  threads: int | None | Callable[[], int], full: bool = False) -> tuple[Runner | None, Family | None]:
     """A runner computing this call on ``a``'s signature, or ``None`` when plans must run it
@@ -230,18 +247,19 @@ def quick_runner(a: np.ndarray, *, kind: str, direction: str, s: Any, axes: Any,
     if wisdom_may_know(("fft", layout.kind, layout.in_shape, layout.in_dtype)):  # then ask as a plan would
         candidate = _engines_cpu.wisdom_choice(layout, budget)
     family = None
-    if candidate is None:
-        candidate = _engines_cpu.first_candidate(layout, budget)
+    if candidate is None:  # the heuristic's first library that plans nothing (see the module's notes)
+        candidate = _engines_cpu.first_candidate(layout, budget, _STATELESS)
         family = _length_family(layout, candidate, direction, full, lengths_given)
     if candidate.label not in _STATELESS:
         return None, None
     fill = _filler(layout.in_shape, layout.in_dtype, a.shape)
     make = _CALLS.get(candidate.label)
-    raw = None if not full or make is None else make(
-        "c2c", layout.axes, "forward", layout.norm, candidate.params["threads"], 0)
-    if raw is not None:  # the library's complex transform of real input is the full spectrum
-        call = raw
-    else:
+    call = None
+    if make is not None and len(layout.axes) == 1:  # the very call the candidate's build makes, without the build
+        # (full: the library's complex transform of real input is the full spectrum)
+        call = make("c2c" if full else layout.kind, layout.axes, direction, layout.norm, candidate.params["threads"],
+                    layout.lengths[-1])
+    if call is None:
         prepared = _engines_cpu.prepare_candidate(layout, candidate)
         call = prepared.forward if direction == "forward" else prepared.inverse
         if full:

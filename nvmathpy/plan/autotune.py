@@ -13,8 +13,8 @@ from typing import Callable, Sequence
 
 from .._logging import logger
 
-__all__ = ["EFFORTS", "KEEP_MARGIN", "MEASURE_TOP", "pick_winner", "time_candidates", "perf_counter_timer",
-           "progress_reporter"]
+__all__ = ["CONFIRM_MOST", "CONFIRM_ROUNDS", "CONFIRM_SAMPLE_SECONDS", "CONFIRM_WITHIN", "EFFORTS", "KEEP_MARGIN",
+           "MEASURE_TOP", "contenders", "pick_winner", "time_candidates", "perf_counter_timer", "progress_reporter"]
 
 #: Autotune effort levels: no timing (heuristic order), time the top few, time all.
 EFFORTS = ("estimate", "measure", "exhaustive")
@@ -26,7 +26,35 @@ MEASURE_TOP = 4
 #: single-threaded variant timed while another process held a core) is the worse bet later.
 KEEP_MARGIN = 0.02
 
+#: Candidates whose first median lies within this fraction of the fastest are timed again
+#: (:func:`contenders`): a first pass of short samples cannot separate them on a shared
+#: machine, and one noisy sample there decides which library a problem runs on for good.
+CONFIRM_WITHIN = 0.25
+#: At most this many contenders are timed again.
+CONFIRM_MOST = 3
+#: The fewest rounds, and the length of each sample, of that second timing.
+CONFIRM_ROUNDS = 7
+CONFIRM_SAMPLE_SECONDS = 5e-3
+
 Timer = Callable[[Callable[[], object], int], float]
+
+
+def contenders(timings: dict[str, float], within: float = CONFIRM_WITHIN, most: int = CONFIRM_MOST) -> list[str]:
+    """The labels to time again before a winner is picked: the fastest and those within
+    ``within`` of it, fastest first, at most ``most`` (none when fewer than two qualify).
+
+    Examples
+    --------
+    >>> contenders({"a": 1.0, "b": 1.2, "c": 2.0})
+    ['a', 'b']
+    >>> contenders({"a": 1.0, "c": 2.0})
+    []
+    """
+    if not timings:
+        return []
+    best = min(timings.values())
+    close = sorted((seconds, label) for label, seconds in timings.items() if seconds <= best * (1 + within))
+    return [label for _, label in close[:most]] if len(close) > 1 else []
 
 
 def pick_winner(timings: dict[str, float], first: str | None, margin: float = KEEP_MARGIN) -> str:

@@ -29,10 +29,13 @@ from typing import Any, Callable, Mapping
 from .._logging import logger
 from ..errors import CandidatesFailedError, InvalidOptionError, PlanStateError
 from .autotune import (
+    CONFIRM_ROUNDS,
+    CONFIRM_SAMPLE_SECONDS,
     EFFORTS,
     KEEP_MARGIN,
     MEASURE_TOP,
     Timer,
+    contenders,
     perf_counter_timer,
     pick_winner,
     progress_reporter,
@@ -268,7 +271,9 @@ class Plan(abc.ABC):
     ) -> dict[str, float]:
         """Time candidates and keep the fastest; record it in wisdom.
 
-        The heuristic's first choice is kept when it is within
+        Candidates within :data:`~nvmathpy.plan.autotune.CONFIRM_WITHIN` of the fastest are
+        timed a second time, with more rounds and longer samples, and decide on those
+        timings. The heuristic's first choice is kept when it is within
         :data:`~nvmathpy.plan.autotune.KEEP_MARGIN` (2%) of the fastest: differences that
         small are noise on a shared machine.
 
@@ -352,6 +357,11 @@ class Plan(abc.ABC):
                 raise CandidatesFailedError(
                     f"{type(self).__name__} autotune: no candidate could be prepared and run; "
                     + _failure_summary(failures), failures)
+            self._confirm(timings, runners, repeats, budget_seconds, start, failures)
+            if not timings:
+                raise CandidatesFailedError(
+                    f"{type(self).__name__} autotune: no candidate ran when timed again; "
+                    + _failure_summary(failures), failures)
         except BaseException:
             for p in prepared.values():
                 if p is not self._prepared:
@@ -385,6 +395,29 @@ class Plan(abc.ABC):
                 json.dumps(timings),
             )
         return timings
+
+    def _confirm(self, timings: dict[str, float], runners: list, repeats: int, budget_seconds: float | None,
+                 start: float, failures: dict[str, Exception]) -> None:
+        """Time the close contenders of ``timings`` again (more rounds, longer samples) and
+        put their new medians in ``timings``, within what is left of the budget; a contender
+        that fails now is dropped."""
+        close = contenders(timings)
+        remaining = None if budget_seconds is None else budget_seconds - (time.perf_counter() - start)
+        if not close or (remaining is not None and remaining <= 0):
+            return
+        again = time_candidates(
+            [(label, run) for label, run in runners if label in close],
+            repeats=max(repeats, CONFIRM_ROUNDS),
+            sample_seconds=CONFIRM_SAMPLE_SECONDS,
+            budget_seconds=remaining,
+            timer=self._engine.timer,
+            failures=failures,
+        )
+        for label in close:
+            if label in again:
+                timings[label] = again[label]
+            elif label in failures:
+                del timings[label]
 
     def _install(self, prepared: Prepared, how: str) -> None:
         """Make ``prepared`` current: bind first (may raise), then swap and free the old one."""
