@@ -6,8 +6,9 @@ Run (unset the OpenBLAS overrides for this command only)::
 
 The mix is what a widely used ML library's test suite calls most (issue 21): ``cho_solve``
 of ``cho_factor``, ``solve``, ``cholesky``, ``solve_triangular``, ``svd``, ``lu``, ``qr``,
-``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), on
-C-ordered float64 matrices of orders 2 to 512.
+``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), and
+the general eigenproblem and RQ (``eig``, ``eigvals``, ``rq``), on C-ordered float64 matrices
+of orders 2 to 512.
 
 Two kinds of row per function and order:
 
@@ -84,6 +85,9 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
         "pinvh": lambda: m.pinvh(s),
         "orth": lambda: m.orth(a),
         "null_space": lambda: m.null_space(a[: max(1, n // 2)]),
+        "eig": lambda: m.eig(a),
+        "eigvals": lambda: m.eigvals(a),
+        "rq": lambda: m.rq(a),
     }[name]
 
 
@@ -91,7 +95,7 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
 MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "cholesky": "cholesky",
        "solve_triangular": "solve_triangular", "svd": "svd", "lu": "lu", "qr": "qr", "norm (matrix)": "norm",
        "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh",
-       "orth": "orth", "null_space": "null_space"}
+       "orth": "orth", "null_space": "null_space", "eig": "eig", "eigvals": "eigvals", "rq": "rq"}
 
 
 def functions() -> list[str]:

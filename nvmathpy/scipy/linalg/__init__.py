@@ -3,7 +3,7 @@ return conventions as SciPy 1.17, faster (LAPACK called directly, C-ordered inpu
 through transposed views, workspace sizes cached, drivers chosen by measurement).
 
 ``from nvmathpy.scipy import linalg as sla`` and call ``sla.solve``, ``sla.lu_factor``, ...
-Every other public name of :mod:`scipy.linalg` (``eig``, ``expm``, ``LinAlgWarning``, the
+Every other public name of :mod:`scipy.linalg` (``expm``, ``schur``, ``LinAlgWarning``, the
 ``lapack``/``blas`` modules, ...) is SciPy's own object, looked up on first access: the module
 is a safe swap for ``scipy.linalg`` in any code, and importing it does not import SciPy
 (``__all__`` lists the names nvmathpy implements; ``dir()`` lists them all).
@@ -41,6 +41,15 @@ from ._norms import norm  # noqa: E402
 from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
+
+# The general eigenproblem and RQ (issue 21): NumPy operands; CUDA operands refused by name.
+from ._cuda import host_only as _host_only  # noqa: E402
+from ._eig import eig, eigvals  # noqa: E402
+from ._rq import rq  # noqa: E402
+
+eig, eigvals, rq = map(_host_only, (eig, eigvals, rq))
+__all__ += ["eig", "eigvals", "rq"]
+
 
 def __getattr__(name: str) -> object:
     """SciPy's own object for a public name of :mod:`scipy.linalg` nvmathpy does not implement."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...linalg.lapack import routines
 from ._decomp import svd_matrix
-from ._validate import LinAlgError, all_finite, over_batch
+from ._validate import LinAlgError, all_finite, over_batch, scipy_own
 
 __all__ = ["pinv", "pinvh", "orth", "null_space", "EV_UP_TO"]
 
@@ -48,9 +48,7 @@ _DEFINED_IN = {"pinv": "_basic", "pinvh": "_basic", "orth": "_decomp_svd", "null
 
 def _scipy(name: str) -> Callable[..., Any]:
     """SciPy's own function ``name``."""
-    import importlib
-
-    return getattr(importlib.import_module(f"scipy.linalg.{_DEFINED_IN[name]}"), name)
+    return scipy_own(_DEFINED_IN[name], name)
 
 
 def _cutoff(a: np.ndarray, largest: Any, atol: Any, rtol: Any) -> Any:

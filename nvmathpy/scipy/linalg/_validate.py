@@ -17,7 +17,7 @@ from ...operands import wrap
 __all__ = [
     "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "lapack_common", "over_batch",
     "caller_stacklevel", "raise_singular", "warn_ill_conditioned",
-    "LinAlgError", "linalg_warning",
+    "LinAlgError", "linalg_warning", "scipy_own",
 ]
 
 
@@ -30,6 +30,14 @@ def linalg_warning() -> type:
     from scipy.linalg import LinAlgWarning
 
     return LinAlgWarning
+
+
+def scipy_own(module: str, name: str) -> Callable[..., Any]:
+    """SciPy's own function ``name`` from its defining module ``scipy.linalg.<module>`` (not
+    through ``scipy.linalg``, whose attributes :func:`nvmathpy.patch` may have replaced)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"scipy.linalg.{module}"), name)
 
 
 def all_finite(x: np.ndarray) -> bool:
