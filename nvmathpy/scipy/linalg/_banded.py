@@ -206,7 +206,8 @@ def _cholesky_banded(ab: Any, overwrite_ab: bool, lower: bool, check_finite: boo
     a1 = validated(ab, check_finite)
     if a1.size == 0:
         return np.empty_like(a1, dtype=lapack_common(a1.dtype))
-    c, info = lapack("pbtrf", lapack_common(a1.dtype).char)(a1, lower=lower, overwrite_ab=overwrite_ab)
+    char = a1.dtype.char if a1.dtype.char in "fdFD" else lapack_common(a1.dtype).char
+    c, info = lapack("pbtrf", char)(a1, lower=lower, overwrite_ab=overwrite_ab)
     if info > 0:
         raise LinAlgError(f"{info}-th leading minor not positive definite")
     if info < 0:
@@ -297,12 +298,13 @@ def _solve_assumed_banded(a: Any, b: Any, overwrite_b: bool, check_finite: bool,
 
     below, above = bandwidth(a1)
     m, below, above = (a1.T, above, below) if transposed else (a1, below, above)
-    if check_finite and not all_finite(a1):  # SciPy checks the band it reads: every nonzero entry
-        raise ValueError("array must not contain infs or NaNs")
     lu = np.zeros((2 * below + above + 1, n), dtype, order="F")
     for k in range(-below, above + 1):  # lu[below + above + i - j, j] = m[i, j]
         row = below + above - k
-        lu[row, max(k, 0):n + min(k, 0)] = np.diagonal(m, k)
+        lu[row, max(k, 0):n + min(k, 0)] = m.diagonal(k)
+    # SciPy checks the band it reads; NaN and infinity are nonzero, so inside the measured band
+    if check_finite and not all_finite(lu[below:]):
+        raise ValueError("array must not contain infs or NaNs")
     anorm = lapack("langb", dtype.char)("I" if transposed else "1", below, above, lu[below:])
     lu, piv, x, info = lapack("gbsv", dtype.char)(below, above, lu, b1, overwrite_ab=True, overwrite_b=overwrite_b)
     if info < 0:

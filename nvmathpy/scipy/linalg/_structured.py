@@ -143,7 +143,7 @@ def _tridiagonal(a: np.ndarray, b: np.ndarray, transposed: bool, overwrite_b: bo
     SciPy's f2py ``?gttrf`` refuses; the same arithmetic), the condition from ``?gtcon``
     (from the general LU's ``?gecon`` for order 2)."""
     r = _lapack(a.dtype.char)
-    dl, d, du = np.diagonal(a, -1), np.diagonal(a), np.diagonal(a, 1)
+    dl, d, du = a.diagonal(-1), a.diagonal(), a.diagonal(1)
     if a.shape[0] == 2:
         x = r["gtsv"](*((du, d, dl) if transposed else (dl, d, du)), b, overwrite_b=int(overwrite_b))[3]
         norm = "I" if transposed else "1"
