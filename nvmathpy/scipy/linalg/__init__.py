@@ -15,9 +15,15 @@ routines and compiled small solves, :mod:`nvmathpy.linalg.validation`), no priva
 ``overwrite_a``/``overwrite_b`` work in place as SciPy's in ``solve``, ``inv``, ``det``,
 ``qr`` and ``solve_triangular`` (a Fortran-ordered writeable input of the computation dtype
 is overwritten; the result shares its memory where SciPy's does); the other functions accept
-them and never overwrite their inputs. ``solve(assume_a='tridiagonal'
-| 'banded')`` and ``inv(assume_a='sym' | 'her')`` read what SciPy reads (the band, the
-triangle) and run the general LU on it.
+them and never overwrite their inputs. ``solve`` picks SciPy 1.17's LAPACK routines per
+structure (``?gttrf``/``?gttrs`` for tridiagonal matrices, detected from order 4 as SciPy's,
+``?gbsv`` for ``assume_a='banded'``); ``inv(assume_a='sym' | 'her')`` reads the triangle SciPy
+reads and runs the general LU on it.
+
+``solve_banded``, ``solveh_banded``, ``cholesky_banded``, ``cho_solve_banded`` and ``ldl`` make
+SciPy's LAPACK calls (``?gtsv``/``?gbsv``, ``?ptsv``/``?pbsv``, ``?pbtrf``, ``?pbtrs``,
+``?sytrf``/``?hetrf``) with its ``overwrite_*`` effects, results and errors, without its per-call
+overhead; they run on the CPU only (GPU operands raise ``TypeError``).
 Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """
@@ -49,6 +55,12 @@ from ._rq import rq  # noqa: E402
 
 eig, eigvals, rq = map(_host_only, (eig, eigvals, rq))
 __all__ += ["eig", "eigvals", "rq"]
+
+# Banded solvers and the LDL factorization (issue 21): NumPy operands.
+from ._banded import cho_solve_banded, cholesky_banded, solve_banded, solveh_banded  # noqa: E402
+from ._ldl import ldl  # noqa: E402
+
+__all__ += ["solve_banded", "solveh_banded", "cholesky_banded", "cho_solve_banded", "ldl"]
 
 
 def __getattr__(name: str) -> object:

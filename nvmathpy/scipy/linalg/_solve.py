@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.lapack import MAX_ORDER, fast_module
+from ._banded import solve_assumed_banded
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
@@ -50,10 +51,12 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     """Solve ``a @ x = b`` (``a`` square, batched over leading dimensions), as
     :func:`scipy.linalg.solve`.
 
-    ``assume_a``: ``None`` (detect diagonal / triangular / symmetric / Hermitian / general),
-    ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``, ``'pos'``,
-    ``'sym'``, ``'her'`` (long spellings too); ``'tridiagonal'`` (the three diagonals, the
-    rest of ``a`` ignored) and ``'banded'`` are accepted and solved by the general LU.
+    ``assume_a``: ``None`` (detect diagonal / triangular / tridiagonal from order 4 /
+    symmetric / Hermitian / general, as SciPy 1.17), ``'gen'``, ``'diagonal'``,
+    ``'upper triangular'``, ``'lower triangular'``, ``'pos'``, ``'sym'``, ``'her'`` (long
+    spellings too), ``'tridiagonal'`` (the three diagonals, the rest of ``a`` ignored;
+    ``?gttrf``/``?gttrs``) and ``'banded'`` (``?gbsv`` on the measured band, with SciPy's
+    messages for it: "Matrix is singular.", "Ill-conditioned matrix ...").
     ``overwrite_a``/``overwrite_b`` work in place as SciPy's do: for one matrix, a
     Fortran-ordered (or, for ``b``, contiguous 1-D) writeable input of the computation dtype
     is overwritten (``a`` by its factors; ``x`` is then ``b`` itself); any other input is left
@@ -67,9 +70,10 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     >>> solve(np.array([[3.0, 2.0, 0.0], [1.0, -1.0, 0.0], [0.0, 5.0, 1.0]]), np.array([2.0, 4.0, -1.0]))
     array([ 2., -2.,  9.])
     """
+    if assume_a == "banded":  # SciPy 1.17 solves this structure apart, with its own messages
+        return solve_assumed_banded(a, b, overwrite_b, check_finite, transposed)
     kind = _structure(assume_a)
     if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and 0 < b.ndim <= 2 and a.dtype == b.dtype
-            and assume_a != "tridiagonal"
             and a.dtype.char in EPS and a.dtype.isnative and a.shape[0] == a.shape[1] == b.shape[0] > 1 and b.size
             and not (transposed and a.dtype.kind == "c")):
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
@@ -116,8 +120,6 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     a1 = a1.astype(dtype, copy=False)
     b1 = b1.astype(dtype, copy=False)
     _square(a1)
-    if assume_a == "tridiagonal":  # SciPy reads the three diagonals only
-        a1 = np.triu(np.tril(a1, 1), -1)
     if transposed and dtype.kind == "c":
         raise NotImplementedError("scipy.linalg.solve can currently not solve a^T x = b or a^H x = b "
                                   "for complex matrices.")
@@ -127,7 +129,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
     b2 = b1[:, None] if b_is_1d else b1
     scalar = a1.size == 1
     if b2.shape[-2] != a1.shape[-1] and not scalar:
-        raise ValueError(f"incompatible shapes: {a1.shape=} and {b2.shape=}")
+        raise ValueError(f"incompatible shapes: a1.shape={a1.shape} and b1.shape={b2.shape}")  # SciPy's names
     if a1.ndim == 2 and b2.ndim == 2 and a1.size > 1:
         structure = kind or detect(a1)
         in_a = overwrite_a and a1.flags.f_contiguous and a1.flags.writeable
@@ -217,7 +219,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     """
     # The common call, without the general path's layers; a matrix with NaN or infinity is
     # detected general, and inv_slice checks it.
-    if assume_a is None and _one_lapack_matrix(a) and detect(a) in ("gen", "sym", "her"):
+    if assume_a is None and _one_lapack_matrix(a) and detect(a) in ("gen", "tri", "sym", "her"):
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
         return _inv_one(lambda: inv_slice(a, "gen", False, in_a, check_finite), a.dtype.char)
     kind = _inv_structure(assume_a)
@@ -234,7 +236,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
         if kind in ("sym", "her"):
             return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
         structure = kind or detect(a1[i])  # a detected sym/her matrix is symmetric already
-        return inv_slice(a1[i], "gen" if structure in ("sym", "her") else structure, lower, in_a)
+        return inv_slice(a1[i], "gen" if structure in ("sym", "her", "tri") else structure, lower, in_a)
 
     if a1.ndim > 2:
         return convert(_each_slice(a1.shape, dtype, one))

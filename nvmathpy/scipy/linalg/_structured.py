@@ -22,9 +22,9 @@ from ._validate import all_finite
 
 __all__ = ["Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
 
-#: ``assume_a`` spellings -> the kernel used (``tridiagonal``/``banded`` run the general LU).
+#: ``assume_a`` spellings -> the kernel used (``banded`` is solved apart, see ``._banded``).
 STRUCTURES = {
-    None: None, "general": "gen", "gen": "gen", "tridiagonal": "gen", "banded": "gen", "diagonal": "diagonal",
+    None: None, "general": "gen", "gen": "gen", "tridiagonal": "tri", "banded": "banded", "diagonal": "diagonal",
     "upper triangular": "upper", "lower triangular": "lower", "pos": "pos", "positive definite": "pos",
     "sym": "sym", "symmetric": "sym", "her": "her", "hermitian": "her",
 }
@@ -40,7 +40,7 @@ def _lapack(dtype_char: str) -> dict[str, Any]:
 
     dtype = np.dtype(dtype_char)
     names = ("getrf", "getrs", "gecon", "lange", "getri", "potrf", "potrs", "pocon", "potri",
-             "trtrs", "trcon", "trtri", "sysv", "sycon")
+             "trtrs", "trcon", "trtri", "sysv", "sycon", "gttrf", "gttrs", "gtcon", "gtsv")
     funcs = dict(zip(names, get_lapack_funcs(names, dtype=dtype)))
     if dtype.kind == "c":
         funcs["hesv"], funcs["hecon"] = get_lapack_funcs(("hesv", "hecon"), dtype=dtype)
@@ -56,11 +56,13 @@ def _view(a: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def detect(a: np.ndarray) -> str:
-    """SciPy's structure detection: diagonal, triangular, Hermitian, symmetric or general."""
+    """SciPy's structure detection: diagonal, triangular, tridiagonal (order 4 and more),
+    Hermitian, symmetric or general."""
     n = a.shape[0]
-    if n > 1:  # the usual general matrix is recognised from two entries
+    if n > 1:  # the usual general matrix is recognised from a few entries
         x10, x01 = a.item(1, 0), a.item(0, 1)
-        if x10 != 0 and x01 != 0 and x10 != x01 and (a.dtype.kind != "c" or x10 != x01.conjugate()):
+        if (x10 != 0 and x01 != 0 and x10 != x01 and (a.dtype.kind != "c" or x10 != x01.conjugate())
+                and (n <= 3 or a.item(2, 0) != 0 or a.item(0, 2) != 0)):
             return "gen"
     if n <= 12:
         rows = a.tolist()
@@ -72,6 +74,8 @@ def detect(a: np.ndarray) -> str:
             return "lower"
         if below_zero:
             return "upper"
+        if n > 3 and all(rows[i][j] == 0 for i in range(n) for j in range(n) if abs(i - j) > 1):
+            return "tri"
         if a.dtype.kind == "c" and all(rows[i][j] == rows[j][i].conjugate() for i in range(n) for j in range(i + 1)):
             return "her"
         if all(rows[i][j] == rows[j][i] for i in range(1, n) for j in range(i)):
@@ -86,6 +90,8 @@ def detect(a: np.ndarray) -> str:
         return "lower"
     if below == 0:
         return "upper"
+    if below <= 1 and above <= 1:
+        return "tri"
     if a.dtype.kind == "c" and ishermitian(a):
         return "her"
     if issymmetric(a):
@@ -131,6 +137,30 @@ def solve_general(a: np.ndarray, b: np.ndarray, transposed: bool, overwrite_a: b
     return getrs(lu, piv, b, t ^ transposed, overwrite_b)[0], rcond
 
 
+def _tridiagonal(a: np.ndarray, b: np.ndarray, transposed: bool, overwrite_b: bool) -> tuple[np.ndarray, float]:
+    """:func:`solve_slice` of a tridiagonal matrix from its three diagonals, as SciPy's
+    ``solve`` for this structure: ``?gttrf`` and ``?gttrs`` (``?gtsv`` for order 2, which
+    SciPy's f2py ``?gttrf`` refuses; the same arithmetic), the condition from ``?gtcon``
+    (from the general LU's ``?gecon`` for order 2)."""
+    r = _lapack(a.dtype.char)
+    dl, d, du = a.diagonal(-1), a.diagonal(), a.diagonal(1)
+    if a.shape[0] == 2:
+        x = r["gtsv"](*((du, d, dl) if transposed else (dl, d, du)), b, overwrite_b=int(overwrite_b))[3]
+        norm = "I" if transposed else "1"
+        lu, _, info = r["getrf"](a)
+        if info > 0:
+            raise Singular
+        return x, r["gecon"](lu, r["lange"](norm, a), norm)[0]
+    sums = np.abs(d)  # the 1-norm (the infinity norm when transposed): column j holds d[j], dl[j], du[j - 1]
+    sums[:-1] += np.abs(du if transposed else dl)
+    sums[1:] += np.abs(dl if transposed else du)
+    dl, d, du, du2, ipiv, info = r["gttrf"](dl, d, du)
+    if info > 0:
+        raise Singular
+    x, _ = r["gttrs"](dl, d, du, du2, ipiv, b, trans="T" if transposed else "N", overwrite_b=int(overwrite_b))
+    return x, r["gtcon"](dl, d, du, du2, ipiv, float(sums.max()), norm="I" if transposed else "1")[0]
+
+
 def _diagonal(a: np.ndarray) -> tuple[np.ndarray, float]:
     """The diagonal of a diagonal matrix and its reciprocal condition number (raises Singular)."""
     d = np.diagonal(a)
@@ -150,6 +180,8 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
     the norm rebuilt from one triangle)."""
     if kind == "gen":
         return solve_general(a, b, transposed, overwrite_a, overwrite_b)
+    if kind == "tri":
+        return _tridiagonal(a, b, transposed, overwrite_b)
     r = _lapack(a.dtype.char)
     view, t = _view(a)
     if kind == "diagonal":

@@ -135,10 +135,11 @@ def lapack_pair(*dtypes: np.dtype) -> np.dtype:
 
 
 def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], core_ndims: Sequence[int],
-               name: str | None = None) -> Any:
+               name: str | None = None, name_slice: bool = True) -> Any:
     """Apply ``core`` to each batch slice of ``arrays`` (core dims given per array; ``None``
     entries pass through) and stack each output, as SciPy's batched functions do (one output:
-    an array; several: a list). A ``LinAlgError`` raised for a slice is re-raised naming it.
+    an array; several: a list). A ``LinAlgError`` raised for a slice is re-raised naming it
+    (``name_slice=False``: as it is, as SciPy's ``_apply_over_batch`` does).
     ``name`` (the public function's) is what SciPy's error for zero-size batches names; a batch
     whose results cannot be allocated raises NumPy's ``MemoryError`` after the first slice,
     before the loop over the others."""
@@ -163,6 +164,8 @@ def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], co
         try:
             out = core(*(None if a is None else a[index] for a in full))
         except LinAlgError as exc:
+            if not name_slice:
+                raise
             flat = int(np.ravel_multi_index(index, batch))
             raise LinAlgError(f"{exc} (batch slice {flat}, index {index})") from None
         results.append(out if isinstance(out, tuple) else (out,))
