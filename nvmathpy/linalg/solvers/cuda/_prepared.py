@@ -94,11 +94,13 @@ class Flags:
                          for start, end, (shape, _) in zip(starts, self.ends, checks)]
         self.first_bad = self.raw[:8].view(np.int64).reshape(())
         self.info = self.raw[8:].view(np.int32) if count else None
+        #: Called before a failure read at the call is raised (None: nothing to do).
+        self.on_failure: Callable[[], None] | None = None
 
-    def check(self, cupy: Any, stream: int, judged: bool = False) -> None:
-        """Judge the verdicts (unless :meth:`first` did) and read the flags now and raise
-        (``"raise"``), or enqueue their copy (``"deferred"``)."""
-        if self.verdicts is not None and not judged:
+    def check(self, cupy: Any, stream: int) -> None:
+        """Judge the verdicts and read the flags now and raise (``"raise"``), or enqueue their
+        copy (``"deferred"``)."""
+        if self.verdicts is not None:
             self.verdicts.argmin(out=self.first_bad)
         if MODE.get() == "deferred":
             defer_copy(cupy, self.pointer, self.nbytes, stream, self.late)
@@ -107,7 +109,8 @@ class Flags:
 
     def read(self, cupy: Any, judged: bool = True) -> np.ndarray:
         """Read the flags now (one synchronisation; the verdicts judged first unless ``judged``)
-        and raise what failed (``"raise"``) or report it late (``"deferred"``); the bytes read."""
+        and raise what failed (``"raise"``; :attr:`on_failure` called first) or report it late
+        (``"deferred"``); the bytes read."""
         if not judged:
             self.verdicts.argmin(out=self.first_bad)
         host = cupy.asnumpy(self.raw)
@@ -116,20 +119,11 @@ class Flags:
             found = self.decode(host, late)
             if found is not None:
                 if not late:
+                    if self.on_failure is not None:
+                        self.on_failure()
                     raise found
                 report_late(found)
         return host
-
-    def first(self, cupy: Any) -> bool:
-        """Judge the verdicts; in ``"raise"``, read them and raise before any routine runs (an
-        iterative routine need not terminate on non-finite input: SciPy checks first). Pass
-        what it returns as :meth:`check`'s ``judged``."""
-        self.verdicts.argmin(out=self.first_bad)
-        if MODE.get() != "deferred":
-            found = self.failed(cupy.asnumpy(self.raw[:8]), False)
-            if found is not None:
-                raise found
-        return True
 
     def late(self, host: np.ndarray) -> BaseException | None:
         """The error a deferred copy reports (None: nothing failed)."""
