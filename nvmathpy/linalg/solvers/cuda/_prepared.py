@@ -30,7 +30,7 @@ import numpy as np
 
 from ....errors import LinAlgError
 from .._dispatch import _load_cuda
-from ._checks import LATE, MODE, NOT_FINITE, defer_copy, report_late, settle
+from ._checks import _STATE, LATE, MODE, NOT_FINITE, defer_copy, report_late, settle
 
 __all__ = ["BUILDERS", "MAXSIZE", "UNPREPARED", "Flags", "Prepared", "call", "clear", "prepared_count"]
 
@@ -192,7 +192,9 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
         if type(x) is not kind:
             return UNPREPARED
         layouts += (x.shape, x.strides, x.dtype.char)
-    settle(cupy)
+    state = _STATE.get()  # settle(cupy), inlined: nothing pending is one look-up
+    if state is not None and (state.entries or state.known):
+        settle(cupy)
     stream = cupy.cuda.get_current_stream().ptr
     key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char, layouts)
     try:
@@ -206,14 +208,16 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
         return UNPREPARED
     try:
         return entry.run(stream, a, *others)
-    finally:
-        _put_back(key, entry)
+    finally:  # the common case, one atomic insertion; else under the lock
+        if _CALLS.setdefault(key, entry) is not entry or len(_CALLS) > MAXSIZE:
+            _put_back(key, entry)
 
 
 def _put_back(key: tuple, entry: Any) -> None:
     """Return ``entry`` to the registry: an entry another thread built meanwhile gives way (it
     is freed, unless a third thread has taken it out to run it), and beyond :data:`MAXSIZE`
-    the least recently returned entry is freed."""
+    the least recently returned entry is freed. (:func:`call` inserts an entry whose key is
+    free itself and comes here otherwise.)"""
     with _PUT_BACK:
         displaced = _CALLS.pop(key, None)
         if displaced is not None and displaced is not entry:

@@ -249,7 +249,7 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
     one_based = cupy.arange(1, n + 1, dtype=route.piv.dtype)  # 0-based pivot i -> i + 1
     pivots, unsigned = route.piv[0], np.dtype(f"u{piv.dtype.itemsize}")
     head, middle, tail = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
-    lib, handle = cusolver.LIB, route.ctx.handle
+    lib, handle, check = cusolver.LIB, route.ctx.handle, flags.check
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
         if finite:
@@ -257,14 +257,14 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
         cupy.less(piv.view(unsigned), n, out=in_range)  # a negative index reads as a large one
         cupy.take(one_based, piv, out=pivots)  # CuPy's take wraps an out-of-range index: never a stray row
         if direct:
-            a = int(lu.data.ptr)
+            a = lu.data.ptr
         else:
             target[...] = lu
             a = factors
         x = b.copy(order="F")  # column-major n x k: solved in place
         lib.cusolverDnSetStream(handle, stream)
-        lib.cusolverDnXgetrs(*head, a, *middle, int(x.data.ptr), *tail)
-        flags.check(cupy, stream)
+        lib.cusolverDnXgetrs(*head, a, *middle, x.data.ptr, *tail)
+        check(cupy, stream)
         return x
 
     return Prepared(run, plan)
@@ -311,6 +311,7 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
     plan, route, target, flags, getrf = found
     head, middle, tail = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T
     factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
+    check = flags.check
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
@@ -320,8 +321,8 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
         x = b.copy(order="F")  # column-major n x k: solved in place
         lib.cusolverDnSetStream(handle, stream)
         lib.cusolverDnXgetrf(*getrf)
-        lib.cusolverDnXgetrs(*head, factors, *middle, int(x.data.ptr), *tail)
-        flags.check(cupy, stream)
+        lib.cusolverDnXgetrs(*head, factors, *middle, x.data.ptr, *tail)
+        check(cupy, stream)
         return x
 
     return Prepared(run, plan)
@@ -589,6 +590,7 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     nonzero = None if unit else verdicts[-1]
     vector, order, lda, lib = b.ndim == 1, args.x_order, args.ld, cublas.LIB
     head = (handle, args.side, args.fill, args.operation, diag, m, cols, alpha)  # trsm's, up to A
+    check = None if flags is None else flags.check
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
@@ -598,9 +600,9 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
             cupy.not_equal(a.diagonal(), 0, out=nonzero)
         x = (b[:, None] if vector else b).copy(order=order)  # solved in place
         lib.cublasSetStream_v2(handle, stream)
-        getattr(lib, name)(*head, int(a.data.ptr), lda, int(x.data.ptr), ldb)
-        if flags is not None:
-            flags.check(cupy, stream)
+        getattr(lib, name)(*head, a.data.ptr, lda, x.data.ptr, ldb)
+        if check is not None:
+            check(cupy, stream)
         return x[:, 0] if vector else x
 
     return Prepared(run)
