@@ -437,7 +437,7 @@ def repeated_calls(rng):
 
 #: The most Python-level calls of one repeated call, the emulation's own included (its CuPy
 #: stand-ins and recorded vendor routines are Python functions; CuPy's are not).
-PYTHON_CALLS = 32
+PYTHON_CALLS = 29
 #: The most CuPy array-making calls (``empty``, ``zeros``, ``isfinite``, ``where``, ...) of one
 #: repeated call.
 ARRAY_MAKERS = 3
