@@ -48,7 +48,7 @@ DEVICE_BYTES, HOST_BYTES, LWORK = 4096 + 8, 512 + 8, 96
 
 #: The NumPy functions the solver plans call through CuPy beyond :func:`cuda_emulation.host_cupy`'s.
 EXTRA_CUPY = ("tril", "triu", "diagonal", "eye", "abs", "where", "asfortranarray", "isfinite", "ones", "indices",
-              "prod", "clip", "less", "not_equal", "take")
+              "prod", "clip", "less", "not_equal", "take", "copyto")
 
 
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> Any:
@@ -57,6 +57,8 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> Any:
 
 
 def _extra(name: str) -> Callable[..., Any]:
+    if name == "copyto":  # writes into its first operand: returns nothing
+        return np.copyto
     return _host(_take if name == "take" else getattr(np, name))
 
 

@@ -221,6 +221,15 @@ def test_scipy_namespace_on_cuda_operands():
                np.abs(sla.qr(a, mode="r")[0])) < 1e-10
     with pytest.raises(LinAlgError, match="Singular"):
         nsla.solve(cupy.asarray(np.ones((3, 3))), cupy.asarray(np.ones(3)))
+    nan = spd.copy()
+    nan[2, 5] = np.nan
+    for _ in range(2):  # built, then the prepared call: the finite entries copied under a mask
+        assert rel(nsla.eigh(dspd)[0], sla.eigvalsh(spd)) < 1e-10
+        assert rel(nsla.svd(da)[1], sla.svdvals(a)) < 1e-10
+        assert nsla.lstsq(da, db)[2] == 19
+        for fn in (nsla.eigh, nsla.svd, lambda x: nsla.lstsq(x, db)):
+            with pytest.raises(ValueError, match="infs or NaNs"):
+                fn(cupy.asarray(nan))
 
 
 def test_torch_cuda_operands_come_back_as_torch():

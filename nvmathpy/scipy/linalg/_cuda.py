@@ -7,9 +7,10 @@ the function of the same name here; NumPy calls pay one type check.
 Errors found on the device - singular or non-positive-definite matrices, ``check_finite``'s
 infs and NaNs - keep SciPy's semantics by default: each call reads its flags and raises there
 (on one CuPy matrix: one elementwise verdict per checked array, one reduction and one
-synchronisation for all of them; two synchronisations for ``eigh``, ``svd`` and ``lstsq``,
-whose iterative routines run only on finite input; on the general way one reduction per
-checked array and one synchronisation per kind of flag). That read is most of a small call's
+synchronisation for all of them: ``eigh``, ``svd`` and ``lstsq`` copy only the finite entries
+into their private buffer, so that their iterative routines run on finite values, and raise
+after it; on the general way one reduction per checked array and one synchronisation per kind
+of flag). That read is most of a small call's
 cost and stops the host from queueing the next call, so
 ``nvmathpy.linalg.cuda_checks("deferred")`` offers the other choice: the flags are copied
 asynchronously to pinned memory behind an event and raised at a later call (once the GPU got

@@ -175,7 +175,7 @@ def _read(wait: bool, cupy: Any = None) -> None:
         elif runtime.eventQuery(slot.event) == _NOT_READY:
             kept.append(entry)
             continue
-        found = failure(slot.host[:nbytes])
+        found = failure(slot.host)  # the slot's first nbytes are the copy's: failure reads no further
         state.free.append(slot)
         if first is None and found is not None:
             first = found

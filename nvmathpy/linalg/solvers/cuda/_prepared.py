@@ -30,7 +30,7 @@ import numpy as np
 
 from ....errors import LinAlgError
 from .._dispatch import _load_cuda
-from ._checks import LATE, MODE, NOT_FINITE, defer_copy, report_late, settle
+from ._checks import _STATE, LATE, MODE, NOT_FINITE, defer_copy, report_late, settle
 
 __all__ = ["BUILDERS", "MAXSIZE", "UNPREPARED", "Flags", "Prepared", "call", "clear", "prepared_count"]
 
@@ -94,11 +94,13 @@ class Flags:
                          for start, end, (shape, _) in zip(starts, self.ends, checks)]
         self.first_bad = self.raw[:8].view(np.int64).reshape(())
         self.info = self.raw[8:].view(np.int32) if count else None
+        #: Called before a failure read at the call is raised (None: nothing to do).
+        self.on_failure: Callable[[], None] | None = None
 
-    def check(self, cupy: Any, stream: int, judged: bool = False) -> None:
-        """Judge the verdicts (unless :meth:`first` did) and read the flags now and raise
-        (``"raise"``), or enqueue their copy (``"deferred"``)."""
-        if self.verdicts is not None and not judged:
+    def check(self, cupy: Any, stream: int) -> None:
+        """Judge the verdicts and read the flags now and raise (``"raise"``), or enqueue their
+        copy (``"deferred"``)."""
+        if self.verdicts is not None:
             self.verdicts.argmin(out=self.first_bad)
         if MODE.get() == "deferred":
             defer_copy(cupy, self.pointer, self.nbytes, stream, self.late)
@@ -107,7 +109,8 @@ class Flags:
 
     def read(self, cupy: Any, judged: bool = True) -> np.ndarray:
         """Read the flags now (one synchronisation; the verdicts judged first unless ``judged``)
-        and raise what failed (``"raise"``) or report it late (``"deferred"``); the bytes read."""
+        and raise what failed (``"raise"``; :attr:`on_failure` called first) or report it late
+        (``"deferred"``); the bytes read."""
         if not judged:
             self.verdicts.argmin(out=self.first_bad)
         host = cupy.asnumpy(self.raw)
@@ -116,20 +119,11 @@ class Flags:
             found = self.decode(host, late)
             if found is not None:
                 if not late:
+                    if self.on_failure is not None:
+                        self.on_failure()
                     raise found
                 report_late(found)
         return host
-
-    def first(self, cupy: Any) -> bool:
-        """Judge the verdicts; in ``"raise"``, read them and raise before any routine runs (an
-        iterative routine need not terminate on non-finite input: SciPy checks first). Pass
-        what it returns as :meth:`check`'s ``judged``."""
-        self.verdicts.argmin(out=self.first_bad)
-        if MODE.get() != "deferred":
-            found = self.failed(cupy.asnumpy(self.raw[:8]), False)
-            if found is not None:
-                raise found
-        return True
 
     def late(self, host: np.ndarray) -> BaseException | None:
         """The error a deferred copy reports (None: nothing failed)."""
@@ -198,7 +192,9 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
         if type(x) is not kind:
             return UNPREPARED
         layouts += (x.shape, x.strides, x.dtype.char)
-    settle(cupy)
+    state = _STATE.get()  # settle(cupy), inlined: nothing pending is one look-up
+    if state is not None and (state.entries or state.known):
+        settle(cupy)
     stream = cupy.cuda.get_current_stream().ptr
     key = (name, options, finite, stream, a.device.id, a.shape, a.strides, a.dtype.char, layouts)
     try:
@@ -212,14 +208,16 @@ def call(name: str, a: Any, others: tuple, options: tuple, finite: bool) -> Any:
         return UNPREPARED
     try:
         return entry.run(stream, a, *others)
-    finally:
-        _put_back(key, entry)
+    finally:  # the common case, one atomic insertion; else under the lock
+        if _CALLS.setdefault(key, entry) is not entry or len(_CALLS) > MAXSIZE:
+            _put_back(key, entry)
 
 
 def _put_back(key: tuple, entry: Any) -> None:
     """Return ``entry`` to the registry: an entry another thread built meanwhile gives way (it
     is freed, unless a third thread has taken it out to run it), and beyond :data:`MAXSIZE`
-    the least recently returned entry is freed."""
+    the least recently returned entry is freed. (:func:`call` inserts an entry whose key is
+    free itself and comes here otherwise.)"""
     with _PUT_BACK:
         displaced = _CALLS.pop(key, None)
         if displaced is not None and displaced is not entry:

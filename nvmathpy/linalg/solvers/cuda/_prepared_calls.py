@@ -25,6 +25,7 @@ from ._engine import GeqrfRoute, GetrfLoop, PotrfLoop, SvdRoute, SyevdLoop
 from ._operands import storage_view
 from ._plans import CudaCholesky, CudaEigh, CudaLstsq, CudaLU, CudaQR, CudaSolve, CudaSVD
 from ._routes import pointer
+from ._checks import MODE
 from ._prepared import BUILDERS, LATE, Flags, Prepared, not_finite
 
 __all__: list[str] = []
@@ -248,7 +249,7 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
     one_based = cupy.arange(1, n + 1, dtype=route.piv.dtype)  # 0-based pivot i -> i + 1
     pivots, unsigned = route.piv[0], np.dtype(f"u{piv.dtype.itemsize}")
     head, middle, tail = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
-    lib, handle = cusolver.LIB, route.ctx.handle
+    lib, handle, check = cusolver.LIB, route.ctx.handle, flags.check
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
         if finite:
@@ -256,14 +257,14 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
         cupy.less(piv.view(unsigned), n, out=in_range)  # a negative index reads as a large one
         cupy.take(one_based, piv, out=pivots)  # CuPy's take wraps an out-of-range index: never a stray row
         if direct:
-            a = int(lu.data.ptr)
+            a = lu.data.ptr
         else:
             target[...] = lu
             a = factors
         x = b.copy(order="F")  # column-major n x k: solved in place
         lib.cusolverDnSetStream(handle, stream)
-        lib.cusolverDnXgetrs(*head, a, *middle, int(x.data.ptr), *tail)
-        flags.check(cupy, stream)
+        lib.cusolverDnXgetrs(*head, a, *middle, x.data.ptr, *tail)
+        check(cupy, stream)
         return x
 
     return Prepared(run, plan)
@@ -310,6 +311,7 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
     plan, route, target, flags, getrf = found
     head, middle, tail = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T
     factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
+    check = flags.check
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
@@ -319,8 +321,8 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
         x = b.copy(order="F")  # column-major n x k: solved in place
         lib.cusolverDnSetStream(handle, stream)
         lib.cusolverDnXgetrf(*getrf)
-        lib.cusolverDnXgetrs(*head, factors, *middle, int(x.data.ptr), *tail)
-        flags.check(cupy, stream)
+        lib.cusolverDnXgetrs(*head, factors, *middle, x.data.ptr, *tail)
+        check(cupy, stream)
         return x
 
     return Prepared(run, plan)
@@ -365,37 +367,55 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     decompose = _solver("cusolverDnXsyevd", route.ctx.handle, args)
     target = storage_view(plan._transposed)(route.a)[0]
     values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
-    judge_load_and_decompose = _judged_in_place(cupy, flags, finite, target, decompose)
+    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, decompose)
 
     def run(stream: int, a: Any) -> Any:
-        judged = judge_load_and_decompose(stream, a)
+        load_and_decompose(stream, a)
         w = values.copy()
         if vectors:
             v = columns.T.conj() if conjugate else columns.copy().T
-        flags.check(cupy, stream, judged)
+        flags.check(cupy, stream)
         return (w, v) if vectors else w
 
     return Prepared(run, plan)
 
 
-def _judged_in_place(cupy: Any, flags: Any, finite: bool, target: Any,
-                     decompose: Callable[[int], None]) -> Callable[[int, Any], bool]:
-    """``judge_load_and_decompose(stream, a)`` of the iterative routines (eigh, SVD): ``a``'s
-    finiteness read first when ``finite`` (they need not stop on NaN input: SciPy refuses it
-    before computing), then ``a`` copied into ``target`` and decomposed there; returns whether
-    the flags were already read (for ``flags.check``)."""
-    segment = flags.segments[0] if finite else None
+def _loaded_in_place(cupy: Any, flags: Any, finite: bool, target: Any,
+                     decompose: Callable[[int], None]) -> Callable[[int, Any], None]:
+    """``load_and_decompose(stream, a)`` of the iterative routines (eigh, SVD, lstsq's SVD):
+    ``a``'s finiteness judged when ``finite`` (``flags.segments[0]``), ``a`` copied into
+    ``target`` (a view of the route's matrix) and decomposed there.
 
-    def judge_load_and_decompose(stream: int, a: Any) -> bool:
-        judged = False
-        if finite:
-            cupy.isfinite(a, out=segment)
-            judged = flags.first(cupy)
-        target[...] = a
+    SciPy refuses non-finite input before computing, and an iterative routine need not stop on
+    it. Rather than read the verdict before the routine runs (a second synchronisation), the
+    ``"raise"`` mode copies only the finite entries (one masked copy, one kernel as a plain
+    copy) over a ``target`` that holds only finite values (zeroed before the first such copy
+    and again after a deferred call or a failed one), so the routine runs on finite values; the
+    call raises on the one read of its flags and its results are dropped. ``"deferred"``
+    copies ``a`` as it is: a failed call's results are not finite, as CuPy's are, and the
+    error is reported late."""
+    if not finite:
+        def load_and_decompose(stream: int, a: Any) -> None:
+            target[...] = a
+            decompose(stream)
+
+        return load_and_decompose
+    segment, clean = flags.segments[0], [False]
+    flags.on_failure = lambda: clean.__setitem__(0, False)  # the failed routine's output may not be finite
+
+    def load_and_decompose(stream: int, a: Any) -> None:
+        cupy.isfinite(a, out=segment)
+        if MODE.get() == "deferred":
+            target[...] = a
+            clean[0] = False
+        else:
+            if not clean[0]:
+                target.fill(0)
+                clean[0] = True
+            cupy.copyto(target, a, where=segment)
         decompose(stream)
-        return judged
 
-    return judge_load_and_decompose
+    return load_and_decompose
 
 
 def _svd_route(cupy: Any, plan: Any, finite: bool, operands: tuple) -> tuple | None:
@@ -428,17 +448,17 @@ def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
         return None
     route, flags, target, factors = found
     values = route.s[0]
-    judge_load_and_decompose = _judged_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
+    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
 
     def run(stream: int, a: Any) -> Any:
-        judged = judge_load_and_decompose(stream, a)
+        load_and_decompose(stream, a)
         s = values.copy()
         if uv:
             u, vh = factors()
             out = (u.copy(), s, vh.copy())
         else:
             out = s
-        flags.check(cupy, stream, judged)
+        flags.check(cupy, stream)
         return out
 
     return Prepared(run, plan)
@@ -463,23 +483,34 @@ def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
     views = None if route.gives_v else tuple(x[0] for x in route.factors())  # V^H made per call otherwise
     target = storage_view(route.transposed)(route.a)[0]
     cut, dtype, vector, k = plan._rcond, a.dtype, b.ndim == 1, 1 if b.ndim == 1 else b.shape[1]
-    decompose = _gesvd(route, pointer(flags.info))
-    real = np.finfo(dtype).dtype
+    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
+    real, tail, judged, size, complex_ = np.finfo(dtype).dtype, flags.tail, not finite, s.size, dtype.kind == "c"
+    start, b_verdict = -size * s.itemsize, flags.segments[1] if finite else None
+    # per rank: (V_r, U_r^T, s_r as a column), views of the route's outputs (real dtypes: no conjugate to copy)
+    by_rank: dict[int, tuple] = {}
+
+    def parts(rank: int) -> tuple:
+        found = by_rank.get(rank)
+        if found is None:
+            u, vh = views or tuple(x[0] for x in route.factors())
+            if complex_:
+                return vh[:rank].conj().T, u[:, :rank].conj().T, s[:rank, None]
+            found = (vh[:rank].T, u[:, :rank].T, s[:rank, None])
+            if views is not None:
+                by_rank[rank] = found
+        return found
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
-            cupy.isfinite(a, out=flags.segments[0])
-            cupy.isfinite(b, out=flags.segments[1])
-            flags.first(cupy)
-        target[...] = a
-        decompose(stream)
-        flags.tail[...] = s
-        values = flags.read(cupy)[-s.size * s.itemsize:].view(s.dtype)
+            cupy.isfinite(b, out=b_verdict)
+        load_and_decompose(stream, a)
+        tail[...] = s
+        values = flags.read(cupy, judged)[start:].view(s.dtype)
         rank = int(np.count_nonzero(values > cut * values[0]))
-        u, vh = views or tuple(x[0] for x in route.factors())
         b2 = b[:, None] if vector else b
         if rank:
-            x = vh[:rank].conj().T @ ((u[:, :rank].conj().T @ b2) / s[:rank, None])
+            v_r, u_h, s_r = parts(rank)
+            x = v_r @ ((u_h @ b2) / s_r)
         else:
             x = cupy.zeros((n, k), dtype)
         if m > n and rank == n:
@@ -559,6 +590,7 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     nonzero = None if unit else verdicts[-1]
     vector, order, lda, lib = b.ndim == 1, args.x_order, args.ld, cublas.LIB
     head = (handle, args.side, args.fill, args.operation, diag, m, cols, alpha)  # trsm's, up to A
+    check = None if flags is None else flags.check
 
     def run(stream: int, a: Any, b: Any) -> Any:
         if finite:
@@ -568,9 +600,9 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
             cupy.not_equal(a.diagonal(), 0, out=nonzero)
         x = (b[:, None] if vector else b).copy(order=order)  # solved in place
         lib.cublasSetStream_v2(handle, stream)
-        getattr(lib, name)(*head, int(a.data.ptr), lda, int(x.data.ptr), ldb)
-        if flags is not None:
-            flags.check(cupy, stream)
+        getattr(lib, name)(*head, a.data.ptr, lda, x.data.ptr, ldb)
+        if check is not None:
+            check(cupy, stream)
         return x[:, 0] if vector else x
 
     return Prepared(run)
