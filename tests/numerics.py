@@ -51,3 +51,13 @@ def zero_pivot_cases(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     a[2 * n // 3:] = 0
     cases["zero rows at the bottom"] = a
     return cases
+
+
+def layouts(x: np.ndarray, transposed: bool = False) -> dict[str, np.ndarray]:
+    """``x`` C-ordered, Fortran-ordered and strided (every other column of a wider array); with
+    ``transposed``, also as the transposed view of a C-ordered copy of its transpose."""
+    wide = np.repeat(x, 2, axis=-1)
+    out = {"C": np.ascontiguousarray(x), "F": np.asfortranarray(x), "strided": wide[..., ::2]}
+    if transposed:
+        out["transposed"] = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    return out

@@ -16,25 +16,13 @@ import pytest
 import scipy.linalg as sla
 
 import nvmathpy.scipy.linalg as nsl
+from numerics import layouts, rand
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.complex64): 1e-4, np.dtype(np.float64): 1e-12,
        np.dtype(np.complex128): 1e-12}
 ORDERS = (1, 2, 5, 13, 31)
 BANDS = ((0, 0), (1, 0), (0, 2), (1, 1), (2, 1), (3, 2))
-
-
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def _layouts(x):
-    """``x`` C-ordered, Fortran-ordered and strided (every other column of a wider array)."""
-    wide = np.repeat(x, 2, axis=-1)
-    return {"C": np.ascontiguousarray(x), "F": np.asfortranarray(x), "strided": wide[..., ::2]}
 
 
 def _rel(got, want):
@@ -78,14 +66,14 @@ def _dense_hermitian(ab, lower):
 
 def _band(rng, l_u, n, dtype):
     """A well-conditioned band in ``solve_banded``'s storage (dominant diagonal)."""
-    ab = _random(rng, (l_u[0] + l_u[1] + 1, n), dtype)
+    ab = rand(rng, (l_u[0] + l_u[1] + 1, n), dtype)
     ab[l_u[1]] += np.asarray(3 * (l_u[0] + l_u[1] + 1), dtype)
     return ab
 
 
 def _hermitian_band(rng, upper, n, dtype, lower):
     """A Hermitian positive definite band in ``solveh_banded``'s storage."""
-    ab = _random(rng, (upper + 1, n), dtype)
+    ab = rand(rng, (upper + 1, n), dtype)
     diagonal = 0 if lower else upper
     ab[diagonal] = np.abs(ab[diagonal]) + 3 * (upper + 1)
     return ab
@@ -105,8 +93,8 @@ def test_solve_banded_matches_scipy_and_the_dense_reference(dtype, l_u):
     for n in ORDERS:
         ab = _band(rng, l_u, n, dtype)
         a = _dense(ab, l_u)
-        for layout, ab_in in _layouts(ab).items():
-            for b in (_random(rng, n, dtype), _random(rng, (n, 3), dtype), _layouts(_random(rng, (n, 2), dtype))["F"]):
+        for layout, ab_in in layouts(ab).items():
+            for b in (rand(rng, n, dtype), rand(rng, (n, 3), dtype), layouts(rand(rng, (n, 2), dtype))["F"]):
                 keep = ab_in.copy(), b.copy()
                 got = nsl.solve_banded(l_u, ab_in, b)
                 _same(got, sla.solve_banded(l_u, ab_in, b), _tol(dtype, n))
@@ -146,11 +134,11 @@ def test_hermitian_banded_functions_match_scipy_and_the_dense_reference(dtype, u
             continue
         ab = _hermitian_band(rng, upper, n, dtype, lower)
         a = _dense_hermitian(ab, lower)
-        for ab_in in _layouts(ab).values():
+        for ab_in in layouts(ab).values():
             keep = ab_in.copy()
             c = nsl.cholesky_banded(ab_in, lower=lower)
             _same(c, sla.cholesky_banded(ab_in, lower=lower), _tol(dtype, n))
-            for b in (_random(rng, n, dtype), _random(rng, (n, 3), dtype)):
+            for b in (rand(rng, n, dtype), rand(rng, (n, 3), dtype)):
                 keep_b = b.copy()
                 x = nsl.solveh_banded(ab_in, b, lower=lower)
                 _same(x, sla.solveh_banded(ab_in, b, lower=lower), _tol(dtype, n))
@@ -188,9 +176,9 @@ def test_ldl_matches_scipy_and_reconstructs(dtype, lower, hermitian):
     rng = np.random.default_rng(int(lower) + 2 * int(hermitian))
     conj = hermitian and np.dtype(dtype).kind == "c"
     for n in (1, 2, 3, 7, 13, 31):
-        x = _random(rng, (n, n), dtype)
+        x = rand(rng, (n, n), dtype)
         a = x + (x.conj().T if conj else x.T)  # indefinite: 2x2 pivots occur
-        for a_in in _layouts(a).values():
+        for a_in in layouts(a).values():
             keep = a_in.copy()
             lu, d, perm = nsl.ldl(a_in, lower=lower, hermitian=hermitian)
             want = sla.ldl(a_in, lower=lower, hermitian=hermitian)
@@ -234,9 +222,9 @@ def test_ldl_batches_empty_other_dtypes_and_its_warning():
 
 
 def _tridiagonal(rng, n, dtype):
-    a = np.diag(_random(rng, n, dtype) + 4)
+    a = np.diag(rand(rng, n, dtype) + 4)
     if n > 1:
-        a = a + np.diag(_random(rng, n - 1, dtype), 1) + np.diag(_random(rng, n - 1, dtype), -1)
+        a = a + np.diag(rand(rng, n - 1, dtype), 1) + np.diag(rand(rng, n - 1, dtype), -1)
     return a.astype(dtype)
 
 
@@ -247,10 +235,10 @@ def test_solve_banded_structures_match_scipy(dtype, assume_a):
     for n in (1, 2, 3, 4, 5, 13, 31):
         mats = [_tridiagonal(rng, n, dtype)]
         if assume_a == "banded" and n > 3:  # a wider, lopsided band, and a full matrix
-            mats += [mats[0] + np.diag(_random(rng, n - 3, dtype), -3), _random(rng, (n, n), dtype) + 2 * n]
+            mats += [mats[0] + np.diag(rand(rng, n - 3, dtype), -3), rand(rng, (n, n), dtype) + 2 * n]
         for a in mats:
-            for a_in in _layouts(a).values():
-                for b in (_random(rng, n, dtype), _random(rng, (n, 3), dtype)):
+            for a_in in layouts(a).values():
+                for b in (rand(rng, n, dtype), rand(rng, (n, 3), dtype)):
                     keep = a_in.copy(), b.copy()
                     kinds = [False] + ([True] if np.dtype(dtype).kind == "f" else [])
                     for transposed in kinds:
@@ -307,9 +295,9 @@ def _overwrite_cases(rng, dtype, n, order):
     hb2 = np.asarray(_hermitian_band(rng, 2, n, dtype, True), order=order)
     c = sla.cholesky_banded(hb2, lower=True)
     tri = np.asarray(_tridiagonal(rng, n, dtype), order=order)
-    sym = _random(rng, (n, n), dtype)
+    sym = rand(rng, (n, n), dtype)
     sym = np.asarray(sym + sym.T, order=order)
-    for b in (_random(rng, n, dtype), np.asfortranarray(_random(rng, (n, 2), dtype)), _random(rng, (n, 2), dtype),
+    for b in (rand(rng, n, dtype), np.asfortranarray(rand(rng, (n, 2), dtype)), rand(rng, (n, 2), dtype),
               rng.standard_normal(n)):
         for flags in ({}, {"overwrite_b": True}, {"overwrite_ab": True}, {"overwrite_ab": True, "overwrite_b": True}):
             yield "solve_banded", ((1, 1), ab, b), flags

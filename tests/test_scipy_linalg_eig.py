@@ -10,24 +10,11 @@ import pytest
 import scipy.linalg as sla
 
 import nvmathpy.scipy.linalg as nsl
+from numerics import layouts, rand
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 TOL = {"f": 1e-4, "F": 1e-4, "d": 1e-11, "D": 1e-11}  # residuals of eigenpairs, relative to ||A|| ||v||
 SIZES = (1, 2, 3, 5, 8, 17, 31)
-
-
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def _layouts(x):
-    """``x`` C-ordered, Fortran-ordered, strided, and as a transposed view."""
-    wide = np.repeat(x, 2, axis=-1)
-    return {"C": np.ascontiguousarray(x), "F": np.asfortranarray(x), "strided": wide[..., ::2],
-            "transposed": np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)}
 
 
 def _as_tuple(r):
@@ -72,8 +59,8 @@ def _residual(a, b, w, v):
 @pytest.mark.parametrize("layout", ("C", "F", "strided", "transposed"))
 def test_eig_matches_scipy_and_the_eigen_equations(dtype, n, layout):
     rng = np.random.default_rng(n)
-    a = _layouts(_random(rng, (n, n), dtype))[layout]
-    b = _layouts(_random(rng, (n, n), dtype) + 3 * np.eye(n, dtype=dtype))[layout]
+    a = layouts(rand(rng, (n, n), dtype), transposed=True)[layout]
+    b = layouts(rand(rng, (n, n), dtype) + 3 * np.eye(n, dtype=dtype), transposed=True)[layout]
     before = a.copy(), b.copy()
     for other in (None, b):
         for left, right in ((False, True), (True, True), (True, False), (False, False)):
@@ -99,7 +86,7 @@ def test_eig_matches_scipy_and_the_eigen_equations(dtype, n, layout):
 @pytest.mark.parametrize("n", (64, 131))
 def test_eig_large_orders(dtype, n):
     rng = np.random.default_rng(n)
-    a, b = _random(rng, (n, n), dtype), _random(rng, (n, n), dtype)
+    a, b = rand(rng, (n, n), dtype), rand(rng, (n, n), dtype)
     _same(nsl.eig(a), sla.eig(a))
     _same(nsl.eig(a, b, left=True), sla.eig(a, b, left=True))
     _same(nsl.eigvals(a), sla.eigvals(a))
@@ -166,8 +153,8 @@ def test_overwrite_semantics_are_scipys():
     rng = np.random.default_rng(11)
     for dtype in DTYPES:
         for order in "CF":
-            a0 = np.array(_random(rng, (6, 6), dtype), order=order)
-            b0 = np.array(_random(rng, (6, 6), dtype), order=order)
+            a0 = np.array(rand(rng, (6, 6), dtype), order=order)
+            b0 = np.array(rand(rng, (6, 6), dtype), order=order)
             for name, args, kwargs in (("eig", 2, {"overwrite_a": True, "overwrite_b": True}),
                                        ("eigvals", 1, {"overwrite_a": True}), ("eig", 1, {"overwrite_a": True}),
                                        ("rq", 1, {"overwrite_a": True})):
@@ -183,7 +170,7 @@ def test_overwrite_semantics_are_scipys():
 @pytest.mark.parametrize("layout", ("C", "F", "strided", "transposed"))
 def test_rq_matches_scipy_and_reconstructs(dtype, shape, layout):
     rng = np.random.default_rng(shape[0] * 100 + shape[1])
-    a = _layouts(_random(rng, shape, dtype))[layout]
+    a = layouts(rand(rng, shape, dtype), transposed=True)[layout]
     before = a.copy()
     for mode in ("full", "r", "economic"):
         got = nsl.rq(a, mode=mode)
@@ -258,7 +245,7 @@ def test_mixed_dtypes_and_keywords():
     """Two arrays of different LAPACK dtypes run in their common one, as SciPy's ``get_lapack_funcs``."""
     rng = np.random.default_rng(13)
     for da, db in ((np.float32, np.float64), (np.float64, np.complex64), (np.complex64, np.float32)):
-        a, b = _random(rng, (5, 5), da), _random(rng, (5, 5), db)
+        a, b = rand(rng, (5, 5), da), rand(rng, (5, 5), db)
         _same(nsl.eig(a, b, left=True), sla.eig(a, b, left=True))
         _same(nsl.eigvals(a, b), sla.eigvals(a, b))
     _same(nsl.eig(a=a, b=b, right=False, homogeneous_eigvals=True), sla.eig(a=a, b=b, right=False,

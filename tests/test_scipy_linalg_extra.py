@@ -10,25 +10,13 @@ import scipy.linalg as sla
 
 import nvmathpy.linalg as nl
 import nvmathpy.scipy.linalg as nsl
+from numerics import layouts, rand
 from nvmathpy.linalg.lapack import LU_MAX_ORDER, fast_module
 from nvmathpy.scipy.linalg._pseudo import EV_UP_TO
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 TOL = {np.dtype(np.float32): 2e-5, np.dtype(np.complex64): 2e-5, np.dtype(np.float64): 1e-12,
        np.dtype(np.complex128): 1e-12}
-
-
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def _layouts(x):
-    """``x`` C-ordered, Fortran-ordered, as a transposed view's transpose, and strided."""
-    wide = np.repeat(x, 2, axis=-1)
-    return {"C": np.ascontiguousarray(x), "F": np.asfortranarray(x), "strided": wide[..., ::2]}
 
 
 def _rel(got, want):
@@ -55,13 +43,13 @@ def fast():
 @pytest.mark.parametrize("shape", [(1,), (7,), (131,), (1, 1), (5, 3), (3, 11), (4, 3, 5)])
 def test_norm_matches_scipy_and_the_float64_reference(dtype, shape):
     rng = np.random.default_rng(sum(shape) + 7 * len(shape))
-    x = _random(rng, shape, dtype)
+    x = rand(rng, shape, dtype)
     ref64 = x.astype(np.complex128)
     cases = [{}, {"axis": 0}, {"axis": -1}, {"axis": 0, "keepdims": True}, {"keepdims": True}, {"ord": 1},
              {"ord": np.inf}, {"ord": 2}, {"ord": -1}]
     if len(shape) == 2:
         cases += [{"ord": "fro"}, {"ord": "nuc"}, {"ord": -2}, {"axis": (1, 0)}]
-    for name, a in _layouts(x).items():
+    for name, a in layouts(x).items():
         for kw in cases:
             if len(shape) > 2 and "axis" not in kw and kw.get("ord") is not None:
                 continue  # SciPy refuses such an ord without an axis for 3-D arrays, as NumPy does
@@ -69,7 +57,7 @@ def test_norm_matches_scipy_and_the_float64_reference(dtype, shape):
             _same_kind(got, want)
             assert _rel(got, want) <= TOL[np.dtype(dtype)], (name, kw)
             assert _rel(got, np.linalg.norm(ref64, **kw)) <= 10 * TOL[np.dtype(dtype)], (name, kw)
-            np.testing.assert_array_equal(a, _layouts(x)[name])  # the caller's array is untouched
+            np.testing.assert_array_equal(a, layouts(x)[name])  # the caller's array is untouched
 
 
 def test_norm_takes_what_scipy_takes():
@@ -124,11 +112,11 @@ def _penrose(a, b, tol):
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 3), (3, 7), (13, 13)])
 def test_pinv_matches_scipy(dtype, shape):
     rng = np.random.default_rng(shape[0] * 31 + shape[1])
-    x = _random(rng, shape, dtype)
+    x = rand(rng, shape, dtype)
     if min(shape) > 2:  # rank-deficient: the last column repeats the first
         x[:, -1] = x[:, 0]
     ref = np.linalg.pinv(x.astype(np.complex128), rcond=max(shape) * np.finfo(np.dtype(dtype).char.lower()).eps)
-    for name, a in _layouts(x).items():
+    for name, a in layouts(x).items():
         for kw in ({}, {"return_rank": True}, {"atol": 0.25}, {"rtol": 0.1, "return_rank": True}):
             got, want = nsl.pinv(a, **kw), sla.pinv(a, **kw)
             if kw.get("return_rank"):
@@ -140,26 +128,26 @@ def test_pinv_matches_scipy(dtype, shape):
         b = nsl.pinv(a)
         assert _rel(b, ref) <= 100 * TOL[np.dtype(dtype)], name
         _penrose(a, b, 100 * TOL[np.dtype(dtype)])
-        np.testing.assert_array_equal(a, _layouts(x)[name])
+        np.testing.assert_array_equal(a, layouts(x)[name])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 2, 5, EV_UP_TO, EV_UP_TO + 5])
 def test_pinvh_matches_scipy_and_reads_one_triangle(dtype, n):
     rng = np.random.default_rng(n)
-    x = _random(rng, (n, n), dtype)
+    x = rand(rng, (n, n), dtype)
     h = x @ x.conj().T
     if n > 2:
-        v = _random(rng, (n, n - 2), dtype)
+        v = rand(rng, (n, n - 2), dtype)
         h = (v @ v.conj().T).astype(dtype)  # rank n - 2
     h = ((h + h.conj().T) / 2).astype(dtype)
     ref = np.linalg.pinv(h.astype(np.complex128), rcond=1e-4 if np.dtype(dtype).itemsize <= 8 and dtype != np.float64
                          else 1e-10, hermitian=True)
     for lower in (True, False):
         stored = np.tril(h) if lower else np.triu(h)
-        garbage = np.triu(_random(rng, (n, n), dtype), 1)
+        garbage = np.triu(rand(rng, (n, n), dtype), 1)
         a_ = stored + (garbage if lower else garbage.conj().T)  # the other triangle must not be read
-        for name, a in _layouts(a_).items():
+        for name, a in layouts(a_).items():
             for kw in ({}, {"return_rank": True}, {"atol": 0.5, "return_rank": True}):
                 got, want = nsl.pinvh(a, lower=lower, **kw), sla.pinvh(a, lower=lower, **kw)
                 if kw.get("return_rank"):
@@ -169,7 +157,7 @@ def test_pinvh_matches_scipy_and_reads_one_triangle(dtype, n):
                 _same_kind(got, want)
                 assert _rel(got, want) <= 100 * TOL[np.dtype(dtype)] * max(n, 1), (name, kw, lower)
             assert _rel(nsl.pinvh(a, lower=lower), ref) <= 1000 * TOL[np.dtype(dtype)] * max(n, 1), name
-            np.testing.assert_array_equal(a, _layouts(a_)[name])
+            np.testing.assert_array_equal(a, layouts(a_)[name])
 
 
 def test_pinv_and_pinvh_errors_and_fall_through():
@@ -198,8 +186,8 @@ def test_pinv_and_pinvh_errors_and_fall_through():
 @pytest.mark.parametrize("shape", [(2, 1), (1, 3), (2, 2), (7, 4), (4, 7), (37, 37), (LU_MAX_ORDER, 5)])
 def test_lu_matches_scipy(fast, dtype, shape):
     rng = np.random.default_rng(shape[0] * 7 + shape[1])
-    x = _random(rng, shape, dtype)
-    for name, a in _layouts(x).items():
+    x = rand(rng, shape, dtype)
+    for name, a in layouts(x).items():
         for kw in ({}, {"permute_l": True}, {"p_indices": True}):
             if fast is not None:
                 assert fast.lu(a, kw.get("permute_l", False), kw.get("p_indices", False), True) is not NotImplemented
@@ -212,7 +200,7 @@ def test_lu_matches_scipy(fast, dtype, shape):
         assert _rel(p @ low @ up, x) <= 10 * TOL[np.dtype(dtype)] * np.sqrt(max(shape))
         perm, low, up = nsl.lu(a, p_indices=True)
         assert _rel(low[perm] @ up, x) <= 10 * TOL[np.dtype(dtype)] * np.sqrt(max(shape))
-        np.testing.assert_array_equal(a, _layouts(x)[name])
+        np.testing.assert_array_equal(a, layouts(x)[name])
 
 
 def test_lu_singular_non_finite_and_declined(fast):
@@ -231,11 +219,11 @@ def test_lu_singular_non_finite_and_declined(fast):
 @pytest.mark.parametrize("n", [1, 2, 9, 64])
 def test_cho_solve_of_cho_factor(fast, dtype, n):
     rng = np.random.default_rng(n + 100)
-    x = _random(rng, (n, n), dtype)
+    x = rand(rng, (n, n), dtype)
     a = (x @ x.conj().T + n * np.eye(n)).astype(dtype)
     for lower in (False, True):
         c = nsl.cho_factor(a, lower=lower)
-        for b in (_random(rng, (n,), dtype), _random(rng, (n, 3), dtype)):
+        for b in (rand(rng, (n,), dtype), rand(rng, (n, 3), dtype)):
             if fast is not None:
                 assert fast.cho_solve(c[0], b, lower, True) is not NotImplemented
             got = nsl.cho_solve(c, b)
@@ -248,8 +236,8 @@ def test_cho_solve_of_cho_factor(fast, dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 3), (3, 7), (17, 17)])
 def test_svd_without_a_plan_matches_scipy(dtype, shape):
-    x = _random(np.random.default_rng(shape[0] + 3 * shape[1]), shape, dtype)
-    for name, a in _layouts(x).items():
+    x = rand(np.random.default_rng(shape[0] + 3 * shape[1]), shape, dtype)
+    for name, a in layouts(x).items():
         for driver in ("gesdd", "gesvd"):
             for full in (True, False):
                 u, s, vh = nsl.svd(a, full_matrices=full, lapack_driver=driver)
@@ -280,11 +268,11 @@ def test_svd_refuses_factors_beyond_lapack_indexing():
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 3), (3, 7), (11, 11)])
 def test_orth_and_null_space_span_scipys_subspaces(dtype, shape):
     rng = np.random.default_rng(shape[0] * 13 + shape[1])
-    x = _random(rng, shape, dtype)
+    x = rand(rng, shape, dtype)
     if min(shape) > 2:  # rank-deficient: the last column repeats the first
         x[:, -1] = x[:, 0]
     tol = 100 * TOL[np.dtype(dtype)]
-    for name, a in _layouts(x).items():
+    for name, a in layouts(x).items():
         for rcond in (None, 1e-3):
             q, want = nsl.orth(a, rcond), sla.orth(a, rcond)
             assert q.shape == want.shape and q.dtype == want.dtype, name
@@ -297,7 +285,7 @@ def test_orth_and_null_space_span_scipys_subspaces(dtype, shape):
                 assert _rel(z.conj().T @ z, np.eye(z.shape[1])) <= tol
                 assert np.linalg.norm(x.astype(np.complex128) @ z) <= tol * max(np.linalg.norm(x), 1.0)
                 assert _rel(z @ (z.conj().T @ want), want) <= tol
-        np.testing.assert_array_equal(a, _layouts(x)[name])
+        np.testing.assert_array_equal(a, layouts(x)[name])
 
 
 def test_orth_and_null_space_errors_batches_and_fall_through():

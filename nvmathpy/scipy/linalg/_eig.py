@@ -84,6 +84,17 @@ def _eigvals(alpha: np.ndarray, beta: np.ndarray | None, homogeneous: bool) -> n
     return w
 
 
+def _complex_pairs(char: str, w: np.ndarray, vl: Any, vr: Any, left: bool, right: bool) -> tuple[Any, Any]:
+    """The computed eigenvectors of a real problem made complex where eigenvalues came in
+    conjugate pairs (as SciPy does when not every ``w.imag`` is 0, NaN included)."""
+    if char in "fd" and (left or right) and w.imag.any():
+        if left:
+            vl = _complex_vectors(w, vl)
+        if right:
+            vr = _complex_vectors(w, vr)
+    return vl, vr
+
+
 def _complex_vectors(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """The complex eigenvectors of real LAPACK output ``v``: columns ``i, i + 1`` of a conjugate
     pair hold the real and the imaginary part (SciPy's marking of the pairs, its guard for
@@ -152,11 +163,7 @@ def _standard(a: np.ndarray, left: bool, right: bool, overwrite_a: bool, homogen
         w = wr + _I * wi
     w = _eigvals(w, None, homogeneous)
     _check_info(info, "eig algorithm (geev)", "did not converge (only eigenvalues with order >= %d have converged)")
-    if char in "fd" and (left or right) and w.imag.any():  # SciPy's not np.all(w.imag == 0.0), NaN included
-        if left:
-            vl = _complex_vectors(w, vl)
-        if right:
-            vr = _complex_vectors(w, vr)
+    vl, vr = _complex_pairs(char, w, vl, vr, left, right)
     return _pack(w, vl, vr, left, right)
 
 
@@ -171,11 +178,7 @@ def _generalized(a: np.ndarray, b: np.ndarray, left: bool, right: bool, overwrit
         alpha = alphar + _I * alphai
     w = _eigvals(alpha, beta, homogeneous)
     _check_info(info, "generalized eig algorithm (ggev)", "did not converge (LAPACK info=%d)")
-    if char in "fd" and (left or right) and w.imag.any():  # SciPy's not np.all(w.imag == 0.0), NaN included
-        if left:
-            vl = _complex_vectors(w, vl)
-        if right:
-            vr = _complex_vectors(w, vr)
+    vl, vr = _complex_pairs(char, w, vl, vr, left, right)
     count = vr.shape[0]  # SciPy normalises this many columns (1 when the right vectors are not computed)
     if right:
         _normalise(vr, count)
