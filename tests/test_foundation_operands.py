@@ -107,6 +107,18 @@ def test_cpu_description_is_json_and_stable():
     assert desc["space"] == "cpu" and desc["cores"] >= 1 and desc["blas"]
 
 
+def test_numpy_blas_read_from_the_library_is_threadpoolctls_description():
+    """The cheap reading of NumPy's OpenBLAS (mapped files, the library's own answers) names it
+    as threadpoolctl's scan does: wisdom keys do not change with the way they were read."""
+    pytest.importorskip("threadpoolctl")
+    from nvmathpy.execution import _listed_numpy_blas, _mapped_numpy_openblas
+
+    mapped = _mapped_numpy_openblas()
+    if mapped is None:
+        pytest.skip("no OpenBLAS inside NumPy's wheel among the mapped files here")
+    assert mapped == _listed_numpy_blas()
+
+
 def test_execution_and_operand_device_must_agree():
     with pytest.raises(InvalidOperandError, match="execution='cpu' was asked for but the operands live on cuda:0"):
         resolve_execution("cpu", "cuda", 0)
