@@ -35,11 +35,13 @@ def fresh_memo():
     calibration.forget()
 
 
-def test_one_threshold_for_the_routines_and_the_compiled_calls():
-    assert numpy_lapack.FROM_ORDER < lapack.SCIPY_BELOW == lapack.LU_MAX_ORDER + 1
-    for kind in ("getrf", "potrf"):  # the first order calibration covers, and none below it
+def test_the_thresholds_are_the_orders_calibration_covers():
+    assert numpy_lapack.FROM_ORDER < lapack.SCIPY_BELOW < lapack.LU_MAX_ORDER
+    for kind in ("getrf", "potrf"):  # the first and the last order calibration covers
         assert _calibrate.first_choice(kind, lapack.SCIPY_BELOW - 1, "float64") == (False, None)
         assert _calibrate.first_choice(kind, lapack.SCIPY_BELOW, "float64")[0]
+        assert _calibrate.first_choice(kind, lapack.LU_MAX_ORDER, "float64")[0]
+        assert _calibrate.first_choice(kind, lapack.LU_MAX_ORDER + 1, "float64") == (False, None)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
@@ -130,15 +132,42 @@ def test_the_drop_in_runs_scipys_routines_below_the_calibrated_orders(monkeypatc
 
 
 @needs_fast
-@pytest.mark.parametrize("n", [numpy_lapack.FROM_ORDER, lapack.LU_MAX_ORDER])
+@pytest.mark.parametrize("n", [numpy_lapack.FROM_ORDER, lapack.SCIPY_BELOW - 1])
 def test_below_the_calibrated_orders_lu_solve_and_cholesky_are_one_compiled_call(n):
     rng = np.random.default_rng(n)
     a, s, b = well(rng, n, np.float64), spd(rng, n, np.float64), rand(rng, (n, 2), np.float64)
     assert FAST.lu(a, False, False, True) is not NotImplemented
     assert FAST.solve_gen(a, b, False, True) is not NotImplemented
     assert FAST.cholesky(s, True, True, False, True) is not NotImplemented
-    above = lapack.SCIPY_BELOW
-    a, s = well(rng, above, np.float64), spd(rng, above, np.float64)
-    assert FAST.lu(a, False, False, True) is NotImplemented
-    assert FAST.solve_gen(a, rand(rng, (above,), np.float64), False, True) is NotImplemented
-    assert FAST.cholesky(s, True, True, False, True) is NotImplemented
+
+
+def _spy_compiled(monkeypatch) -> list:
+    """Record the names of the compiled calls the drop-in makes."""
+    called: list = []
+    for name in ("lu", "solve_gen", "cholesky"):
+        real = getattr(FAST, name)
+        monkeypatch.setattr(FAST, name, lambda *args, real=real, name=name: called.append(name) or real(*args))
+    return called
+
+
+@needs_fast
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+@pytest.mark.parametrize("choice", ["uncalibrated", "scipy", None])
+def test_from_the_calibrated_orders_the_compiled_calls_run_where_scipys_routine_does(monkeypatch, choice):
+    """Where the order's routine is SciPy's (uncalibrated, or calibrated so), ``lu``, ``solve``
+    and ``cholesky`` are still one compiled call; where it is NumPy's OpenBLAS, they run it."""
+    if choice != "uncalibrated":
+        for kind in ("getrf", "potrf"):
+            calibration.record(f"{kind}.float64.512", {"first": choice}, {}, 0.1)
+    called, asked = _spy_compiled(monkeypatch), _spy_numpy_pool(monkeypatch)
+    n = 479  # prime, covered by the calibration of order 512
+    rng = np.random.default_rng(n)
+    a, s, b = well(rng, n, np.float64), spd(rng, n, np.float64), rand(rng, (n, 2), np.float64)
+    t = tol(np.float64, n) * 100
+    p, low, up = nsl.lu(a)
+    assert relerr(p @ low @ up, a) < t
+    assert relerr(nsl.solve(a, b), sla.solve(a, b)) < t
+    assert relerr(nsl.cholesky(s), sla.cholesky(s)) < t
+    on_numpy = choice is None
+    assert called == ([] if on_numpy else ["lu", "solve_gen", "cholesky"])
+    assert {names for _, names in asked} >= ({("getrf",), ("getrf", "getrs"), ("potrf",)} if on_numpy else set())

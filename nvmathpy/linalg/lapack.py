@@ -13,8 +13,10 @@
   ``solve_gen(a, b, transposed, check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a
   singular ``a``), ``lu(a, permute_l, p_indices, check_finite)`` :func:`scipy.linalg.lu`'s
   tuple and ``cholesky(a, lower, clean, overwrite_a, check_finite)`` the factor (the int
-  ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns
-  (every order below :data:`SCIPY_BELOW`);
+  ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns,
+  with SciPy's ``getrf``/``potrf``: a caller runs them where :func:`scipys` says that routine
+  is the order's (every order below :data:`SCIPY_BELOW`, and calibrated or uncalibrated
+  orders whose choice is SciPy's);
   ``solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite)`` returns
   ``x`` (the int ``info`` when singular), ``qr(a, mode, check_finite)`` (mode 0 to 3: full,
   economic, r, raw) :func:`scipy.linalg.qr`'s tuple without pivoting, and ``svd(a,
@@ -34,7 +36,7 @@ from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 
-__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "routines"]
+__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "routines", "scipys"]
 
 #: Below this order (every order calibration does not cover) :func:`routines` and the compiled
 #: calls give SciPy's own routines, on SciPy's thread pool: the routine a SciPy user's call
@@ -89,3 +91,18 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
         if found:
             return found
     return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
+
+
+def scipys(dtype: np.dtype, order: int, name: str) -> bool:
+    """Whether :func:`routines` gives SciPy's own routine ``name`` in ``dtype`` for order
+    ``order`` (a solve: where its factorization's is): then the compiled calls, which run
+    SciPy's, may take the call whole.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg.lapack import scipys
+    >>> scipys(np.dtype(np.float64), 300, "getrf")
+    True
+    """
+    return order < SCIPY_BELOW or not for_order(order, dtype, name)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ....plan.calibration import OutOfTime, calibrated, choose_first
 
-__all__ = ["CALIBRATIONS", "COVERED_FROM", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
+__all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
            "reorder"]
 
 #: The orders measured, smallest first.
@@ -47,8 +47,10 @@ PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
 #: An order takes the choice of the nearest measured order, within this factor of the
 #: smallest and the largest.
 REACH = 1.25
-#: The smallest order calibration covers (the reach of the smallest measured order).
+#: The smallest and the largest order calibration covers (the reach of the smallest and of the
+#: largest measured order).
 COVERED_FROM = math.ceil(ORDERS[0] / REACH)
+COVERED_TO = math.floor(ORDERS[-1] * REACH)
 
 
 def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
@@ -132,7 +134,7 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     >>> first_choice("getrf", 64, "complex128")
     (False, None)
     """
-    if not COVERED_FROM <= n <= ORDERS[-1] * REACH:
+    if not COVERED_FROM <= n <= COVERED_TO:
         return False, None
     nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
     name = _name(kind, np.dtype(dtype).name, nearest)
