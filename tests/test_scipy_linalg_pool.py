@@ -160,6 +160,9 @@ def test_from_the_calibrated_orders_the_compiled_calls_run_where_scipys_routine_
         for kind in ("getrf", "potrf"):
             calibration.record(f"{kind}.float64.512", {"first": choice}, {}, 0.1)
     called, asked = _spy_compiled(monkeypatch), _spy_numpy_pool(monkeypatch)
+    looked = []  # looking for NumPy's library (threadpoolctl's scan: a first call's cost) only for its routines
+    real_suits = numpy_lapack.suits
+    monkeypatch.setattr(numpy_lapack, "suits", lambda *args: looked.append(args) or real_suits(*args))
     n = 479  # prime, covered by the calibration of order 512
     rng = np.random.default_rng(n)
     a, s, b = well(rng, n, np.float64), spd(rng, n, np.float64), rand(rng, (n, 2), np.float64)
@@ -170,4 +173,5 @@ def test_from_the_calibrated_orders_the_compiled_calls_run_where_scipys_routine_
     assert relerr(nsl.cholesky(s), sla.cholesky(s)) < t
     on_numpy = choice is None
     assert called == ([] if on_numpy else ["lu", "solve_gen", "cholesky"])
+    assert bool(looked) == on_numpy
     assert {names for _, names in asked} >= ({("getrf",), ("getrf", "getrs"), ("potrf",)} if on_numpy else set())

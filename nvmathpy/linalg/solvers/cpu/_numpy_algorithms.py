@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _numpy_lapack as numpy_lapack
-from ._calibrate import reorder
+from ._calibrate import first_choice, reorder
 from ._lookahead_cholesky import potrf_of, potrf_order
 from ._lookahead_lu import getrf_of, getrf_order
 
@@ -46,10 +46,12 @@ def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any],
     else ``None`` (the caller keeps SciPy's; so too when the first choice of a factorization
     named, or of the one a solve named follows (:data:`FACTOR_OF`), is :data:`SCIPY`).
     ``getrf`` and ``potrf`` are the first choices of :data:`ALGORITHMS`' orders."""
+    kinds = {FACTOR_OF.get(name, name) for name in names} & ALGORITHMS.keys()
+    if any(first_choice(kind, n, dtype) == (True, SCIPY) for kind in kinds):
+        return None  # SciPy's, known without looking for NumPy's library (a first call's cost)
     if not numpy_lapack.suits(n, dtype, *names):
         return None
-    first = {kind: ALGORITHMS[kind][0](n, dtype)[0] for kind in {FACTOR_OF.get(name, name) for name in names}
-             if kind in ALGORITHMS}
+    first = {kind: ALGORITHMS[kind][0](n, dtype)[0] for kind in kinds}
     if SCIPY in first.values():
         return None
     return tuple(ALGORITHMS[name][1](first[name], dtype) if name in first
