@@ -217,14 +217,12 @@ _OPENBLAS_FILES = ("libopenblas", "libscipy_openblas")
 _OPENBLAS_AFFIXES = tuple((prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64_", "_64"))
 
 
-def _mapped_numpy_openblas() -> str | None:
-    """``openblas <version> <architecture>``, threadpoolctl's fields for NumPy's BLAS, asked of
-    the one OpenBLAS inside NumPy's wheel, which Linux lists among the process's mapped files
-    (``/proc/self/maps``); ``None`` where there is no such file or it does not answer. A tenth of
-    the cost of threadpoolctl's import and its scan of every loaded library, which the first
-    wisdom or calibration look-up of a process (a first call) would otherwise pay."""
-    import ctypes
-
+@functools.lru_cache(maxsize=1)
+def numpy_openblas_file() -> str | None:
+    """The file of the one OpenBLAS inside NumPy's wheel, as Linux lists it among the process's
+    mapped files (``/proc/self/maps``), else ``None``: a tenth of the cost of threadpoolctl's
+    import and its scan of every loaded library, which a process's first wisdom look-up or
+    first call on NumPy's LAPACK would otherwise pay (callers fall back to that scan)."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
             mapped = {parts[5].rstrip("\n") for parts in (line.split(None, 5) for line in fh) if len(parts) == 6}
@@ -233,10 +231,19 @@ def _mapped_numpy_openblas() -> str | None:
     numpy_dirs = _package_dirs("numpy")
     found = [path for path in mapped
              if path.startswith(numpy_dirs) and os.path.basename(path).startswith(_OPENBLAS_FILES)]
-    if len(found) != 1:
+    return found[0] if len(found) == 1 else None
+
+
+def _mapped_numpy_openblas() -> str | None:
+    """``openblas <version> <architecture>``, threadpoolctl's fields for NumPy's BLAS, asked of
+    the library :func:`numpy_openblas_file` finds; ``None`` where there is none or it does not answer."""
+    import ctypes
+
+    path = numpy_openblas_file()
+    if path is None:
         return None
     try:
-        lib = ctypes.CDLL(found[0])
+        lib = ctypes.CDLL(path)
     except OSError:
         return None
     for prefix, suffix in _OPENBLAS_AFFIXES:
