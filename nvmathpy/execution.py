@@ -211,9 +211,70 @@ def _package_dirs(name: str) -> tuple[str, ...]:
     return (root + os.sep, root + ".libs" + os.sep)
 
 
+#: The file name starts of OpenBLAS builds, and the affixes they export its functions with
+#: (plain, scipy-openblas's ``scipy_``, 64-bit integers), as threadpoolctl looks for them.
+_OPENBLAS_FILES = ("libopenblas", "libscipy_openblas")
+_OPENBLAS_AFFIXES = tuple((prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64_", "_64"))
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_openblas_file() -> str | None:
+    """The file of the one OpenBLAS inside NumPy's wheel, as Linux lists it among the process's
+    mapped files (``/proc/self/maps``), else ``None``: a tenth of the cost of threadpoolctl's
+    import and its scan of every loaded library, which a process's first wisdom look-up or
+    first call on NumPy's LAPACK would otherwise pay (callers fall back to that scan)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            mapped = {parts[5].rstrip("\n") for parts in (line.split(None, 5) for line in fh) if len(parts) == 6}
+    except OSError:
+        return None
+    numpy_dirs = _package_dirs("numpy")
+    found = [path for path in mapped
+             if path.startswith(numpy_dirs) and os.path.basename(path).startswith(_OPENBLAS_FILES)]
+    return found[0] if len(found) == 1 else None
+
+
+def _mapped_numpy_openblas() -> str | None:
+    """``openblas <version> <architecture>``, threadpoolctl's fields for NumPy's BLAS, asked of
+    the library :func:`numpy_openblas_file` finds; ``None`` where there is none or it does not answer."""
+    import ctypes
+
+    path = numpy_openblas_file()
+    if path is None:
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    for prefix, suffix in _OPENBLAS_AFFIXES:
+        if hasattr(lib, f"{prefix}openblas_get_num_threads{suffix}"):
+            break
+    else:
+        return None
+    fields = []
+    for name in ("openblas_get_config", "openblas_get_corename"):
+        fn = getattr(lib, f"{prefix}{name}{suffix}", None)
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+        fields.append(fn().decode("utf-8") if fn is not None else None)
+    config, architecture = fields
+    words = config.split() if config else []
+    version = words[1] if len(words) > 1 and words[0] == "OpenBLAS" else None
+    return f"openblas {version} {architecture}".strip()
+
+
 def _numpy_blas() -> str:
-    """NumPy's BLAS as loaded: the threadpoolctl entry inside NumPy's wheel, else the first one
-    outside SciPy's (NumPy and SciPy linked to one shared library)."""
+    """NumPy's BLAS as loaded: the OpenBLAS inside NumPy's wheel (:func:`_mapped_numpy_openblas`),
+    else the threadpoolctl entry inside NumPy's wheel, else the first one outside SciPy's
+    (NumPy and SciPy linked to one shared library)."""
+    mapped = _mapped_numpy_openblas()
+    if mapped is not None:
+        return mapped
+    return _listed_numpy_blas()
+
+
+def _listed_numpy_blas() -> str:
+    """NumPy's BLAS among threadpoolctl's entries (:func:`_numpy_blas`)."""
     try:
         from threadpoolctl import threadpool_info
     except ImportError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -105,6 +107,21 @@ def test_cpu_description_is_json_and_stable():
     desc = cpu_description()
     assert json.loads(json.dumps(desc)) == desc
     assert desc["space"] == "cpu" and desc["cores"] >= 1 and desc["blas"]
+
+
+def test_numpy_blas_read_from_the_library_is_threadpoolctls_description():
+    """The cheap reading of NumPy's OpenBLAS (mapped files, the library's own answers) names it
+    as threadpoolctl's scan does: wisdom keys do not change with the way they were read."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from nvmathpy.execution import _listed_numpy_blas, _mapped_numpy_openblas, numpy_openblas_file
+
+    mapped = _mapped_numpy_openblas()
+    if mapped is None:
+        pytest.skip("no OpenBLAS inside NumPy's wheel among the mapped files here")
+    assert mapped == _listed_numpy_blas()
+    listed = {os.path.realpath(info["filepath"]) for info in threadpoolctl.threadpool_info()
+              if info.get("user_api") == "blas"}
+    assert numpy_openblas_file() in listed  # the library NumPy's LAPACK and CBLAS are called in
 
 
 def test_execution_and_operand_device_must_agree():

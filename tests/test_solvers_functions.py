@@ -724,15 +724,17 @@ def test_cuda_functions_refuse_the_cpu_only_options_by_name():
 
 
 def test_lapack_routines_are_the_engines():
+    """SciPy's below the calibrated orders, from there on the solvers' engine's choice."""
     from scipy.linalg.lapack import get_lapack_funcs
 
-    from nvmathpy.linalg.lapack import routines
+    from nvmathpy.linalg.lapack import SCIPY_BELOW, routines
     from nvmathpy.linalg.solvers.cpu._numpy_algorithms import for_order
 
     d = np.dtype(np.float64)
     assert routines(d, 4, "getrf", "potrs") == tuple(get_lapack_funcs(("getrf", "potrs"), dtype=d))
-    for n in (4, 300, 1500):
-        expected = for_order(n, d, "getrf", "getrs") or tuple(get_lapack_funcs(("getrf", "getrs"), dtype=d))
+    for n in (4, 300, 1500, 2600):
+        found = for_order(n, d, "getrf", "getrs") if n >= SCIPY_BELOW else None
+        expected = found or tuple(get_lapack_funcs(("getrf", "getrs"), dtype=d))
         got = routines(d, n, "getrf", "getrs")
         assert [getattr(f, "__name__", f) for f in got] == [getattr(f, "__name__", f) for f in expected]
         a = well(np.random.default_rng(n), n, np.float64)

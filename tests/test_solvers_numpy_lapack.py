@@ -167,32 +167,35 @@ def test_potrs_column_by_column_and_through_trsm_agree_with_scipy(dtype, lower, 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
 @pytest.mark.parametrize("layout", ["C", "F"])
-def test_the_scipy_drop_in_factors_large_matrices_on_numpy_openblas(monkeypatch, dtype, layout):
-    import nvmathpy.scipy.linalg as nsl
-    from nvmathpy.linalg import lapack
+def test_the_numpy_flavoured_functions_factor_large_matrices_on_numpy_openblas(monkeypatch, dtype, layout):
+    """``nvmathpy.linalg``'s factorizations and their solves run on NumPy's pool from
+    ``FROM_ORDER`` (with NumPy's products); the scipy.linalg drop-in's stay on SciPy's up to the
+    calibrated orders (``tests/test_scipy_linalg_pool.py``)."""
+    import nvmathpy.linalg as nl
+    from nvmathpy.linalg.solvers._cached import CACHE
 
     used = []
-    real = numpy_algorithms.for_order
+    real = numpy_lapack.routines
 
-    def counted(n, dtype_, *names):
-        found = real(n, dtype_, *names)
-        used.extend(names if found else ())
-        return found
+    def counted(dtype_, *names):
+        used.extend(names)
+        return real(dtype_, *names)
 
-    monkeypatch.setattr(lapack, "for_order", counted)  # the drop-in's routines come from nvmathpy.linalg.lapack
+    monkeypatch.setattr(numpy_lapack, "routines", counted)  # the plans' way to NumPy's routines
+    CACHE.clear()  # plans built by earlier tests would not look their routines up again
     rng = np.random.default_rng(5)
     a = rand(rng, (N, N), dtype, layout) + 4 * np.sqrt(N) * np.eye(N, dtype=dtype)
     s = hpd(rng, (N, N), dtype, layout)
     b = rand(rng, (N, 2), dtype)
-    lu_piv = nsl.lu_factor(a)
+    lu_piv = nl.lu_factor(a)
     ref = sla.lu_factor(a)
     assert np.array_equal(lu_piv[1], ref[1]) and rel(lu_piv[0], ref[0]) < TOL[dtype]
-    assert rel(nsl.lu_solve(lu_piv, b), sla.lu_solve(ref, b)) < TOL[dtype]
-    c = nsl.cho_factor(s)
-    assert rel(nsl.cho_solve(c, b), sla.cho_solve(sla.cho_factor(s), b)) < TOL[dtype]
-    assert rel(nsl.cholesky(s, lower=True), sla.cholesky(s, lower=True)) < TOL[dtype]
-    assert rel(nsl.solve(a, b), sla.solve(a, b)) < TOL[dtype]
+    assert rel(nl.lu_solve(lu_piv, b), sla.lu_solve(ref, b)) < TOL[dtype]
+    c = nl.cho_factor(s)
+    assert rel(nl.cho_solve(c, b), sla.cho_solve(sla.cho_factor(s), b)) < TOL[dtype]
+    assert rel(nl.cholesky(s), sla.cholesky(s, lower=True)) < TOL[dtype]
     assert {"getrf", "getrs", "potrf", "potrs"} <= set(used)
+    CACHE.clear()
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])

@@ -1,17 +1,22 @@
 """The LAPACK routines the CPU solvers call, for layers that call LAPACK themselves
 (``nvmathpy.scipy.linalg``): a public module, ``nvmathpy.linalg.lapack``.
 
-- :func:`routines` gives, for one matrix order, the routines the solvers' CPU engine runs:
-  SciPy's f2py wrappers (:func:`scipy.linalg.get_lapack_funcs`), or for large orders NumPy's
-  OpenBLAS (the thread pool of NumPy's products and of nvmathpy's plans) with nvmathpy's own
-  recursive and look-ahead ``getrf``/``potrf``, called with the wrappers' signatures.
+- :func:`routines` gives, for one matrix order, the routines a SciPy-flavoured layer runs:
+  SciPy's f2py wrappers (:func:`scipy.linalg.get_lapack_funcs`) on SciPy's thread pool below
+  the orders calibration covers (:data:`SCIPY_BELOW`), and from there on the calibrated
+  choice of this machine - NumPy's OpenBLAS (the thread pool of NumPy's products and of
+  nvmathpy's plans) with nvmathpy's own recursive and look-ahead ``getrf``/``potrf``, called
+  with the wrappers' signatures, or, uncalibrated, SciPy's wrappers again.
 - :func:`fast_module` is the compiled extension that runs a whole call on one matrix in one C
   call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` and
   ``cho_solve(c, b, lower, check_finite)`` return ``x`` (order up to :data:`MAX_ORDER`);
   ``solve_gen(a, b, transposed, check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a
   singular ``a``), ``lu(a, permute_l, p_indices, check_finite)`` :func:`scipy.linalg.lu`'s
   tuple and ``cholesky(a, lower, clean, overwrite_a, check_finite)`` the factor (the int
-  ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns;
+  ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns,
+  with SciPy's ``getrf``/``potrf``: a caller runs them where :func:`scipys` says that routine
+  is the order's (every order below :data:`SCIPY_BELOW`, and calibrated or uncalibrated
+  orders whose choice is SciPy's);
   ``solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite)`` returns
   ``x`` (the int ``info`` when singular), ``qr(a, mode, check_finite)`` (mode 0 to 3: full,
   economic, r, raw) :func:`scipy.linalg.qr`'s tuple without pivoting, and ``svd(a,
@@ -27,11 +32,20 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
-from .solvers.cpu._numpy_lapack import FROM_ORDER
 
-__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "fast_module", "routines"]
+__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "routines", "scipys"]
+
+#: Below this order (every order calibration does not cover) :func:`routines` and the compiled
+#: calls give SciPy's own routines, on SciPy's thread pool: the routine a SciPy user's call
+#: runs, which without a measurement of this machine nothing is known to beat, and one pool
+#: for a program that mixes nvmathpy's and SciPy's calls (a factorization on NumPy's pool
+#: between SciPy's calls makes the two pools spin against each other for the cores).
+#: ``nvmathpy.linalg``'s plans and functions run on NumPy's pool from
+#: :data:`~nvmathpy.linalg.solvers.cpu._numpy_lapack.FROM_ORDER`, with NumPy's products.
+SCIPY_BELOW = COVERED_FROM
 
 #: SciPy's wrappers by dtype character, then by the tuple of names asked for together.
 _SCIPY: dict[str, dict[tuple[str, ...], tuple[Callable[..., Any], ...]]] = {c: {} for c in "fdFD"}
@@ -46,7 +60,8 @@ def _scipy_routines(dtype: np.dtype, names: tuple[str, ...]) -> tuple[Callable[.
 
 def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., Any], ...]:
     """The LAPACK routines ``names`` (``"getrf"``, ``"getrs"``, ``"potrf"``, ``"potrs"``, ...)
-    in ``dtype`` that the CPU solvers run on matrices of order ``order``.
+    in ``dtype`` that the scipy.linalg drop-in runs on matrices of order ``order``: SciPy's
+    below :data:`SCIPY_BELOW`, from there on those the CPU solvers' calibrated choice runs.
 
     Parameters
     ----------
@@ -71,8 +86,23 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     >>> getrs(lu, piv, np.array([5.0, 6.0]))[0]
     array([-4. ,  4.5])
     """
-    if order >= FROM_ORDER:  # below it for_order is None: the check keeps small calls short
+    if order >= SCIPY_BELOW:
         found = for_order(order, dtype, *names)
         if found:
             return found
     return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
+
+
+def scipys(dtype: np.dtype, order: int, name: str) -> bool:
+    """Whether :func:`routines` gives SciPy's own routine ``name`` in ``dtype`` for order
+    ``order`` (a solve: where its factorization's is): then the compiled calls, which run
+    SciPy's, may take the call whole.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg.lapack import scipys
+    >>> scipys(np.dtype(np.float64), 300, "getrf")
+    True
+    """
+    return order < SCIPY_BELOW or not for_order(order, dtype, name)

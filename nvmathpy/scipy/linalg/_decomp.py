@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ... import linalg as nl
-from ...linalg.lapack import fast_module, routines
+from ...linalg.lapack import SCIPY_BELOW, fast_module, routines, scipys
 from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_one, linalg_warning, over_batch,
@@ -39,6 +39,13 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 
 
 # -- LU ---------------------------------------------------------------------------------------
+
+
+def _compiled_takes(a: Any, name: str) -> bool:
+    """Whether the compiled call (SciPy's ``name``, ``getrf`` or ``potrf``) may factor ``a``: yes,
+    but for a NumPy matrix of an order from :data:`SCIPY_BELOW` on whose routine is not SciPy's."""
+    return (type(a) is not np.ndarray or a.ndim != 2 or a.shape[-1] < SCIPY_BELOW
+            or scipys(lapack_one(a.dtype), a.shape[-1], name))
 
 
 def _getrf_fortran(a2: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
@@ -147,7 +154,7 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     >>> bool(np.allclose(p @ l @ u, a))
     True
     """
-    fast = None if overwrite_a else fast_module()
+    fast = None if overwrite_a or not _compiled_takes(a, "getrf") else fast_module()
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
         out = fast.lu(a, permute_l, p_indices, check_finite)
         if out is not NotImplemented:
@@ -232,7 +239,7 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
 
 def _cholesky_factor(a: Any, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool,
                      name: str = "cholesky") -> Any:
-    fast = fast_module()
+    fast = fast_module() if _compiled_takes(a, "potrf") else None
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
         c = fast.cholesky(a, lower, clean, overwrite_a, check_finite)
         if type(c) is int:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.lapack import MAX_ORDER, fast_module
+from ...linalg.lapack import MAX_ORDER, SCIPY_BELOW, fast_module, scipys
 from ._banded import solve_assumed_banded
 from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
@@ -79,7 +79,8 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
         in_b = overwrite_b and b.flags.f_contiguous and b.flags.writeable
         structure = kind or detect(a)
-        if structure == "gen" and not (in_a or in_b):
+        if structure == "gen" and not (in_a or in_b) and (a.shape[0] < SCIPY_BELOW
+                                                          or scipys(a.dtype, a.shape[0], "getrf")):
             fast = fast_module()
             if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
                 result = fast.solve_gen(a, b, transposed, check_finite)

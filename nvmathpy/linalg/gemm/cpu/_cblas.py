@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ....execution import numpy_openblas_file
+
 __all__ = ["numpy_gemm"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -29,7 +31,14 @@ _SCALAR = {"s": ctypes.c_float, "d": ctypes.c_double}
 
 @functools.lru_cache(maxsize=None)
 def _numpy_blas() -> ctypes.CDLL | None:
-    """NumPy's BLAS library (the loaded one whose file lies in NumPy's package), or ``None``."""
+    """NumPy's BLAS library (the loaded one whose file lies in NumPy's package), or ``None``:
+    the mapped OpenBLAS file where Linux lists it, else threadpoolctl's entry."""
+    mapped = numpy_openblas_file()
+    if mapped is not None:
+        try:
+            return ctypes.CDLL(mapped)
+        except OSError:
+            return None
     from threadpoolctl import threadpool_info
 
     numpy_dir = os.path.dirname(os.path.dirname(np.__file__))

@@ -27,7 +27,8 @@ import numpy as np
 
 from ....plan.calibration import OutOfTime, calibrated, choose_first
 
-__all__ = ["CALIBRATIONS", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure", "reorder"]
+__all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
+           "reorder"]
 
 #: The orders measured, smallest first.
 ORDERS = (512, 768, 1024, 1536, 2048)
@@ -46,6 +47,10 @@ PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
 #: An order takes the choice of the nearest measured order, within this factor of the
 #: smallest and the largest.
 REACH = 1.25
+#: The smallest and the largest order calibration covers (the reach of the smallest and of the
+#: largest measured order).
+COVERED_FROM = math.ceil(ORDERS[0] / REACH)
+COVERED_TO = math.floor(ORDERS[-1] * REACH)
 
 
 def _matrix(kind: str, n: int, dtype: str) -> np.ndarray:
@@ -129,7 +134,7 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     >>> first_choice("getrf", 64, "complex128")
     (False, None)
     """
-    if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+    if not COVERED_FROM <= n <= COVERED_TO:
         return False, None
     nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
     name = _name(kind, np.dtype(dtype).name, nearest)

@@ -26,7 +26,7 @@ import threading
 import types
 
 from . import _fast_c_base, _fast_c_factor, _fast_c_solve, _fast_c_svd
-from ._numpy_lapack import FROM_ORDER
+from ._calibrate import COVERED_TO
 
 __all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", "reset"]
 
@@ -34,9 +34,10 @@ MODULE_NAME = "_nvmathpy_fast_lapack"
 #: The largest order the compiled ``cho_solve`` and ``lu_solve`` take (larger ones are declined).
 MAX_ORDER = 64
 #: The largest row or column count the compiled ``lu``, ``solve_gen`` and ``cholesky`` take:
-#: below NumPy's-OpenBLAS orders (:data:`._numpy_lapack.FROM_ORDER`), where the Python paths'
-#: factorizations are SciPy's ``getrf``/``potrf`` too.
-LU_MAX_ORDER = FROM_ORDER - 1
+#: the largest order calibration covers (:data:`._calibrate.COVERED_TO`; beyond it the built-in
+#: choice is NumPy's pool). They run SciPy's own ``getrf``/``potrf``: the scipy.linalg drop-in
+#: calls them where its routine is SciPy's (:func:`nvmathpy.linalg.lapack.scipys`).
+LU_MAX_ORDER = COVERED_TO
 
 _PARTS = (_fast_c_base, _fast_c_solve, _fast_c_factor, _fast_c_svd)
 

@@ -11,11 +11,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _numpy_lapack as numpy_lapack
-from ._calibrate import reorder
+from ._calibrate import first_choice, reorder
 from ._lookahead_cholesky import potrf_of, potrf_order
 from ._lookahead_lu import getrf_of, getrf_order
 
-__all__ = ["ALGORITHMS", "SCIPY", "for_order"]
+__all__ = ["ALGORITHMS", "FACTOR_OF", "SCIPY", "for_order"]
 
 #: The first choice that keeps SciPy's own routine (where this machine's calibration says it is
 #: the fastest).
@@ -36,13 +36,22 @@ ALGORITHMS = {"getrf": (_calibrated("getrf", getrf_order), getrf_of),
               "potrf": (_calibrated("potrf", potrf_order), potrf_of)}
 
 
+#: The factorization whose choice each solve follows: the factors' solve runs on the pool
+#: that made them (a ``getrs`` alone, as ``lu_solve`` asks for it, goes where ``getrf`` goes).
+FACTOR_OF = {"getrs": "getrf", "potrs": "potrf"}
+
+
 def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...] | None:
     """NumPy's routines ``names`` for matrices of order ``n`` when :func:`._numpy_lapack.suits`,
     else ``None`` (the caller keeps SciPy's; so too when the first choice of a factorization
-    is :data:`SCIPY`). ``getrf`` and ``potrf`` are the first choices of :data:`ALGORITHMS`' orders."""
+    named, or of the one a solve named follows (:data:`FACTOR_OF`), is :data:`SCIPY`).
+    ``getrf`` and ``potrf`` are the first choices of :data:`ALGORITHMS`' orders."""
+    kinds = {FACTOR_OF.get(name, name) for name in names} & ALGORITHMS.keys()
+    if any(first_choice(kind, n, dtype) == (True, SCIPY) for kind in kinds):
+        return None  # SciPy's, known without looking for NumPy's library (a first call's cost)
     if not numpy_lapack.suits(n, dtype, *names):
         return None
-    first = {name: ALGORITHMS[name][0](n, dtype)[0] for name in names if name in ALGORITHMS}
+    first = {kind: ALGORITHMS[kind][0](n, dtype)[0] for kind in kinds}
     if SCIPY in first.values():
         return None
     return tuple(ALGORITHMS[name][1](first[name], dtype) if name in first

@@ -1,0 +1,177 @@
+"""The thread pool of the scipy.linalg drop-in's factorizations and solves (one policy per order).
+
+Below the orders calibration covers (:data:`nvmathpy.linalg.lapack.SCIPY_BELOW`) every
+factorization and solve of ``nvmathpy.scipy.linalg`` runs SciPy's own LAPACK routines (SciPy's
+thread pool, the routine a SciPy user's call runs), in one compiled call where the extension
+takes the operands; from there on the calibrated choice (uncalibrated, as in the tests: SciPy's
+again). ``nvmathpy.linalg`` keeps NumPy's pool from ``FROM_ORDER``
+(``tests/test_solvers_numpy_lapack.py``). The route is inspected, never timed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from scipy.linalg.lapack import get_lapack_funcs
+from test_scipy_linalg_fast import FAST, needs_fast
+from test_solvers_helpers import rand, relerr, spd, tol, well, wide
+
+import nvmathpy.scipy.linalg as nsl
+from nvmathpy.linalg import lapack
+from nvmathpy.linalg.solvers.cpu import _calibrate, _numpy_lapack as numpy_lapack
+from nvmathpy.plan import calibration
+
+NAMES = ("getrf", "getrs", "potrf", "potrs")
+#: Orders between NumPy's-pool threshold of nvmathpy.linalg and the first calibrated order.
+BETWEEN = (numpy_lapack.FROM_ORDER, 313, lapack.SCIPY_BELOW - 1)
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo():
+    """Each test reads its own calibration store (the per-test cache directory)."""
+    calibration.forget()
+    yield
+    calibration.forget()
+
+
+def test_the_thresholds_are_the_orders_calibration_covers():
+    assert numpy_lapack.FROM_ORDER < lapack.SCIPY_BELOW < lapack.LU_MAX_ORDER
+    for kind in ("getrf", "potrf"):  # the first and the last order calibration covers
+        assert _calibrate.first_choice(kind, lapack.SCIPY_BELOW - 1, "float64") == (False, None)
+        assert _calibrate.first_choice(kind, lapack.SCIPY_BELOW, "float64")[0]
+        assert _calibrate.first_choice(kind, lapack.LU_MAX_ORDER, "float64")[0]
+        assert _calibrate.first_choice(kind, lapack.LU_MAX_ORDER + 1, "float64") == (False, None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("n", BETWEEN)
+def test_below_the_calibrated_orders_the_routines_are_scipys(dtype, n):
+    d = np.dtype(dtype)
+    assert lapack.routines(d, n, *NAMES) == tuple(get_lapack_funcs(NAMES, dtype=d))
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+def test_from_the_calibrated_orders_the_routines_follow_calibration(isolated_cache):
+    d, n = np.dtype("float64"), lapack.SCIPY_BELOW
+    scipys = tuple(get_lapack_funcs(NAMES, dtype=d))
+    assert lapack.routines(d, n, *NAMES) == scipys  # uncalibrated: the plain call
+    calibration.record("getrf.float64.512", {"first": None}, {}, 0.1)  # OpenBLAS's getrf on NumPy's pool
+    calibration.record("potrf.float64.512", {"first": None}, {}, 0.1)
+    assert lapack.routines(d, n, *NAMES) == numpy_lapack.routines(d, *NAMES)
+    assert lapack.routines(d, n - 1, *NAMES) == scipys  # one order below: SciPy's, calibrated or not
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+@pytest.mark.parametrize("factor, solve", [("getrf", "getrs"), ("potrf", "potrs")])
+def test_a_solve_alone_runs_on_the_pool_of_its_factorization(isolated_cache, factor, solve):
+    """``lu_solve``/``cho_solve`` ask for the solve alone: it goes where the factors were made."""
+    d, n = np.dtype("float64"), 512
+    scipys = tuple(get_lapack_funcs((factor, solve), dtype=d))
+    assert lapack.routines(d, n, solve) == scipys[1:]  # uncalibrated: SciPy's, as the factorization
+    calibration.record(f"{factor}.float64.512", {"first": "scipy"}, {}, 0.1)
+    assert lapack.routines(d, n, factor, solve) == scipys and lapack.routines(d, n, solve) == scipys[1:]
+    calibration.record(f"{factor}.float64.512", {"first": None}, {}, 0.1)
+    assert lapack.routines(d, n, solve) == numpy_lapack.routines(d, solve)
+    assert lapack.routines(d, n, factor) == numpy_lapack.routines(d, factor)
+
+
+def _spy_numpy_pool(monkeypatch) -> list:
+    """Record every request for NumPy's-pool routines the drop-in makes (its only way there)."""
+    asked: list = []
+    real = lapack.for_order
+
+    def for_order(n, dtype, *names):
+        asked.append((n, names))
+        return real(n, dtype, *names)
+
+    monkeypatch.setattr(lapack, "for_order", for_order)
+    return asked
+
+
+@pytest.mark.parametrize("dtype, layout", [("float64", "C"), ("complex64", "F")])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_drop_in_runs_scipys_routines_below_the_calibrated_orders(monkeypatch, dtype, layout, compiled):
+    """Every factorization and solve of the drop-in, through the compiled calls where they take
+    the operands and through the Python paths (the extension off), never asks for NumPy's pool."""
+    from nvmathpy.scipy.linalg import _decomp, _solve
+
+    if not compiled:
+        for module in (_decomp, _solve):
+            monkeypatch.setattr(module, "fast_module", lambda *args, **kwargs: None)
+    asked = _spy_numpy_pool(monkeypatch)
+    n = 313  # prime, between the two thresholds
+    rng = np.random.default_rng(n)
+    order = "F" if layout == "F" else "C"
+    a = np.array(well(rng, n, dtype), order=order)
+    s = np.array(spd(rng, n, dtype), order=order)
+    b = rand(rng, (n, 2), dtype)
+    t = tol(dtype, n) * 100
+
+    lu_piv = nsl.lu_factor(a)
+    ref = sla.lu_factor(a)
+    assert np.array_equal(lu_piv[1], ref[1]) and relerr(lu_piv[0], ref[0]) < t
+    assert relerr(nsl.lu_solve(lu_piv, b), sla.lu_solve(ref, b)) < t
+    p, low, up = nsl.lu(a)
+    assert relerr(p @ low @ up, a) < t
+    assert relerr(nsl.solve(a, b), sla.solve(wide(a), wide(b))) < t
+    assert relerr(nsl.solve(s, b, assume_a="pos"), sla.solve(wide(s), wide(b), assume_a="pos")) < t
+    c = nsl.cho_factor(s)
+    assert relerr(nsl.cho_solve(c, b), sla.cho_solve(sla.cho_factor(wide(s)), wide(b))) < t
+    assert relerr(nsl.cholesky(s, lower=True), sla.cholesky(wide(s), lower=True)) < t
+    assert relerr(nsl.inv(a), sla.inv(wide(a))) < t
+    scaled = a / np.exp(np.linalg.slogdet(wide(a))[1] / n)  # a determinant of modulus 1
+    assert abs(nsl.det(scaled) - sla.det(wide(scaled))) < t
+    sym = a + a.T
+    assert relerr(nsl.solve(sym, b, assume_a="sym"), sla.solve(wide(sym), wide(b), assume_a="sym")) < t
+    low = np.tril(a)
+    assert relerr(nsl.solve_triangular(low, b, lower=True), sla.solve_triangular(wide(low), wide(b), lower=True)) < t
+    assert relerr(nsl.pinvh(s), sla.pinvh(wide(s))) < t
+    assert relerr(nsl.lstsq(a, b)[0], sla.lstsq(wide(a), wide(b))[0]) < t
+    assert asked == []
+
+
+@needs_fast
+@pytest.mark.parametrize("n", [numpy_lapack.FROM_ORDER, lapack.SCIPY_BELOW - 1])
+def test_below_the_calibrated_orders_lu_solve_and_cholesky_are_one_compiled_call(n):
+    rng = np.random.default_rng(n)
+    a, s, b = well(rng, n, np.float64), spd(rng, n, np.float64), rand(rng, (n, 2), np.float64)
+    assert FAST.lu(a, False, False, True) is not NotImplemented
+    assert FAST.solve_gen(a, b, False, True) is not NotImplemented
+    assert FAST.cholesky(s, True, True, False, True) is not NotImplemented
+
+
+def _spy_compiled(monkeypatch) -> list:
+    """Record the names of the compiled calls the drop-in makes."""
+    called: list = []
+    for name in ("lu", "solve_gen", "cholesky"):
+        real = getattr(FAST, name)
+        monkeypatch.setattr(FAST, name, lambda *args, real=real, name=name: called.append(name) or real(*args))
+    return called
+
+
+@needs_fast
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+@pytest.mark.parametrize("choice", ["uncalibrated", "scipy", None])
+def test_from_the_calibrated_orders_the_compiled_calls_run_where_scipys_routine_does(monkeypatch, choice):
+    """Where the order's routine is SciPy's (uncalibrated, or calibrated so), ``lu``, ``solve``
+    and ``cholesky`` are still one compiled call; where it is NumPy's OpenBLAS, they run it."""
+    if choice != "uncalibrated":
+        for kind in ("getrf", "potrf"):
+            calibration.record(f"{kind}.float64.512", {"first": choice}, {}, 0.1)
+    called, asked = _spy_compiled(monkeypatch), _spy_numpy_pool(monkeypatch)
+    looked = []  # looking for NumPy's library (threadpoolctl's scan: a first call's cost) only for its routines
+    real_suits = numpy_lapack.suits
+    monkeypatch.setattr(numpy_lapack, "suits", lambda *args: looked.append(args) or real_suits(*args))
+    n = 479  # prime, covered by the calibration of order 512
+    rng = np.random.default_rng(n)
+    a, s, b = well(rng, n, np.float64), spd(rng, n, np.float64), rand(rng, (n, 2), np.float64)
+    t = tol(np.float64, n) * 100
+    p, low, up = nsl.lu(a)
+    assert relerr(p @ low @ up, a) < t
+    assert relerr(nsl.solve(a, b), sla.solve(a, b)) < t
+    assert relerr(nsl.cholesky(s), sla.cholesky(s)) < t
+    on_numpy = choice is None
+    assert called == ([] if on_numpy else ["lu", "solve_gen", "cholesky"])
+    assert bool(looked) == on_numpy
+    assert {names for _, names in asked} >= ({("getrf",), ("getrf", "getrs"), ("potrf",)} if on_numpy else set())
