@@ -113,9 +113,11 @@ def test_automatic_calibration_off_keeps_the_default(monkeypatch, setting):
     assert calibration.calibrated("getrf.float32.1024", "default", lambda s: pytest.fail("measured")) == "default"
 
 
-def test_a_failed_measurement_keeps_the_default_and_stores_nothing(monkeypatch):
+def test_a_failed_measurement_keeps_the_default_and_is_not_retried_for_a_while(monkeypatch, isolated_cache):
+    """A measurement on first need that fails (out of time on a busy machine) leaves the default,
+    and neither this process nor a later one measures again before RETRY_SECONDS have passed;
+    then it is tried again, and a value stored later (``tune``) counts at once."""
     monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
-
     tries = []
 
     def broken(seconds):
@@ -124,7 +126,22 @@ def test_a_failed_measurement_keeps_the_default_and_stores_nothing(monkeypatch):
 
     assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default"
     assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default"
-    assert len(tries) == 1 and calibration.entries() == []  # not tried again in this process
+    assert len(tries) == 1 and calibration.entries() == []  # a failure is no value (info lists none)
+    calibration.forget()  # as a new process: the stored failure holds
+    assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default" and len(tries) == 1
+    code = ("from nvmathpy.plan import calibration\n"
+            "def measure(seconds): raise SystemExit('measured again')\n"
+            "print(calibration.calibrated('potrf.float32.1024', 'default', measure))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={**os.environ, "NVMATHPY_CACHE_DIR": str(isolated_cache), "NVMATHPY_CALIBRATE": "auto"})
+    assert out.stdout.strip() == "default"
+    calibration.forget()
+    later = calibration.time.time() + calibration.RETRY_SECONDS + 1
+    monkeypatch.setattr(calibration.time, "time", lambda: later)
+    assert calibration.calibrated("potrf.float32.1024", "default", broken) == "default" and len(tries) == 2
+    calibration.record("potrf.float32.1024", table("lookahead"), {}, 0.1)  # what tune stores
+    calibration.forget()
+    assert calibration.calibrated("potrf.float32.1024", "default", broken) == table("lookahead") and len(tries) == 2
 
 
 def test_wisdom_off_keeps_the_defaults(monkeypatch):

@@ -35,7 +35,7 @@ from ..execution import cpu_description
 from .problem import Problem
 from .wisdom import default_wisdom
 
-__all__ = ["AUTO_SECONDS", "OutOfTime", "alternating_rounds", "auto_enabled", "calibrated", "choose_first", "entries",
+__all__ = ["AUTO_SECONDS", "RETRY_SECONDS", "OutOfTime", "alternating_rounds", "auto_enabled", "calibrated", "choose_first", "entries",
            "forget", "interleaved_ratios", "record"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
@@ -43,8 +43,13 @@ AUTO_SECONDS = 1.0
 #: The wisdom operation name of calibration entries.
 OPERATION = "calibration"
 
-#: Values looked up in this process (``None``: none stored) by (store file, name); a lookup
-#: costs a dict access.
+#: Seconds a measurement on first need that failed (out of time on a busy machine) is not tried
+#: again, by any process on this machine (``tune`` measures regardless): a retry in every new
+#: process would cost each one's first large factorization the whole measurement again.
+RETRY_SECONDS = 24 * 3600.0
+
+#: The stored choice (``{"label": ..., "params": ...}``; ``None``: none stored) looked up in
+#: this process by (store file, name); a lookup costs a dict access.
 _MEMO: dict[tuple[str, str], Any] = {}
 #: Names whose measurement failed in this process, by (store file, name): not measured again.
 _FAILED: set[tuple[str, str]] = set()
@@ -77,13 +82,29 @@ def _store(*settings: str | None) -> str:
     return str(wisdom.path) if wisdom.enabled else ""
 
 
-def _stored(name: str) -> Any:
+def _choice(name: str) -> dict[str, Any] | None:
     key = _memo_key(name)
     if key not in _MEMO:
         entry = default_wisdom().lookup(_problem(name), cpu_description())
-        params = entry["choice"].get("params") if entry else None
-        _MEMO[key] = params.get("value") if isinstance(params, dict) else None
+        choice = entry.get("choice") if entry else None
+        _MEMO[key] = choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict) else None
     return _MEMO[key]
+
+
+def _stored(name: str) -> Any:
+    """The value stored for ``name`` (``None``: none, or only a failed measurement)."""
+    choice = _choice(name)
+    return choice["params"].get("value") if choice and choice.get("label") == "calibrated" else None
+
+
+def _failed_lately(name: str) -> bool:
+    """Whether a measurement of ``name`` on first need failed here less than
+    :data:`RETRY_SECONDS` ago (in this process, or in any other, as stored)."""
+    if _memo_key(name) in _FAILED:
+        return True
+    choice = _choice(name)
+    at = choice["params"].get("at") if choice and choice.get("label") == "failed" else None
+    return isinstance(at, (int, float)) and 0 <= time.time() - at < RETRY_SECONDS
 
 
 def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> None:
@@ -95,9 +116,21 @@ def record(name: str, value: Any, measured: dict[str, Any], seconds: float) -> N
     >>> calibrated("example", None)
     {'first': 'lookahead'}
     """
-    default_wisdom().record(_problem(name), cpu_description(), {"label": "calibrated", "params": {"value": value}},
+    choice = {"label": "calibrated", "params": {"value": value}}
+    default_wisdom().record(_problem(name), cpu_description(), choice,
                             extra={"measured": measured, "seconds": round(seconds, 3)})
-    _MEMO[_memo_key(name)] = value
+    _MEMO[_memo_key(name)] = choice
+
+
+def _record_failure(name: str, error: Exception) -> None:
+    """Remember, here and in the store, that measuring ``name`` on first need failed now."""
+    choice = {"label": "failed", "params": {"at": time.time()}}
+    _FAILED.add(_memo_key(name))
+    try:
+        default_wisdom().record(_problem(name), cpu_description(), choice, extra={"error": str(error)[:200]})
+    except Exception as exc:  # noqa: BLE001 - the process still remembers it
+        logger.warning("could not store the failed calibration of %s (%s)", name, exc)
+    _MEMO[_memo_key(name)] = choice
 
 
 def forget() -> None:
@@ -112,7 +145,8 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
 
     When none is stored, ``measure`` is given, and :func:`auto_enabled`, ``measure(AUTO_SECONDS)``
     runs once (``(value, measurements)``), and its value is stored and returned; a measurement
-    that fails leaves ``default`` for the rest of the process.
+    that fails leaves ``default``, and is not tried again on first need for
+    :data:`RETRY_SECONDS` (the failure is stored too; ``tune`` measures regardless).
 
     Examples
     --------
@@ -122,7 +156,7 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
     value = _stored(name)
     if value is not None:
         return value
-    if (measure is None or not auto_enabled() or _memo_key(name) in _FAILED
+    if (measure is None or not auto_enabled() or _failed_lately(name)
             or not _MEASURING.acquire(blocking=False)):
         return default
     try:
@@ -132,8 +166,9 @@ def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, di
         try:
             value, measured = measure(AUTO_SECONDS)
         except Exception as exc:  # noqa: BLE001 - a measurement only ever replaces a default
-            logger.warning("calibrating %s failed (%s); using the default", name, exc)
-            _FAILED.add(_memo_key(name))
+            logger.warning("calibrating %s failed (%s); using the default (not measured again on first need for "
+                           "%.0f h; python -m nvmathpy tune measures it)", name, exc, RETRY_SECONDS / 3600)
+            _record_failure(name, exc)
             return default
         record(name, value, measured, time.perf_counter() - start)
         return value
@@ -151,6 +186,8 @@ def entries() -> list[dict[str, Any]]:
         if problem.get("operation") != OPERATION or entry.get("device") != here:
             continue
         extra = entry.get("extra", {})
+        if entry["choice"].get("label") == "failed":
+            continue
         found.append({"name": problem.get("fields", {}).get("name"), "value": entry["choice"].get("params", {}).get("value"),
                       "recorded": entry.get("recorded"), "seconds": extra.get("seconds"),
                       "measured": extra.get("measured", {})})
