@@ -232,13 +232,22 @@ class _FakeCudaArray:
 
 @pytest.mark.parametrize("name", ("eig", "eigvals", "rq"))
 def test_cuda_operands_are_refused_by_name(name):
-    with pytest.raises(TypeError, match=rf"^{name}: CUDA operands .*x\.get\(\)"):
+    message = rf"^{name}: CUDA operands \(.*_FakeCudaArray\) .* {name} runs on the host only.*x\.get\(\)"
+    with pytest.raises(TypeError, match=message):
         getattr(nsl, name)(_FakeCudaArray())
+    with pytest.raises(TypeError, match=message):
+        getattr(nsl, name)(a=_FakeCudaArray())
+
+
+@pytest.mark.parametrize("name", ("eig", "eigvals"))
+def test_a_cuda_b_is_refused_by_name(name):
+    with pytest.raises(TypeError, match=rf"^{name}: CUDA operands .* runs on the host only"):
+        getattr(nsl, name)(np.eye(2), _FakeCudaArray())
 
 
 def test_names_and_import():
     assert {"eig", "eigvals", "rq"} <= set(nsl.__all__)
-    assert nsl.eig is not sla.eig and nsl.eig.__wrapped__.__module__ == "nvmathpy.scipy.linalg._eig"
+    assert nsl.eig is not sla.eig and nsl.eig.__module__ == "nvmathpy.scipy.linalg._eig"
 
 
 def test_mixed_dtypes_and_keywords():

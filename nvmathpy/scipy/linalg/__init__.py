@@ -23,7 +23,8 @@ reads and runs the general LU on it.
 ``solve_banded``, ``solveh_banded``, ``cholesky_banded``, ``cho_solve_banded`` and ``ldl`` make
 SciPy's LAPACK calls (``?gtsv``/``?gbsv``, ``?ptsv``/``?pbsv``, ``?pbtrf``, ``?pbtrs``,
 ``?sytrf``/``?hetrf``) with its ``overwrite_*`` effects, results and errors, without its per-call
-overhead; they run on the CPU only (GPU operands raise ``TypeError``).
+overhead. They, ``eig``, ``eigvals`` and ``rq`` run on the host only: CUDA operands raise a
+``TypeError`` that names the function.
 Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` naming the
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """
@@ -49,14 +50,12 @@ from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
 
 # The general eigenproblem and RQ (issue 21): NumPy operands; CUDA operands refused by name.
-from ._cuda import host_only as _host_only  # noqa: E402
 from ._eig import eig, eigvals  # noqa: E402
 from ._rq import rq  # noqa: E402
 
-eig, eigvals, rq = map(_host_only, (eig, eigvals, rq))
 __all__ += ["eig", "eigvals", "rq"]
 
-# Banded solvers and the LDL factorization (issue 21): NumPy operands.
+# Banded solvers and the LDL factorization (issue 21): NumPy operands; CUDA operands refused by name.
 from ._banded import cho_solve_banded, cholesky_banded, solve_banded, solveh_banded  # noqa: E402
 from ._ldl import ldl  # noqa: E402
 

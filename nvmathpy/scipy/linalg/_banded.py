@@ -18,14 +18,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...operands import on_cuda
 from ._validate import (
     LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_pair, linalg_warning, over_batch,
-    to_caller_of,
+    refuse_cuda, to_caller_of,
 )
 
 __all__ = ["solve_banded", "solveh_banded", "cholesky_banded", "cho_solve_banded", "solve_assumed_banded",
-           "lapack", "refuse_cuda", "validated", "copied", "batched"]
+           "lapack", "validated", "copied", "batched"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,13 +33,6 @@ def lapack(name: str, char: str) -> Any:
     from scipy.linalg.lapack import get_lapack_funcs
 
     return get_lapack_funcs(name, dtype=np.dtype(char))
-
-
-def refuse_cuda(name: str, *operands: Any) -> None:
-    """``TypeError`` for a GPU operand: these functions run on the host only."""
-    if any(type(x) is not np.ndarray and on_cuda(x) for x in operands):
-        raise TypeError(f"{name}: GPU operands (CuPy arrays, torch CUDA tensors) are not supported, this function "
-                        "runs on the CPU only; pass a NumPy array (cupy: x.get(), torch: x.cpu())")
 
 
 def validated(x: Any, check_finite: bool, inexact: bool = False) -> np.ndarray:

@@ -44,7 +44,7 @@ from ... import linalg as nl
 from ...errors import InvalidOptionError, LinAlgError
 from ...operands import on_cuda, to_package, wrap_all
 
-__all__ = ["ROUTED", "host_only", "routed"]
+__all__ = ["ROUTED", "routed"]
 
 
 def _on_cuda(x: Any) -> bool:
@@ -65,23 +65,6 @@ def routed(fn: Callable[..., Any]) -> Callable[..., Any]:
             kind = type(first[0])
         if kind is not ndarray and (kind is getattr(sys.modules.get("cupy"), "ndarray", None) or _on_cuda(first)):
             return ROUTED[name](*args, **kwargs)
-        return fn(*args, **kwargs)
-
-    return call
-
-
-def host_only(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, which no CUDA engine computes, refusing a CUDA first operand with a ``TypeError``
-    that names it and the fix (a host copy) instead of SciPy's conversion error."""
-    name = fn.__name__
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        first = args[0] if args else next(iter(kwargs.values()), None)
-        if type(first) is not ndarray and _on_cuda(first):
-            raise TypeError(f"{name}: CUDA operands ({type(first).__module__}.{type(first).__name__}) are not "
-                            f"supported, nvmathpy has no CUDA engine for {name}; pass a host copy (CuPy: x.get(), "
-                            "torch: x.cpu())")
         return fn(*args, **kwargs)
 
     return call

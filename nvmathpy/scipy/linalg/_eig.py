@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...linalg.lapack import routines
-from ._validate import LinAlgError, all_finite, over_batch, scipy_own
+from ._validate import LinAlgError, all_finite, over_batch, refuse_cuda, scipy_own
 
 __all__ = ["eig", "eigvals", "lapack_input", "lapack_lwork"]
 
@@ -231,6 +231,7 @@ def eig(a: Any, b: Any = None, left: bool = False, right: bool = True, overwrite
     array([0.+1.j, 0.-1.j])
     """
     if not (lapack_input(a) and (b is None or lapack_input(b))):
+        refuse_cuda("eig", a, b)
         return scipy_own("_decomp", "eig")(a, b, left, right, overwrite_a, overwrite_b, check_finite,
                                            homogeneous_eigvals)
     if a.ndim > 2 or (b is not None and b.ndim > 2):  # SciPy's batches: matrix by matrix
@@ -266,6 +267,7 @@ def eigvals(a: Any, b: Any = None, overwrite_a: bool = False, check_finite: bool
     array([3.+0.j, 8.+0.j])
     """
     if not (lapack_input(a) and (b is None or lapack_input(b))):
+        refuse_cuda("eigvals", a, b)
         return scipy_own("_decomp", "eigvals")(a, b, overwrite_a, check_finite, homogeneous_eigvals)
     if a.ndim > 2 or (b is not None and b.ndim > 2):
         return over_batch(lambda a2, b2: eig(a2, b2, False, False, overwrite_a, False, check_finite,

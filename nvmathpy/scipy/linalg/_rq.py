@@ -15,7 +15,7 @@ import numpy as np
 
 from ...linalg.lapack import routines
 from ._eig import lapack_input
-from ._validate import all_finite, over_batch, scipy_own
+from ._validate import all_finite, over_batch, refuse_cuda, scipy_own
 
 __all__ = ["rq"]
 
@@ -80,6 +80,7 @@ def rq(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
     ((2, 3), (3, 3), True)
     """
     if not lapack_input(a):
+        refuse_cuda("rq", a)
         return scipy_own("_decomp_qr", "rq")(a, overwrite_a, lwork, mode, check_finite)
     if a.ndim > 2:  # SciPy's batches: matrix by matrix
         return over_batch(lambda a2: rq(a2, overwrite_a, lwork, mode, check_finite), [a], [2], "rq")

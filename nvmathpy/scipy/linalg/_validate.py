@@ -12,12 +12,12 @@ import numpy as np
 
 from ...errors import LinAlgError
 from ...linalg.validation import UnsupportedDtypeError, check_result_size, native
-from ...operands import wrap
+from ...operands import on_cuda, wrap
 
 __all__ = [
     "EPS", "all_finite", "as_array", "to_caller_of", "lapack_pair", "lapack_one", "lapack_common", "over_batch",
     "caller_stacklevel", "raise_singular", "warn_ill_conditioned",
-    "LinAlgError", "linalg_warning", "scipy_own",
+    "LinAlgError", "linalg_warning", "refuse_cuda", "scipy_own",
 ]
 
 
@@ -30,6 +30,17 @@ def linalg_warning() -> type:
     from scipy.linalg import LinAlgWarning
 
     return LinAlgWarning
+
+
+def refuse_cuda(name: str, *operands: Any) -> None:
+    """``TypeError`` naming ``name`` for a CUDA array among ``operands`` (a CuPy array, a torch
+    CUDA tensor, a DLPack producer on a CUDA device): ``name`` runs on the host only. Called
+    where a function leaves its NumPy fast path, so NumPy calls pay nothing for it."""
+    for x in operands:
+        if type(x) is not np.ndarray and x is not None and on_cuda(x):
+            kind = type(x)
+            raise TypeError(f"{name}: CUDA operands ({kind.__module__}.{kind.__name__}) are not supported, {name} "
+                            "runs on the host only; pass a host copy (CuPy: x.get(), torch: x.cpu())")
 
 
 def scipy_own(module: str, name: str) -> Callable[..., Any]:

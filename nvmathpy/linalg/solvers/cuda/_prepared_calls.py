@@ -11,7 +11,7 @@ them). ``None`` means "not prepared" (the general way then gives the answer or t
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,117 +24,30 @@ from . import _triangular as triangular
 from ._engine import GeqrfRoute, GetrfLoop, PotrfLoop, SvdRoute, SyevdLoop
 from ._operands import storage_view
 from ._plans import CudaCholesky, CudaEigh, CudaLstsq, CudaLU, CudaQR, CudaSolve, CudaSVD
+from ._prepared import BUILDERS, LATE, Flags, Prepared
+from ._prepared_parts import (
+    finite_checks, gesvd, getrf_args, getrf_in_place, getrs_args, loaded_in_place, masked_triangle, planned, potrf,
+    potrs, solver, solver_head, square, workspace,
+)
 from ._routes import pointer
-from ._checks import MODE
-from ._prepared import BUILDERS, LATE, Flags, Prepared, not_finite
 
 __all__: list[str] = []
 
 
-def _planned(plan: Any, route_type: type) -> Any:
-    """``plan`` planned, its route if of ``route_type`` (else the plan is freed: None)."""
-    plan.plan()
-    plan._release()  # the first call's operands are not kept alive
-    route = plan._prepared
-    if type(route) is not route_type:
-        plan.free()
-        return None
-    return route
-
-
-def _finite_checks(finite: bool, *operands: Any) -> list[tuple[tuple, Callable[[bool, int], BaseException]]]:
-    """``check_finite``'s checks of ``operands`` (none when ``finite`` is False)."""
-    return [(x.shape, not_finite) for x in operands] if finite else []
-
-
-def _square(a: Any, b: Any = None) -> bool:
-    """``a`` square, and ``b`` (if given) a vector or matrix of its rows and dtype."""
-    n = a.shape[0]
-    return a.shape[1] == n and (b is None or (b.ndim in (1, 2) and b.shape[0] == n and b.dtype == a.dtype))
-
-
-def _head(route: Any) -> tuple:
-    """The handle and parameters every ``cusolverDnX*`` call starts with."""
-    return route.ctx.handle, route.ctx.params
-
-
-def _workspace(route: Any) -> tuple:
-    w = route.work
-    return w.device, w.device_bytes, w.host, w.host_bytes
-
-
-def _solver(name: str, handle: int, args: tuple) -> Callable[[int], None]:
-    """``cusolverDn<name>(*args)`` on ``stream`` (``handle`` pointed at it first):
-    ``enqueue(stream)``. The routine is looked up per call: a test may replace a binding's."""
-    lib = cusolver.LIB
-
-    def enqueue(stream: int) -> None:
-        lib.cusolverDnSetStream(handle, stream)
-        getattr(lib, name)(*args)
-
-    return enqueue
-
-
-def _solver_on(name: str, handle: int, head: tuple, tail: tuple) -> Callable[[int, int], None]:
-    """``cusolverDn<name>(*head, x, *tail)`` on ``stream``: ``enqueue(stream, x)``."""
-    lib = cusolver.LIB
-
-    def enqueue(stream: int, x: int) -> None:
-        lib.cusolverDnSetStream(handle, stream)
-        getattr(lib, name)(*head, x, *tail)
-
-    return enqueue
-
-
-def _potrf(route: PotrfLoop, info: int) -> Callable[[int], None]:
-    """``Xpotrf`` of the route's one matrix, codes to ``info``: ``factor(stream)``."""
-    n, dt = route.n, route.data_type
-    args = (*_head(route), route.fill, n, dt, pointer(route.a), max(1, n), dt, *_workspace(route), info)
-    return _solver("cusolverDnXpotrf", route.ctx.handle, args)
-
-
-def _getrf(route: GetrfLoop, info: int) -> tuple:
-    """The arguments of ``Xgetrf`` of the route's one matrix, codes to ``info``."""
-    n, dt = route.n, route.data_type
-    return (*_head(route), n, n, dt, pointer(route.a), max(1, n), pointer(route.piv), dt, *_workspace(route), info)
-
-
-def _getrs(route: GetrfLoop, operation: int, k: int) -> tuple[tuple, tuple, tuple]:
-    """``(head, middle, tail)`` of ``Xgetrs`` with the route's pivots on ``k`` columns: the call is
-    ``cusolverDnXgetrs(*head, factors pointer, *middle, x pointer, *tail)``."""
-    n, dt = route.n, route.data_type
-    return ((*_head(route), operation, n, k, dt), (max(1, n), pointer(route.piv), dt),
-            (max(1, n), pointer(route.solve_info)))
-
-
-def _potrs(route: PotrfLoop, k: int) -> Callable[[int, int], None]:
-    """``Xpotrs`` with the route's factor on ``k`` columns: ``solve(stream, x pointer)``."""
-    n, dt = route.n, route.data_type
-    head = (*_head(route), route.fill, n, k, dt, pointer(route.a), max(1, n), dt)
-    tail = (max(1, n), pointer(route.solve_info))
-    return _solver_on("cusolverDnXpotrs", route.ctx.handle, head, tail)
-
-
-def _triangle(cupy: Any, rows: int, cols: int, lower: bool) -> Callable[[Any], Any]:
-    """``tril`` / ``triu`` of a ``rows x cols`` matrix as one ``where`` over a mask made once."""
-    keep = cupy.asarray((np.tril if lower else np.triu)(np.ones((rows, cols), np.bool_)))
-    return lambda x: cupy.where(keep, x, x.dtype.type(0))
-
-
 def _cholesky(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     (lower,) = options
-    if not _square(a):
+    if not square(a):
         return None
     plan = CudaCholesky(a, lower=lower)
-    route = _planned(plan, PotrfLoop)
+    route = planned(plan, PotrfLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, a), 1, CudaCholesky._failure)
+    flags = Flags(cupy, finite_checks(finite, a), 1, CudaCholesky._failure)
     verdict = flags.segments[0] if finite else None
-    factor = _potrf(route, pointer(flags.info))
+    factor = potrf(route, pointer(flags.info))
     target = storage_view(plan._transposed)(route.a)[0]  # A's factor, read row-major, is written here
     n = a.shape[0]
-    triangle = _triangle(cupy, n, n, lower)
+    triangle = masked_triangle(cupy, n, n, lower)
 
     def run(stream: int, a: Any) -> Any:
         if finite:
@@ -150,19 +63,19 @@ def _cholesky(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | 
 
 def _cho_solve(cupy: Any, c: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
     (lower,) = options
-    if not _square(c, b):
+    if not square(c, b):
         return None
     plan = CudaCholesky(c, lower=lower)
-    route = _planned(plan, PotrfLoop)
+    route = planned(plan, PotrfLoop)
     if route is None:
         return None
     if plan._conjugate:  # a complex factor read conjugated: the general way
         plan.free()
         return None
     target = storage_view(plan._transposed)(route.a)[0]
-    flags = Flags(cupy, _finite_checks(finite, c, b)) if finite else None
+    flags = Flags(cupy, finite_checks(finite, c, b)) if finite else None
     verdicts = flags.segments if finite else None
-    solve = _potrs(route, 1 if b.ndim == 1 else b.shape[1])
+    solve = potrs(route, 1 if b.ndim == 1 else b.shape[1])
 
     def run(stream: int, c: Any, b: Any) -> Any:
         if finite:
@@ -181,18 +94,18 @@ def _cho_solve(cupy: Any, c: Any, b: Any, *, options: tuple, finite: bool) -> Pr
 def _lu_route(cupy: Any, a: Any) -> tuple[Any, Any] | None:
     """A plan and its ``getrf`` route for one column-major ``A`` (factors of ``A`` itself)."""
     plan = CudaLU(cupy.asfortranarray(a))
-    route = _planned(plan, GetrfLoop)
+    route = planned(plan, GetrfLoop)
     return None if route is None else (plan, route)
 
 
 def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
-    found = _lu_route(cupy, a) if _square(a) else None
+    found = _lu_route(cupy, a) if square(a) else None
     if found is None:
         return None
     plan, route = found
     pivots = route.piv[0]
     # A written column-major: the copy transposes a row-major A; no singular matrix is reported (SciPy warns)
-    load_and_factor, flags = _getrf_in_place(cupy, route, route.a[0].T, a, finite)
+    load_and_factor, flags = getrf_in_place(cupy, route, route.a[0].T, a, finite)
 
     def run(stream: int, a: Any) -> Any:
         load_and_factor(stream, a)
@@ -205,27 +118,10 @@ def _lu_factor(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared |
     return Prepared(run, plan)
 
 
-def _getrf_in_place(cupy: Any, route: Any, target: Any, a: Any, finite: bool) -> tuple[Callable[[int, Any], None], Any]:
-    """``(load_and_factor(stream, a), flags)``: ``a`` checked for finiteness (when ``finite``;
-    ``flags`` is ``None`` otherwise), copied into ``target`` (a view of the route's matrix) and
-    factored there by ``getrf``; ``flags.check`` is the caller's, after its own work."""
-    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
-    verdict = flags.segments[0] if finite else None
-    factor = _solver("cusolverDnXgetrf", route.ctx.handle, _getrf(route, pointer(route.info)))
-
-    def load_and_factor(stream: int, a: Any) -> None:
-        if finite:
-            cupy.isfinite(a, out=verdict)
-        target[...] = a
-        factor(stream)
-
-    return load_and_factor, flags
-
-
 def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
     (trans,) = options
     n = lu.shape[0]
-    if not _square(lu, b) or piv.shape != (n,) or piv.dtype.kind not in "iu":
+    if not square(lu, b) or piv.shape != (n,) or piv.dtype.kind not in "iu":
         return None
     try:
         trans = check_trans(trans)
@@ -239,7 +135,7 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
     out_of_range = (f"piv: pivot indices out of range; 0-based pivots of an order-{n} factor lie in [0, {n})")
     # SciPy's lu_solve checks only b's finiteness and solves with a singular factor (infinities
     # come back, no error); the pivots' range is checked so that cuSOLVER never reads a stray row
-    checks = _finite_checks(finite, b) + [
+    checks = finite_checks(finite, b) + [
         ((n,), lambda late, index: InvalidOperandError(out_of_range + (LATE if late else "")))]
     flags = Flags(cupy, checks)
     *finite_verdicts, in_range = flags.segments
@@ -248,7 +144,7 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
     target, factors = route.a[0].T, pointer(route.a)
     one_based = cupy.arange(1, n + 1, dtype=route.piv.dtype)  # 0-based pivot i -> i + 1
     pivots, unsigned = route.piv[0], np.dtype(f"u{piv.dtype.itemsize}")
-    head, middle, tail = _getrs(route, operation, 1 if b.ndim == 1 else b.shape[1])
+    head, middle, tail = getrs_args(route, operation, 1 if b.ndim == 1 else b.shape[1])
     lib, handle, check = cusolver.LIB, route.ctx.handle, flags.check
 
     def run(stream: int, lu: Any, piv: Any, b: Any) -> Any:
@@ -272,16 +168,16 @@ def _lu_solve(cupy: Any, lu: Any, piv: Any, b: Any, *, options: tuple, finite: b
 
 def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     n = a.shape[0]
-    if not _square(a):
+    if not square(a):
         return None
     plan = CudaLU(a)
-    route = _planned(plan, GetrfLoop)
+    route = planned(plan, GetrfLoop)
     if route is None:
         return None
     target = storage_view(plan._transposed)(route.a)[0]  # det(A^T) = det(A): either reading
     diagonal, pivots = cupy.diagonal(target), route.piv[0]
     unmoved = cupy.arange(1, n + 1, dtype=pivots.dtype)
-    load_and_factor, flags = _getrf_in_place(cupy, route, target, a, finite)
+    load_and_factor, flags = getrf_in_place(cupy, route, target, a, finite)
 
     def run(stream: int, a: Any) -> Any:
         load_and_factor(stream, a)
@@ -296,20 +192,20 @@ def _det(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
 def _lu_solver(cupy: Any, a: Any, b: Any, finite: bool) -> tuple | None:
     """The plan, route, load target, flags and ``getrf`` arguments of :func:`_solve` and :func:`_inv`."""
     plan = CudaSolve(a, b)
-    route = _planned(plan, GetrfLoop)
+    route = planned(plan, GetrfLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, a) + _finite_checks(finite and b is not None, b), 1,
+    flags = Flags(cupy, finite_checks(finite, a) + finite_checks(finite and b is not None, b), 1,
                   CudaSolve._failure)
-    return plan, route, storage_view(plan._transposed)(route.a)[0], flags, _getrf(route, pointer(flags.info))
+    return plan, route, storage_view(plan._transposed)(route.a)[0], flags, getrf_args(route, pointer(flags.info))
 
 
 def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
-    found = _lu_solver(cupy, a, b, finite) if _square(a, b) else None
+    found = _lu_solver(cupy, a, b, finite) if square(a, b) else None
     if found is None:
         return None
     plan, route, target, flags, getrf = found
-    head, middle, tail = _getrs(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T
+    head, middle, tail = getrs_args(route, 1 if plan._transposed else 0, 1 if b.ndim == 1 else b.shape[1])  # A^T
     factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
     check = flags.check
 
@@ -329,12 +225,12 @@ def _solve(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
 
 
 def _inv(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
-    found = _lu_solver(cupy, a, None, finite) if _square(a) else None
+    found = _lu_solver(cupy, a, None, finite) if square(a) else None
     if found is None:
         return None
     plan, route, target, flags, getrf = found
     n = a.shape[0]
-    head, middle, tail = _getrs(route, 1 if plan._transposed else 0, n)
+    head, middle, tail = getrs_args(route, 1 if plan._transposed else 0, n)
     factors, verdicts, lib, handle = pointer(route.a), flags.segments, cusolver.LIB, route.ctx.handle
     identity = cupy.eye(n, dtype=a.dtype)
 
@@ -354,20 +250,20 @@ def _inv(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
 
 def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     lower, vectors = options
-    if not _square(a):
+    if not square(a):
         return None
     plan = CudaEigh(a, eigvals_only=not vectors, lower=lower)
-    route = _planned(plan, SyevdLoop)
+    route = planned(plan, SyevdLoop)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, a), 1, CudaEigh._failure)
+    flags = Flags(cupy, finite_checks(finite, a), 1, CudaEigh._failure)
     n, dt = route.n, route.data_type
-    args = (*_head(route), route.jobz, route.fill, n, dt, pointer(route.a), max(1, n), route.real_type,
-            pointer(route.w), dt, *_workspace(route), pointer(flags.info))
-    decompose = _solver("cusolverDnXsyevd", route.ctx.handle, args)
+    args = (*solver_head(route), route.jobz, route.fill, n, dt, pointer(route.a), max(1, n), route.real_type,
+            pointer(route.w), dt, *workspace(route), pointer(flags.info))
+    decompose = solver("cusolverDnXsyevd", route.ctx.handle, args)
     target = storage_view(plan._transposed)(route.a)[0]
     values, columns, conjugate = route.w[0], route.a[0], plan._conjugate  # eigenvectors column-major
-    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, decompose)
+    load_and_decompose = loaded_in_place(cupy, flags, finite, target, decompose)
 
     def run(stream: int, a: Any) -> Any:
         load_and_decompose(stream, a)
@@ -380,64 +276,17 @@ def _eigh(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None
     return Prepared(run, plan)
 
 
-def _loaded_in_place(cupy: Any, flags: Any, finite: bool, target: Any,
-                     decompose: Callable[[int], None]) -> Callable[[int, Any], None]:
-    """``load_and_decompose(stream, a)`` of the iterative routines (eigh, SVD, lstsq's SVD):
-    ``a``'s finiteness judged when ``finite`` (``flags.segments[0]``), ``a`` copied into
-    ``target`` (a view of the route's matrix) and decomposed there.
-
-    SciPy refuses non-finite input before computing, and an iterative routine need not stop on
-    it. Rather than read the verdict before the routine runs (a second synchronisation), the
-    ``"raise"`` mode copies only the finite entries (one masked copy, one kernel as a plain
-    copy) over a ``target`` that holds only finite values (zeroed before the first such copy
-    and again after a deferred call or a failed one), so the routine runs on finite values; the
-    call raises on the one read of its flags and its results are dropped. ``"deferred"``
-    copies ``a`` as it is: a failed call's results are not finite, as CuPy's are, and the
-    error is reported late."""
-    if not finite:
-        def load_and_decompose(stream: int, a: Any) -> None:
-            target[...] = a
-            decompose(stream)
-
-        return load_and_decompose
-    segment, clean = flags.segments[0], [False]
-    flags.on_failure = lambda: clean.__setitem__(0, False)  # the failed routine's output may not be finite
-
-    def load_and_decompose(stream: int, a: Any) -> None:
-        cupy.isfinite(a, out=segment)
-        if MODE.get() == "deferred":
-            target[...] = a
-            clean[0] = False
-        else:
-            if not clean[0]:
-                target.fill(0)
-                clean[0] = True
-            cupy.copyto(target, a, where=segment)
-        decompose(stream)
-
-    return load_and_decompose
-
-
 def _svd_route(cupy: Any, plan: Any, finite: bool, operands: tuple) -> tuple | None:
     """The route, flags, load target and ``factors()`` of an SVD plan (:func:`_svd`)."""
-    route = _planned(plan, SvdRoute)
+    route = planned(plan, SvdRoute)
     if route is None:
         return None
-    flags = Flags(cupy, _finite_checks(finite, *operands), 1, plan._failure)
+    flags = Flags(cupy, finite_checks(finite, *operands), 1, plan._failure)
     route.info = flags.info
     # views of the route's outputs, except V^H made from V per call (Jacobi, polar routes)
     views = None if route.gives_v else tuple(x[0] for x in route.factors())
     return route, flags, storage_view(route.transposed)(route.a)[0], (
         lambda: views or tuple(x[0] for x in route.factors()))
-
-
-def _gesvd(route: SvdRoute, info: int) -> Callable[[int], None]:
-    """``Xgesvd`` of the route's one matrix, codes to ``info``: ``decompose(stream)`` (the
-    route's own ``run`` for its other labels)."""
-    if route.label != "gesvd":
-        return lambda stream: route.run()
-    args = (*_head(route), *route._jobs(), *route._args(0), *_workspace(route), info)
-    return _solver("cusolverDnXgesvd", route.ctx.handle, args)
 
 
 def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
@@ -448,7 +297,7 @@ def _svd(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
         return None
     route, flags, target, factors = found
     values = route.s[0]
-    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
+    load_and_decompose = loaded_in_place(cupy, flags, finite, target, gesvd(route, pointer(flags.info)))
 
     def run(stream: int, a: Any) -> Any:
         load_and_decompose(stream, a)
@@ -474,16 +323,16 @@ def _lstsq(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepar
     if b.ndim not in (1, 2) or b.shape[0] != m or b.dtype != a.dtype:
         return None
     plan = CudaLstsq(a, rcond=rcond)
-    route = _planned(plan, SvdRoute)
+    route = planned(plan, SvdRoute)
     if route is None:
         return None
     s = route.s[0]
-    flags = Flags(cupy, _finite_checks(finite, a, b), 1, plan._failure, tail=(s.size, s.dtype))
+    flags = Flags(cupy, finite_checks(finite, a, b), 1, plan._failure, tail=(s.size, s.dtype))
     route.info = flags.info
     views = None if route.gives_v else tuple(x[0] for x in route.factors())  # V^H made per call otherwise
     target = storage_view(route.transposed)(route.a)[0]
     cut, dtype, vector, k = plan._rcond, a.dtype, b.ndim == 1, 1 if b.ndim == 1 else b.shape[1]
-    load_and_decompose = _loaded_in_place(cupy, flags, finite, target, _gesvd(route, pointer(flags.info)))
+    load_and_decompose = loaded_in_place(cupy, flags, finite, target, gesvd(route, pointer(flags.info)))
     real, tail, judged, size, complex_ = np.finfo(dtype).dtype, flags.tail, not finite, s.size, dtype.kind == "c"
     start, b_verdict = -size * s.itemsize, flags.segments[1] if finite else None
     # per rank: (V_r, U_r^T, s_r as a column), views of the route's outputs (real dtypes: no conjugate to copy)
@@ -526,16 +375,16 @@ def _qr(cupy: Any, a: Any, *, options: tuple, finite: bool) -> Prepared | None:
     (mode,) = options  # SciPy's: "full", "economic" or "r" (R with all m rows)
     m, n = a.shape
     plan = CudaQR(a, mode={"full": "complete", "economic": "reduced", "r": "r"}[mode])
-    route = _planned(plan, GeqrfRoute)
+    route = planned(plan, GeqrfRoute)
     if route is None:
         return None
     target = route.a[0].T  # A column-major
     rows = min(m, n) if mode == "economic" else m
-    r_view, triangle = target[:rows, :], _triangle(cupy, rows, n, False)
-    flags = Flags(cupy, _finite_checks(True, a)) if finite else None
+    r_view, triangle = target[:rows, :], masked_triangle(cupy, rows, n, False)
+    flags = Flags(cupy, finite_checks(True, a)) if finite else None
     dt, info, tau = route.data_type, pointer(route.info), pointer(route.tau)
-    geqrf = (*_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *_workspace(route), info)
-    factor = _solver("cusolverDnXgeqrf", route.ctx.handle, geqrf)
+    geqrf = (*solver_head(route), m, n, dt, pointer(route.a), max(1, m), dt, tau, dt, *workspace(route), info)
+    factor = solver("cusolverDnXgeqrf", route.ctx.handle, geqrf)
     if route.q is not None:  # the reflectors into Q's buffer, then Q formed there
         reflectors = min(n, route.q_cols)
         q_part, reflected = route.q[0, :reflectors, :], route.a[0, :reflectors, :]
@@ -568,7 +417,7 @@ def _zero_diagonal(late: bool, index: int) -> BaseException:
 def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool) -> Prepared | None:
     lower, trans, unit = options
     n = a.shape[0]
-    if not _square(a, b):
+    if not square(a, b):
         return None
     try:
         trans = check_trans(trans)
@@ -584,7 +433,7 @@ def _solve_triangular(cupy: Any, a: Any, b: Any, *, options: tuple, finite: bool
     name = triangular._names(a.dtype)[0]
     alpha = triangular._one(a.dtype).ctypes.data
     handle = routes.blas_handle(a.device.id)
-    checks = _finite_checks(finite, a, b) + ([] if unit else [((n,), _zero_diagonal)])
+    checks = finite_checks(finite, a, b) + ([] if unit else [((n,), _zero_diagonal)])
     flags = Flags(cupy, checks) if checks else None
     verdicts = flags.segments if checks else None
     nonzero = None if unit else verdicts[-1]
