@@ -216,6 +216,60 @@ def test_lu_singular_non_finite_and_declined(fast):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 1), (1, 3), (2, 2), (7, 4), (4, 7), (37, 37), (LU_MAX_ORDER + 1, 3)])
+def test_lu_unpack_of_getrf_factors_is_scipys_lu(fast, dtype, shape):
+    """``lu_unpack`` (the unpacking of other ``getrf``s' factors, NumPy's pool) gives SciPy's
+    ``lu`` tuple from LAPACK's factors, for any shape (orders past the compiled ``lu``'s too)."""
+    if fast is None:
+        pytest.skip("no compiled extension here")
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    rng = np.random.default_rng(shape[0] + 3 * shape[1])
+    x = rand(rng, shape, dtype)
+    (getrf,) = get_lapack_funcs(("getrf",), dtype=x.dtype)
+    factors, piv, info = getrf(x)
+    assert info == 0 and factors.flags.f_contiguous and piv.dtype == np.int32
+    kept = factors.copy(order="F"), piv.copy()
+    for kw in ({}, {"permute_l": True}, {"p_indices": True}):
+        got = fast.lu_unpack(factors, piv, kw.get("permute_l", False), kw.get("p_indices", False))
+        want = sla.lu(x, **kw)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous
+            assert _rel(g, w) <= 10 * TOL[np.dtype(dtype)], kw
+    np.testing.assert_array_equal(factors, kept[0])  # the factors are read, never written
+    np.testing.assert_array_equal(piv, kept[1])
+
+
+def test_lu_unpack_declines_what_it_does_not_take(fast):
+    if fast is None:
+        pytest.skip("no compiled extension here")
+    from scipy.linalg.lapack import dgetrf
+
+    factors, piv, _ = dgetrf(np.arange(12.0).reshape(4, 3) ** 2)
+    for lu_, p in ((np.ascontiguousarray(factors), piv), (factors, piv.astype(np.int64)), (factors, piv[:2]),
+                   (factors, np.array([0, 4, 2], np.int32)), (factors, np.array([0, -1, 2], np.int32)),
+                   (factors, piv.reshape(3, 1)), (factors.astype(int), piv), (factors.tolist(), piv),
+                   (np.ones((1, 1), order="F"), np.zeros(1, np.int32)), (factors, piv.tolist())):
+        assert fast.lu_unpack(lu_, p, False, False) is NotImplemented
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_lu_of_a_batch_is_scipys(dtype):
+    """A batch goes matrix by matrix through ``getrf`` and the unpacking (compiled where available)."""
+    rng = np.random.default_rng(5)
+    for shape in ((3, 5, 4), (2, 2, 4, 6), (2, 6, 6)):
+        x = rand(rng, shape, dtype)
+        for name, a in layouts(x).items():
+            for kw in ({}, {"permute_l": True}, {"p_indices": True}):
+                got, want = nsl.lu(a, **kw), sla.lu(a, **kw)
+                for g, w in zip(got, want):
+                    assert g.dtype == w.dtype and g.shape == w.shape, (name, kw)
+                    assert _rel(g, w) <= 10 * TOL[np.dtype(dtype)], (name, kw)
+            np.testing.assert_array_equal(a, layouts(x)[name])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 2, 9, 64])
 def test_cho_solve_of_cho_factor(fast, dtype, n):
     rng = np.random.default_rng(n + 100)

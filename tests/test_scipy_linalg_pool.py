@@ -144,7 +144,7 @@ def test_below_the_calibrated_orders_lu_solve_and_cholesky_are_one_compiled_call
 def _spy_compiled(monkeypatch) -> list:
     """Record the names of the compiled calls the drop-in makes."""
     called: list = []
-    for name in ("lu", "solve_gen", "cholesky"):
+    for name in ("lu", "lu_unpack", "solve_gen", "cholesky"):
         real = getattr(FAST, name)
         monkeypatch.setattr(FAST, name, lambda *args, real=real, name=name: called.append(name) or real(*args))
     return called
@@ -172,6 +172,33 @@ def test_from_the_calibrated_orders_the_compiled_calls_run_where_scipys_routine_
     assert relerr(nsl.solve(a, b), sla.solve(a, b)) < t
     assert relerr(nsl.cholesky(s), sla.cholesky(s)) < t
     on_numpy = choice is None
-    assert called == ([] if on_numpy else ["lu", "solve_gen", "cholesky"])
+    assert called == (["lu_unpack"] if on_numpy else ["lu", "solve_gen", "cholesky"])
     assert bool(looked) == on_numpy
     assert {names for _, names in asked} >= ({("getrf",), ("getrf", "getrs"), ("potrf",)} if on_numpy else set())
+
+
+@needs_fast
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+@pytest.mark.parametrize("choice", [None, "recursive", "lookahead"])
+def test_lu_on_numpys_pool_is_scipys(monkeypatch, choice):
+    """Where calibration chose a ``getrf`` on NumPy's pool, ``lu`` factors with it and unpacks
+    the factors in one compiled call: SciPy's results, every option and layout, ``a`` unchanged."""
+    from nvmathpy.linalg.solvers.cpu._lookahead_lu import getrf_order
+
+    if choice not in getrf_order(512, "float64"):
+        pytest.skip(f"getrf {choice!r} does not run here")
+    calibration.record("getrf.float64.512", {"first": choice}, {}, 0.1)
+    called = _spy_compiled(monkeypatch)
+    n = 467  # prime, covered by the calibration of order 512
+    rng = np.random.default_rng(n)
+    x = well(rng, n, np.float64)
+    t = tol(np.float64, n) * 100
+    for layout, a in {"C": x, "F": np.asfortranarray(x), "strided": np.repeat(x, 2, axis=1)[:, ::2]}.items():
+        kept = a.copy()
+        for kw in ({}, {"permute_l": True}, {"p_indices": True}, {"overwrite_a": True}):
+            got, want = nsl.lu(a, **kw), sla.lu(kept.copy(), **kw)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous, (layout, kw)
+                assert relerr(g, w) < t, (layout, kw)
+        np.testing.assert_array_equal(a, kept)  # nvmathpy's lu never overwrites (SciPy's permission only)
+    assert called == ["lu_unpack"] * 12

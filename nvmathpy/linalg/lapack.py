@@ -16,7 +16,8 @@
   ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns,
   with SciPy's ``getrf``/``potrf``: a caller runs them where :func:`scipys` says that routine
   is the order's (every order below :data:`SCIPY_BELOW`, and calibrated or uncalibrated
-  orders whose choice is SciPy's);
+  orders whose choice is SciPy's); ``lu_unpack(lu, piv, permute_l, p_indices)`` is ``lu``'s
+  tuple from the factors of any ``getrf`` (Fortran-ordered ``lu``, 0-based int32 ``piv``);
   ``solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b, check_finite)`` returns
   ``x`` (the int ``info`` when singular), ``qr(a, mode, check_finite)`` (mode 0 to 3: full,
   economic, r, raw) :func:`scipy.linalg.qr`'s tuple without pivoting, and ``svd(a,

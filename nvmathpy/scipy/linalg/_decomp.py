@@ -174,8 +174,13 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
         p = np.empty(batch + (0,), np.int32) if p_indices else np.empty(batch + (0, 0), np.finfo(dtype).dtype)
         return convert((p, low, up))
 
+    fast = fast_module()
+
     def core(a2: np.ndarray) -> tuple:
         lu_, piv, _ = _getrf_fortran(a2)
+        out = NotImplemented if fast is None else fast.lu_unpack(lu_, piv, permute_l, p_indices)
+        if out is not NotImplemented:  # the factors unpacked in one C call
+            return out
         perm = np.arange(m)
         for i, j in enumerate(piv):
             perm[i], perm[j] = perm[j], perm[i]

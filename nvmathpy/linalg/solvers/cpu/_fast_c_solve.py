@@ -1,6 +1,7 @@
 """The compiled extension's solves (C, appended to :data:`._fast_c_base.SOURCE`): ``cho_solve``,
 ``lu_solve``, general ``solve`` (``solve_gen``, with its condition estimate) and ``lu`` of one
-small matrix, with :func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
+small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
+:func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
 """
 
 from __future__ import annotations
@@ -179,6 +180,70 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
         default: *(pair_t *)(d) = *(const pair_t *)(s);                                        \
     }
 
+/* scipy.linalg.lu's tuple from getrf's factors of an m x n matrix (m * n > 1), Fortran-ordered
+   at f, of dtype t (NumPy type `type`), and their k = min(m, n) pivots ipiv, 1-based (LAPACK's,
+   base 1) or 0-based (f2py's, base 0), each in range: (p, l, u), (pl, u) or (perm, l, u), with
+   C-ordered l and u; NULL with an exception set */
+static PyObject *lu_tuple(int t, int type, const char *f, npy_intp m, npy_intp n, const int *ipiv, int base,
+                          int permute, int indices) {
+    npy_intp k = m < n ? m : n, es = ITEMSIZE[t];
+    PyArrayObject *l = NULL, *u = NULL, *p = NULL;
+    int *perm = (int *)malloc((size_t)m * sizeof(int));
+    if (perm == NULL) return PyErr_NoMemory();
+    for (npy_intp i = 0; i < m; ++i) perm[i] = (int)i;      /* row i of P A is row perm[i] of A */
+    for (npy_intp i = 0; i < k; ++i) {
+        int j = ipiv[i] - base, s = perm[i];
+        perm[i] = perm[j];
+        perm[j] = s;
+    }
+    npy_intp ldims[2] = {m, k}, udims[2] = {k, n};
+    l = (PyArrayObject *)PyArray_ZEROS(2, ldims, type, 0);
+    u = (PyArrayObject *)PyArray_ZEROS(2, udims, type, 0);
+    if (l == NULL || u == NULL) goto fail;
+    char *lp = PyArray_BYTES(l), *up = PyArray_BYTES(u);
+#define L_ROW(i) (lp + (permute ? perm[i] : (i)) * k * es)     /* permute_l: row i of L goes to row perm[i] */
+    for (npy_intp i0 = 0; i0 < m; i0 += TILE)       /* L's strict lower triangle, in tiles */
+        for (npy_intp j0 = 0; j0 < k && j0 < i0 + TILE - 1; j0 += TILE)
+            for (npy_intp i = i0; i < TILE_END(i0, m); ++i) {
+                char *row = L_ROW(i);
+                for (npy_intp j = j0; j < TILE_END(j0, k) && j < i; ++j) PUT(row + j * es, f + (i + j * m) * es)
+            }
+    for (npy_intp i = 0; i < k; ++i) {
+        if (DOUBLE[t]) *(double *)(L_ROW(i) + i * es) = 1.0;
+        else *(float *)(L_ROW(i) + i * es) = 1.0f;
+    }
+#undef L_ROW
+    for (npy_intp j0 = 0; j0 < n; j0 += TILE)       /* U: the upper triangle of the first k rows */
+        for (npy_intp i0 = 0; i0 < k && i0 < j0 + TILE; i0 += TILE)
+            for (npy_intp i = i0; i < TILE_END(i0, k); ++i)
+                for (npy_intp j = (j0 > i ? j0 : i); j < TILE_END(j0, n); ++j)
+                    PUT(up + (i * n + j) * es, f + (i + j * m) * es)
+    if (permute) {
+        free(perm);
+        return Py_BuildValue("(NN)", l, u);
+    }
+    npy_intp pdims[2] = {m, m};
+    if (indices) {                                  /* A = L[p] @ U */
+        p = (PyArrayObject *)PyArray_EMPTY(1, pdims, NPY_INT32, 0);
+        if (p == NULL) goto fail;
+        for (npy_intp i = 0; i < m; ++i) ((npy_int32 *)PyArray_DATA(p))[perm[i]] = (npy_int32)i;
+    } else {                                        /* A = P @ L @ U, P[perm[i], i] = 1 */
+        p = (PyArrayObject *)PyArray_ZEROS(2, pdims, DOUBLE[t] ? NPY_DOUBLE : NPY_FLOAT, 0);
+        if (p == NULL) goto fail;
+        for (npy_intp i = 0; i < m; ++i) {
+            if (DOUBLE[t]) ((double *)PyArray_DATA(p))[perm[i] * m + i] = 1.0;
+            else ((float *)PyArray_DATA(p))[perm[i] * m + i] = 1.0f;
+        }
+    }
+    free(perm);
+    return Py_BuildValue("(NNN)", p, l, u);
+fail:
+    free(perm);
+    Py_XDECREF(l);
+    Py_XDECREF(u);
+    return NULL;
+}
+
 /* lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's (p, l, u), (pl, u) or
    (perm, l, u) of one m x n matrix a (C-ordered results), or NotImplemented (also for 1 x 1,
    whose results SciPy gives other dtypes) */
@@ -186,8 +251,8 @@ static PyObject *fast_lu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
     int t = kind_of(args[0]);
     if (t < 0 || PyArray_NDIM((PyArrayObject *)args[0]) != 2) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0], *l = NULL, *u = NULL, *p = NULL;
-    npy_intp m = PyArray_DIMS(a)[0], n = PyArray_DIMS(a)[1], k = m < n ? m : n, es = ITEMSIZE[t];
+    PyArrayObject *a = (PyArrayObject *)args[0];
+    npy_intp m = PyArray_DIMS(a)[0], n = PyArray_DIMS(a)[1], es = ITEMSIZE[t];
     int permute = truth(args[1]), indices = truth(args[2]), check = truth(args[3]);
     if (m < 1 || n < 1 || m * n == 1 || m > LU_MAXN || n > LU_MAXN || permute < 0 || indices < 0 || check < 0)
         Py_RETURN_NOTIMPLEMENTED;
@@ -198,54 +263,38 @@ static PyObject *fast_lu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         free(f);
         return not_finite(NULL);
     }
-    int mi = (int)m, ni = (int)n, info = 0, ipiv[LU_MAXN], perm[LU_MAXN];
+    int mi = (int)m, ni = (int)n, info = 0, ipiv[LU_MAXN];
     LAPACK(t, GETRF, getrf_t)(&mi, &ni, f, &mi, ipiv, &info);   /* info > 0 (singular): factors all the same, as SciPy */
     if (info < 0) {
         free(f);
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal getrf", -info);
         return NULL;
     }
-    for (int i = 0; i < mi; ++i) perm[i] = i;      /* row i of P A is row perm[i] of A */
-    for (npy_intp i = 0; i < k; ++i) {
-        int j = ipiv[i] - 1, s = perm[i];
-        perm[i] = perm[j];
-        perm[j] = s;
-    }
-    npy_intp ldims[2] = {m, k}, udims[2] = {k, n};
-    l = (PyArrayObject *)PyArray_ZEROS(2, ldims, PyArray_TYPE(a), 0);
-    u = (PyArrayObject *)PyArray_ZEROS(2, udims, PyArray_TYPE(a), 0);
-    if (l == NULL || u == NULL) goto fail;
-    char *lp = PyArray_BYTES(l), *up = PyArray_BYTES(u);
-    for (npy_intp i = 0; i < m; ++i) {              /* permute_l: row i of L goes to row perm[i] */
-        char *row = lp + (permute ? perm[i] : i) * k * es;
-        for (npy_intp j = 0; j < (i < k ? i : k); ++j) PUT(row + j * es, f + (i + j * m) * es)
-        if (i < k && DOUBLE[t]) *(double *)(row + i * es) = 1.0;
-        else if (i < k) *(float *)(row + i * es) = 1.0f;
-    }
+    PyObject *out = lu_tuple(t, PyArray_TYPE(a), f, m, n, ipiv, 1, permute, indices);
+    free(f);
+    return out;
+}
+
+/* lu_unpack(lu, piv, permute_l, p_indices): scipy.linalg.lu's tuple, as lu's, from getrf's
+   Fortran-contiguous m x n factors lu (m * n > 1) and their min(m, n) 0-based int32 pivots
+   piv (as SciPy's f2py getrf returns them), each row index in range; else NotImplemented */
+static PyObject *fast_lu_unpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || PyArray_NDIM((PyArrayObject *)args[0]) != 2 || !PyArray_CheckExact(args[1]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *lu = (PyArrayObject *)args[0], *piv = (PyArrayObject *)args[1];
+    npy_intp m = PyArray_DIMS(lu)[0], n = PyArray_DIMS(lu)[1], k = m < n ? m : n;
+    int permute = truth(args[2]), indices = truth(args[3]);
+    if (m < 1 || n < 1 || m * n == 1 || m > 0x7fffffff || permute < 0 || indices < 0
+            || !PyArray_IS_F_CONTIGUOUS(lu) || PyArray_TYPE(piv) != NPY_INT32 || PyArray_NDIM(piv) != 1
+            || PyArray_DIMS(piv)[0] != k || !PyArray_IS_C_CONTIGUOUS(piv) || !PyArray_ISALIGNED(piv)
+            || !PyArray_ISNOTSWAPPED(piv))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int *ipiv = (const int *)PyArray_DATA(piv);
     for (npy_intp i = 0; i < k; ++i)
-        for (npy_intp j = i; j < n; ++j) PUT(up + (i * n + j) * es, f + (i + j * m) * es)
-    free(f);
-    f = NULL;
-    if (permute) return Py_BuildValue("(NN)", l, u);
-    npy_intp pdims[2] = {m, m};
-    if (indices) {                                  /* A = L[p] @ U */
-        p = (PyArrayObject *)PyArray_EMPTY(1, pdims, NPY_INT32, 0);
-        if (p == NULL) goto fail;
-        for (int i = 0; i < mi; ++i) ((npy_int32 *)PyArray_DATA(p))[perm[i]] = i;
-    } else {                                        /* A = P @ L @ U, P[perm[i], i] = 1 */
-        p = (PyArrayObject *)PyArray_ZEROS(2, pdims, DOUBLE[t] ? NPY_DOUBLE : NPY_FLOAT, 0);
-        if (p == NULL) goto fail;
-        for (int i = 0; i < mi; ++i) {
-            if (DOUBLE[t]) ((double *)PyArray_DATA(p))[perm[i] * m + i] = 1.0;
-            else ((float *)PyArray_DATA(p))[perm[i] * m + i] = 1.0f;
-        }
-    }
-    return Py_BuildValue("(NNN)", p, l, u);
-fail:
-    free(f);
-    Py_XDECREF(l);
-    Py_XDECREF(u);
-    return NULL;
+        if (ipiv[i] < 0 || ipiv[i] >= m) Py_RETURN_NOTIMPLEMENTED;
+    return lu_tuple(t, PyArray_TYPE(lu), PyArray_BYTES(lu), m, n, ipiv, 0, permute, indices);
 }
 """
 
@@ -259,4 +308,6 @@ METHODS = r"""
      "solve_gen(a, b, transposed, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
     {"lu", (PyCFunction)(void (*)(void))fast_lu, METH_FASTCALL,
      "lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's result, or NotImplemented"},
+    {"lu_unpack", (PyCFunction)(void (*)(void))fast_lu_unpack, METH_FASTCALL,
+     "lu_unpack(lu, piv, permute_l, p_indices): scipy.linalg.lu's result from getrf's factors, or NotImplemented"},
 """

@@ -32,7 +32,7 @@ import numpy as np
 from ....kernels import cpu_jit
 from ....kernels.cpu_gemm import others_running
 from ...gemm.cpu._cblas import _numpy_blas
-from ._numpy_lapack import _PREFIX, _fortran, _symbol
+from ._numpy_lapack import _PREFIX, _fortran, _symbol, dtype_name
 
 __all__ = ["C_STEPS", "MAX_THREADS", "busy_elsewhere", "compile_driver", "drivers_available", "few_threads",
            "run_alone", "run_driver"]
@@ -138,7 +138,7 @@ def _thread_count_functions() -> tuple[Any, Any] | None:
 def drivers_available(dtype: Any, *names: str) -> bool:
     """Whether a driver calling OpenBLAS's routines ``names`` runs here for ``dtype``:
     float32/float64, a C compiler, and NumPy's OpenBLAS exporting them and its thread count."""
-    name = np.dtype(dtype).name
+    name = dtype_name(dtype)
     return (name in _TYPES and cpu_jit.available() and _thread_count_functions() is not None
             and all(_symbol(_PREFIX[name] + r) is not None for r in names))
 

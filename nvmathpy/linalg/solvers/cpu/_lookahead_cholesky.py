@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._lookahead import compile_driver, drivers_available, few_threads, run_driver
-from ._numpy_lapack import _zero_other_triangle, routines
+from ._numpy_lapack import _zero_other_triangle, dtype_name, routines
 
 __all__ = ["FIRST_FROM", "UP_TO", "lookahead_potrf", "potrf_of", "potrf_order"]
 
@@ -194,7 +194,7 @@ def lookahead_potrf(dtype: Any) -> Callable[..., tuple[np.ndarray, int]]:
     >>> c.tolist(), info
     ([[2.0, 0.0], [1.0, 2.0]], 0)
     """
-    return _lookahead_potrf(np.dtype(dtype).name)
+    return _lookahead_potrf(dtype_name(dtype))
 
 
 @functools.lru_cache(maxsize=None)

@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._lookahead import compile_driver, drivers_available, few_threads, run_driver
-from ._numpy_lapack import routines
+from ._numpy_lapack import dtype_name, routines
 from ._recursive_lu import recursive_available, recursive_first, recursive_getrf
 
 __all__ = ["FIRST_FROM", "NB", "UP_TO", "W", "getrf_of", "getrf_order", "lookahead_available", "lookahead_first",
@@ -210,7 +210,7 @@ def lookahead_available(dtype: Any) -> bool:
 def lookahead_first(n: int, dtype: Any) -> bool:
     """Whether an ``n x n`` factorization of ``dtype`` should try the look-ahead LU first
     (orders :data:`FIRST_FROM` to :data:`UP_TO`, OpenBLAS on few threads: :func:`._lookahead.few_threads`)."""
-    name = np.dtype(dtype).name
+    name = dtype_name(dtype)
     return name in FIRST_FROM and FIRST_FROM[name] <= n <= UP_TO and lookahead_available(dtype) and few_threads()
 
 
@@ -236,7 +236,7 @@ def lookahead_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
     >>> piv.tolist(), info, np.round(lu, 12).tolist()
     ([1, 1], 0, [[3.0, 4.0], [0.333333333333, 0.666666666667]])
     """
-    return _lookahead_getrf(np.dtype(dtype).name)
+    return _lookahead_getrf(dtype_name(dtype))
 
 
 @functools.lru_cache(maxsize=None)

@@ -60,10 +60,17 @@ def _symbol(name: str) -> tuple[Any, type] | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def dtype_name(dtype: Any) -> str:
+    """``numpy.dtype(dtype).name``, remembered: the routine choice of every large factorization
+    asks for it a dozen times, and NumPy builds the name in Python each time (microseconds)."""
+    return np.dtype(dtype).name
+
+
 def available(dtype: np.dtype, *names: str) -> bool:
     """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype`` and this
     module wraps each with SciPy's signature (:func:`routines`)."""
-    prefix = _PREFIX.get(np.dtype(dtype).name)
+    prefix = _PREFIX.get(dtype_name(dtype))
     return prefix is not None and _numpy_blas() is not None and all(
         name in _MAKERS and _symbol(prefix + name) is not None for name in names)
 
@@ -202,7 +209,7 @@ def routines(dtype: np.dtype, *names: str) -> tuple[Callable[..., Any], ...]:
     >>> np.round(x, 12).tolist()
     [1.0, 2.0]
     """
-    return tuple(_routine(name, np.dtype(dtype).name) for name in names)
+    return tuple(_routine(name, dtype_name(dtype)) for name in names)
 
 
 @functools.lru_cache(maxsize=None)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available
+from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available, dtype_name
 
 __all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf"]
 
@@ -44,7 +44,7 @@ _SCALAR = {"s": ctypes.c_float, "d": ctypes.c_double, "c": ctypes.c_float * 2, "
 
 def recursive_available(dtype: Any) -> bool:
     """Whether NumPy's OpenBLAS exports what the recursion calls for ``dtype``."""
-    return available(dtype, "getrf") and all(_symbol(_PREFIX[np.dtype(dtype).name] + r) is not None
+    return available(dtype, "getrf") and all(_symbol(_PREFIX[dtype_name(dtype)] + r) is not None
                                              for r in _ROUTINES[1:])
 
 
@@ -77,7 +77,7 @@ def recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
     >>> piv.tolist(), info, np.round(lu, 12).tolist()
     ([1, 1], 0, [[3.0, 4.0], [0.333333333333, 0.666666666667]])
     """
-    return _recursive_getrf(np.dtype(dtype).name)
+    return _recursive_getrf(dtype_name(dtype))
 
 
 @functools.lru_cache(maxsize=None)
