@@ -472,17 +472,10 @@ static PyObject *set_expm(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "set_expm expects cython_blas and cython_lapack's __pyx_capi__ (dicts)");
         return NULL;
     }
-    static const char prefix[4] = {'s', 'd', 'c', 'z'};
-    static const char *names[NXFUNC] = {"gemm", "gemv", "lacn2"};
+    static const char *names[NXFUNC][2] = {{"gemm", "gemm"}, {"gemv", "gemv"}, {"lacn2", "lacn2"}};
+    static const int source[NXFUNC] = {0, 0, 1};      /* BLAS, BLAS, LAPACK */
     void *table[4][NXFUNC];
-    for (int t = 0; t < 4; ++t) {
-        for (int f = 0; f < NXFUNC; ++f) {
-            char name[16];
-            snprintf(name, sizeof name, "%c%s", prefix[t], names[f]);
-            table[t][f] = pointer(args[f == XLACN2], name);
-            if (table[t][f] == NULL) return NULL;
-        }
-    }
+    if (fill_pointers(args, source, names, NXFUNC, &table[0][0]) < 0) return NULL;
     memcpy(XP, table, sizeof table);
     expm_ready = 1;
     Py_RETURN_NONE;
