@@ -2,9 +2,12 @@
 ``expm`` of a stack of square matrices by the scaling-and-squaring algorithm of Al-Mohy and
 Higham (2009) with Padé degrees 3, 5, 7, 9 and 13, as :func:`scipy.linalg.expm` (SciPy 1.17)
 computes it: the same choice of degree and scaling (exact 1-norms of the even powers below
-order 400, LAPACK's ``?lacn2`` estimate from there), the same GEMMs, the ``?getrf``/``?getrs``
-solve of ``(V - U) X = U`` for ``r = I + 2 X``, diagonal matrices by their entries and the
-diagonal and first off-diagonal of triangular matrices recomputed at every squaring.
+order 400, from there LAPACK's ``?lacn2`` estimate, applying the formed powers ``A^8 = A^4 A^4`` and
+``A^10 = A^6 A^4``), the same GEMMs, ``?getrf`` and the solve
+of ``(V - U) X = U`` for ``r = I + 2 X`` (``?getrs``; below order 16 substitution here, as
+OpenBLAS's ``?getrs`` with several right-hand sides starts its threads at any order), diagonal
+matrices by their entries and the diagonal and first off-diagonal of triangular matrices
+recomputed at every squaring.
 
 Each matrix is copied to a C-ordered buffer, read by BLAS as its transpose ``B = A^T``: every
 step is a polynomial or rational function of one matrix, so ``exp(B) = exp(A)^T`` comes out
@@ -104,6 +107,35 @@ static void combine(int t, void *dst, void *const *src, const double *c, int cou
     else COMBINE(float)
 }
 
+/* dst[j] = sum of c[j][k] src[k] (k < 3) + d[j] I for j < 4, n x n of dtype t, in one pass;
+   a dst may be one of src. */
+#define COMBINE_FOUR(T)                                                                           \
+    {                                                                                             \
+        const T *x = (const T *)src[0], *y = (const T *)src[1], *z = (const T *)src[2];          \
+        T *o0 = (T *)dst[0], *o1 = (T *)dst[1], *o2 = (T *)dst[2], *o3 = (T *)dst[3];             \
+        T k[4][3];                                                                                \
+        for (int j = 0; j < 4; ++j)                                                               \
+            for (int i = 0; i < 3; ++i) k[j][i] = (T)c[j][i];                                     \
+        for (npy_intp e = 0; e < m; ++e) {                                                        \
+            T p = x[e], q = y[e], u = z[e];                                                       \
+            o0[e] = k[0][0] * p + k[0][1] * q + k[0][2] * u;                                      \
+            o1[e] = k[1][0] * p + k[1][1] * q + k[1][2] * u;                                      \
+            o2[e] = k[2][0] * p + k[2][1] * q + k[2][2] * u;                                      \
+            o3[e] = k[3][0] * p + k[3][1] * q + k[3][2] * u;                                      \
+        }                                                                                         \
+        for (npy_intp i = 0; i < n; ++i) {                                                        \
+            o0[(i * n + i) * r] += (T)d[0];                                                       \
+            o1[(i * n + i) * r] += (T)d[1];                                                       \
+            o2[(i * n + i) * r] += (T)d[2];                                                       \
+            o3[(i * n + i) * r] += (T)d[3];                                                       \
+        }                                                                                         \
+    }
+static void combine_four(int t, void *const *dst, void *const *src, const double (*c)[3], const double *d, npy_intp n) {
+    npy_intp r = REALS[t], m = n * n * r;
+    if (DOUBLE[t]) COMBINE_FOUR(double)
+    else COMBINE_FOUR(float)
+}
+
 /* out[e] = |p[e]| for the m elements of dtype t at p (out: its real type). */
 static void absolute(int t, const void *p, void *out, npy_intp m) {
     switch (t) {
@@ -138,21 +170,19 @@ static double vmax(int t, const void *v, npy_intp n) {
     return best;
 }
 
-/* The ?lacn2 estimate of ||A^p||_1, A = b^T for the column-major b; x, v, y: n elements each. */
-static double norm1_estimate(int t, int n, void *b, int p, char *x, char *v, char *y, int *isgn) {
+/* The ?lacn2 estimate of ||P Q||_1 for the C-ordered powers P and Q of one matrix (read as
+   column-major P^T and Q^T: P Q x is two ?gemv with 'T'); x, v, y: n elements each. */
+static double norm1_estimate(int t, int n, void *p, void *q, char *x, char *v, char *y, int *isgn) {
     int kase = 0, isave[3];
     scalar_t est = scalar(t, 0.0);
-    npy_intp es = ITEMSIZE[t];
     for (;;) {
         if (t < 2) ((rlacn2_t)XP[t][XLACN2])(&n, v, x, isgn, &est, &kase, isave);
         else ((clacn2_t)XP[t][XLACN2])(&n, v, x, &est, &kase, isave);
         if (kase == 0) break;
-        /* kase 1: x = A^p x = (b^T)^p x; kase 2: x = (A^H)^p x = conj(b^p conj(x)) */
+        /* kase 1: x = P Q x; kase 2: x = (P Q)^H x = conj(P^T Q^T conj(x)) (P, Q commute) */
         if (kase == 2) conjugate(t, x, n);
-        for (int k = 0; k < p; ++k) {
-            mv(t, kase == 1 ? 'T' : 'N', n, b, x, y);
-            memcpy(x, y, (size_t)(n * es));
-        }
+        mv(t, kase == 1 ? 'T' : 'N', n, q, x, y);
+        mv(t, kase == 1 ? 'T' : 'N', n, p, y, x);
         if (kase == 2) conjugate(t, x, n);
     }
     return DOUBLE[t] ? est.d[0] : (double)est.f[0];
@@ -160,7 +190,7 @@ static double norm1_estimate(int t, int n, void *b, int p, char *x, char *v, cha
 
 /* Below this order the LU solve of (V - U) X = U runs here: OpenBLAS's ?getrs with several
    right-hand sides starts its threads at any order, which costs more than the solve. */
-#define EXPM_SMALL_SOLVE 32
+#define EXPM_SMALL_SOLVE 16
 
 /* b = (P L U)^-1 b for ?getrf's factors lu and pivots of an n x n matrix, n right-hand sides. */
 #define LU_SOLVE(NAME, T)                                                                           \
@@ -225,14 +255,14 @@ static int extra(double power_norm, double norm_a, double c, int p) {
     return l > 0 && l < 2147483647.0 ? (int)l : 0;
 }
 
-/* The ||A^p||_1 of A^p = slot[a] slot[b] (below order 400, into slot[4]) or its estimate. */
-static double power_norm(expm_work *w, int a, int b, int p) {
+/* The 1-norm of slot[a] slot[b] (below order 400, formed in slot[4]) or its estimate. */
+static double power_norm(expm_work *w, int a, int b) {
     if (w->n < 400) {
         mm(w->t, w->n, w->slot[a], w->slot[b], 0.0, w->slot[4]);
         return norm1(w->t, w->slot[4], w->n, w->sums, w->slot[6]);
     }
     for (npy_intp i = 0; i < w->n; ++i) set_el(w->t, w->x, i, 0);
-    return norm1_estimate(w->t, w->n, w->slot[0], p, w->x, w->v, w->y, w->isgn);
+    return norm1_estimate(w->t, w->n, w->slot[a], w->slot[b], w->x, w->v, w->y, w->isgn);
 }
 
 /* The Pade degree m and scaling s of A (slot[0]); fills A^2, A^4, A^6 (and A^8 in slot[4] for
@@ -267,7 +297,7 @@ static void pick_degree(expm_work *w, int *m, int *s) {
     *m = 5;
     double p11 = spin(w, 4);
     if (eta1 < theta[1] && extra(p11, norm_a, cf[1], 10) == 0) return;
-    double d8 = pow(power_norm(w, 2, 2, 8), 0.125), eta2 = fmax(d6, d8);
+    double d8 = pow(power_norm(w, 2, 2), 0.125), eta2 = fmax(d6, d8);
     *m = 7;
     double p15 = spin(w, 4);
     if (eta2 < theta[2] && extra(p15, norm_a, cf[2], 14) == 0) return;
@@ -277,7 +307,7 @@ static void pick_degree(expm_work *w, int *m, int *s) {
         if (n >= 400) mm(t, n, w->slot[2], w->slot[2], 0.0, w->slot[4]);
         return;
     }
-    double d10 = pow(power_norm(w, 3, 2, 10), 0.1), eta4 = fmin(eta2, fmax(d8, d10));
+    double d10 = pow(power_norm(w, 3, 2), 0.1), eta4 = fmin(eta2, fmax(d8, d10));
     double ls = ceil(log2(eta4 / theta[4]));
     *m = 13;
     *s = ls > 0 ? (int)ls : 0;
@@ -335,13 +365,11 @@ static void pade_uv(expm_work *w, int m) {
     } else {
         /* U = A (A6 (A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I),
            V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I */
-        void *src[3] = {a[3], a[2], a[1]};
-        double c1[3] = {1.0, b13[11], b13[9]}, c2[3] = {b13[12], b13[10], b13[8]};
-        double c3[3] = {b13[7], b13[5], b13[3]}, c4[3] = {b13[6], b13[4], b13[2]};
-        combine(t, a[4], src, c1, 3, n, 0.0);
-        combine(t, a[5], src, c2, 3, n, 0.0);
-        combine(t, a[6], src, c3, 3, n, b13[1]);
-        combine(t, a[1], src, c4, 3, n, b13[0]);
+        void *src[3] = {a[3], a[2], a[1]}, *dst[4] = {a[4], a[5], a[6], a[1]};
+        const double c[4][3] = {{1.0, b13[11], b13[9]}, {b13[12], b13[10], b13[8]}, {b13[7], b13[5], b13[3]},
+                                {b13[6], b13[4], b13[2]}};
+        const double d[4] = {0.0, 0.0, b13[1], b13[0]};
+        combine_four(t, dst, src, c, d, n);
         mm(t, n, a[3], a[5], 1.0, a[1]);
         mm(t, n, a[3], a[4], 1.0, a[6]);
         k = a[6];
