@@ -125,11 +125,12 @@ def test_batches_mix_general_triangular_and_diagonal_slices(dtype):
     assert np.array_equal(got[1, 1], np.eye(6))  # the zero slice
 
 
-def test_orders_from_400_use_the_norm_estimate(compiled):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_orders_from_400_use_the_norm_estimate(compiled, dtype):
     rng = np.random.default_rng(5)
     for norm in (1.5, 3.0, 50.0):
-        a = _matrix(rng, 401, "float64", norm)
-        assert rel(compiled.expm(a), sla.expm(a)) <= _tolerance("float64", norm)
+        a = _matrix(rng, 401, dtype, norm)
+        assert rel(compiled.expm(a), sla.expm(a)) <= _tolerance(dtype, norm)
 
 
 @pytest.mark.parametrize("t", (0.3, 2.0, 25.0))
