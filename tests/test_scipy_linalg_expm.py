@@ -183,9 +183,10 @@ def test_cuda_operands_are_refused_by_name():
 
 @settings(max_examples=60, deadline=None)
 @given(batch=st.lists(st.integers(1, 3), max_size=2), n=st.integers(2, 9), dtype=st.sampled_from(DTYPES),
-       log_norm=st.floats(-3, 2.5), structure=st.sampled_from(("general", "general", "upper", "lower")),
+       log_norm=st.floats(-3, 1.8), structure=st.sampled_from(("general", "general", "upper", "lower")),
        seed=st.integers(0, 2**32 - 1))
 def test_hypothesis_random_stacks_match_scipy(batch, n, dtype, log_norm, structure, seed):
+    """1-norms up to 10**1.8, whose exponentials float32 holds."""
     rng = np.random.default_rng(seed)
     norm = 10.0**log_norm
     a = np.stack([_matrix(rng, n, dtype, norm, structure) for _ in range(int(np.prod(batch)))])
