@@ -7,8 +7,8 @@ Run (unset the OpenBLAS overrides for this command only)::
 The mix is what a widely used ML library's test suite calls most (issue 21): ``cho_solve``
 of ``cho_factor``, ``solve``, ``cholesky``, ``solve_triangular``, ``svd``, ``lu``, ``qr``,
 ``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), and
-the general eigenproblem and RQ (``eig``, ``eigvals``, ``rq``), on C-ordered float64 matrices
-of orders 2 to 512.
+the general eigenproblem and RQ (``eig``, ``eigvals``, ``rq``) and the matrix exponential
+(``expm``, of a matrix scaled by ``1/sqrt(n)``), on C-ordered float64 matrices of orders 2 to 512.
 
 Two kinds of row per function and order:
 
@@ -69,6 +69,7 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
     b = rng.standard_normal(n)
     s = _spd(rng, n)
     low = np.tril(a)
+    g = rng.standard_normal((n, n)) / np.sqrt(n)
     m = module
     return {
         "cho_solve(cho_factor)": lambda: m.cho_solve(m.cho_factor(s), b),
@@ -88,6 +89,7 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
         "eig": lambda: m.eig(a),
         "eigvals": lambda: m.eigvals(a),
         "rq": lambda: m.rq(a),
+        "expm": lambda: m.expm(g),
     }[name]
 
 
@@ -95,7 +97,8 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
 MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "cholesky": "cholesky",
        "solve_triangular": "solve_triangular", "svd": "svd", "lu": "lu", "qr": "qr", "norm (matrix)": "norm",
        "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh",
-       "orth": "orth", "null_space": "null_space", "eig": "eig", "eigvals": "eigvals", "rq": "rq"}
+       "orth": "orth", "null_space": "null_space", "eig": "eig", "eigvals": "eigvals", "rq": "rq",
+       "expm": "expm"}
 
 
 def functions() -> list[str]:

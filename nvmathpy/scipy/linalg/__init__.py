@@ -3,7 +3,7 @@ return conventions as SciPy 1.17, faster (LAPACK called directly, C-ordered inpu
 through transposed views, workspace sizes cached, drivers chosen by measurement).
 
 ``from nvmathpy.scipy import linalg as sla`` and call ``sla.solve``, ``sla.lu_factor``, ...
-Every other public name of :mod:`scipy.linalg` (``expm``, ``schur``, ``LinAlgWarning``, the
+Every other public name of :mod:`scipy.linalg` (``logm``, ``schur``, ``LinAlgWarning``, the
 ``lapack``/``blas`` modules, ...) is SciPy's own object, looked up on first access: the module
 is a safe swap for ``scipy.linalg`` in any code, and importing it does not import SciPy
 (``__all__`` lists the names nvmathpy implements; ``dir()`` lists them all).
@@ -54,6 +54,11 @@ from ._eig import eig, eigvals  # noqa: E402
 from ._rq import rq  # noqa: E402
 
 __all__ += ["eig", "eigvals", "rq"]
+
+# The matrix exponential (issue 21): NumPy operands, in the compiled extension; CUDA operands refused by name.
+from ._expm import expm  # noqa: E402
+
+__all__ += ["expm"]
 
 # Banded solvers and the LDL factorization (issue 21): NumPy operands; CUDA operands refused by name.
 from ._banded import cho_solve_banded, cholesky_banded, solve_banded, solveh_banded  # noqa: E402

@@ -210,22 +210,30 @@ static void *pointer(PyObject *capi, const char *name) {
     return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
 }
 
+/* table[t * count + f] for t = s, d, c, z and f < count: the routine names[f] (its real and
+   complex spelling) with the type letter prefixed, from capis[source[f]] (source NULL:
+   capis[0]); -1 (exception set) when one is missing. */
+static int fill_pointers(PyObject *const *capis, const int *source, const char *(*names)[2], int count, void **table) {
+    static const char prefix[4] = {'s', 'd', 'c', 'z'};
+    for (int t = 0; t < 4; ++t) {
+        for (int f = 0; f < count; ++f) {
+            char name[16];
+            snprintf(name, sizeof name, "%c%s", prefix[t], names[f][t >= 2]);
+            table[t * count + f] = pointer(capis[source == NULL ? 0 : source[f]], name);
+            if (table[t * count + f] == NULL) return -1;
+        }
+    }
+    return 0;
+}
+
 /* set_lapack(scipy.linalg.cython_lapack.__pyx_capi__) */
 static PyObject *set_lapack(PyObject *self, PyObject *capi) {
     if (!PyDict_Check(capi)) {
         PyErr_SetString(PyExc_TypeError, "set_lapack expects cython_lapack.__pyx_capi__ (a dict)");
         return NULL;
     }
-    static const char prefix[4] = {'s', 'd', 'c', 'z'};
     void *table[4][NFUNC];
-    for (int t = 0; t < 4; ++t) {
-        for (int f = 0; f < NFUNC; ++f) {
-            char name[16];
-            snprintf(name, sizeof name, "%c%s", prefix[t], NAMES[f][t >= 2]);
-            table[t][f] = pointer(capi, name);
-            if (table[t][f] == NULL) return NULL;
-        }
-    }
+    if (fill_pointers(&capi, NULL, NAMES, NFUNC, &table[0][0]) < 0) return NULL;
     memcpy(LP, table, sizeof table);
     ready = 1;
     Py_RETURN_NONE;
