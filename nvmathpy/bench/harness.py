@@ -128,7 +128,9 @@ def _fmt_seconds(s: float) -> str:
 
 def format_table(results: Sequence[Result]) -> str:
     """Markdown tables, one per suite and set of implementations: the median per
-    implementation, and nvmathpy's speedup over each other one (``x`` > 1: nvmathpy faster)."""
+    implementation, and nvmathpy's speedup over each other one (``x`` > 1: nvmathpy faster);
+    under each, the geometric mean over its cases of nvmathpy's time / the fastest other
+    implementation's of that case, and how many cases are above 1.05."""
     lines = []
     groups = dict.fromkeys((r.suite, tuple(r.seconds)) for r in results)
     for suite, labels in groups:
@@ -144,6 +146,10 @@ def format_table(results: Sequence[Result]) -> str:
             if "nvmathpy" in labels:
                 cells += [f"{r.seconds[label] / r.seconds['nvmathpy']:.2f}x" for label in others]
             lines.append("| " + " | ".join(cells) + " |")
+        if "nvmathpy" in labels and others:
+            to_best = [r.seconds["nvmathpy"] / min(r.seconds[label] for label in others) for r in rows]
+            lines += ["", f"nvmathpy time / the fastest other's, per case: geometric mean {geometric_mean(to_best):.2f}, "
+                          f"{sum(v > 1.05 for v in to_best)} of {len(to_best)} cases above 1.05"]
         lines.append("")
     return "\n".join(lines)
 
