@@ -103,7 +103,7 @@ BEYOND_UP_TO = 1 << 17
 FLUSH = (2, 3, 4, 5, 6, 7, 20, 24, 30, 36, 40, 48, *LENGTHS)
 
 
-def first_calls(rounds: int, seed: int = 1, beyond: bool = False) -> list[dict[str, Any]]:
+def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = False) -> list[dict[str, Any]]:
     """Seconds of the first call on a length neither side has transformed in this process.
 
     Per case, ``rounds`` lengths; each is transformed once by each side (a paired design: both
@@ -111,7 +111,10 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False) -> list[dict[s
     the side going first alternating. Before each timed call both sides transform every length
     of :data:`FLUSH` (untimed; so each side's code is about as warm, but for what only a new
     length runs): both sides may run one kernel, SciPy's pocketfft, whose plan cache would
-    otherwise serve the second side the plan the first one made. Each function
+    otherwise serve the second side the plan the first one made. Then (unless ``cold``) the side
+    makes an untimed first call on another new length, so what only a first call runs is as
+    warm on both sides, as in a program making first calls (``cold``: nvmathpy's first-call
+    code, which its repeated calls skip, is then the less warm). Each function
     is called once on a length of :data:`LENGTHS` before (modules loaded, as in a running
     program). Wall time (``time.perf_counter``, the target) and the calling thread's CPU time
     (``time.thread_time``: what the other processes of a shared machine do not inflate, but
@@ -120,11 +123,13 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False) -> list[dict[s
     ``beyond``: lengths of 1025 to :data:`BEYOND_UP_TO` points (:data:`BEYOND`'s cases), else
     9 to 1023 (but :data:`FLUSH` and :data:`LENGTHS`)."""
     rng = np.random.default_rng(seed)
+    needed = rounds * (1 if cold else 2) * sum(map(len, (BEYOND if beyond else FUNCTIONS).values()))
     if beyond:
-        unused = [int(n) for n in rng.choice(np.arange(1025, BEYOND_UP_TO), rounds * sum(map(len, BEYOND.values())),
-                                             replace=False)]
+        unused = [int(n) for n in rng.choice(np.arange(1025, BEYOND_UP_TO), needed, replace=False)]
     else:
         unused = [n for n in range(9, 1024) if n not in FLUSH]  # the repeated cases run later
+        if needed > len(unused):
+            raise SystemExit(f"{rounds} first-call rounds need {needed} lengths of 9-1023; {len(unused)} are free")
         rng.shuffle(unused)
     pool = iter(unused)
     cases = []
@@ -139,10 +144,13 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False) -> list[dict[s
             cpu: tuple[list[float], list[float]] = ([], [])
             for r in range(rounds):
                 x = _operand(rng, (next(pool),), what)
+                warm = None if cold else _operand(rng, (next(pool),), what)
                 for side in ((0, 1) if r % 2 == 0 else (1, 0)):
                     for f in flush:  # (both sides: the code of each is as warm before its timed call)
                         pair[0](f)
                         pair[1](f)
+                    if warm is not None:
+                        pair[side](warm)
                     start, start_cpu = time.perf_counter(), time.thread_time()
                     pair[side](x)
                     cpu[side].append(time.thread_time() - start_cpu)
@@ -189,17 +197,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds per case (default 9)")
     parser.add_argument("--calls", type=int, default=200, help="calls per burst of repeated calls (default 200)")
     parser.add_argument("--first-rounds", type=int, default=41, help="new lengths per first-call case (default 41)")
+    parser.add_argument("--cold-first", action="store_true",
+                        help="no untimed first call before each timed one (see first_calls)")
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
-    first = [summarize(c) for c in first_calls(args.first_rounds)]  # before anything else plans these sizes
-    beyond = [summarize(c) for c in first_calls(args.first_rounds, beyond=True)]
+    first = [summarize(c) for c in first_calls(args.first_rounds, cold=args.cold_first)]  # before anything else plans
+    beyond = [summarize(c) for c in first_calls(args.first_rounds, beyond=True, cold=args.cold_first)]
     again = [summarize(c) for c in repeated(args.rounds, args.calls)]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"NumPy {np.__version__}, Python {platform.python_version()}")
     print(table(again, f"repeated calls ({args.rounds} rounds of {args.calls} calls)"))
     print()
-    print(table(first, f"first call on a new length ({args.first_rounds} lengths per case, each timed on both sides; "
-                       "ratio of the median wall times, and of the calling thread's CPU times)"))
+    regime = "cold: no untimed first call before" if args.cold_first else "each after an untimed first call"
+    print(table(first, f"first call on a new length ({args.first_rounds} lengths per case, each timed on both sides, "
+                       f"{regime}; ratio of the median wall times, and of the calling thread's CPU times)"))
     print()
     print(table(beyond, f"first call on a new length of 1025-{BEYOND_UP_TO} points ({args.first_rounds} lengths per "
                         "case, each timed on both sides; the target: wall ratio >= 0.5)"))
