@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 __all__ = ["Case", "Result", "Timer", "host_timer", "measure", "run_cases", "format_table", "write_json",
-           "write_plot", "blas_summary", "clean_openblas_env", "geometric_mean"]
+           "write_plot", "blas_summary", "clean_openblas_env", "geometric_mean", "vs_fastest"]
 
 #: Environment variables that slow OpenBLAS when set on these machines; unset for benchmarks.
 OPENBLAS_SLOWDOWN_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -128,9 +128,7 @@ def _fmt_seconds(s: float) -> str:
 
 def format_table(results: Sequence[Result]) -> str:
     """Markdown tables, one per suite and set of implementations: the median per
-    implementation, and nvmathpy's speedup over each other one (``x`` > 1: nvmathpy faster);
-    under each, the geometric mean over its cases of nvmathpy's time / the fastest other
-    implementation's of that case, and how many cases are above 1.05."""
+    implementation, and nvmathpy's speedup over each other one (``x`` > 1: nvmathpy faster)."""
     lines = []
     groups = dict.fromkeys((r.suite, tuple(r.seconds)) for r in results)
     for suite, labels in groups:
@@ -146,11 +144,26 @@ def format_table(results: Sequence[Result]) -> str:
             if "nvmathpy" in labels:
                 cells += [f"{r.seconds[label] / r.seconds['nvmathpy']:.2f}x" for label in others]
             lines.append("| " + " | ".join(cells) + " |")
-        if "nvmathpy" in labels and others:
-            to_best = [r.seconds["nvmathpy"] / min(r.seconds[label] for label in others) for r in rows]
-            lines += ["", f"nvmathpy time / the fastest other's, per case: geometric mean {geometric_mean(to_best):.2f}, "
-                          f"{sum(v > 1.05 for v in to_best)} of {len(to_best)} cases above 1.05"]
         lines.append("")
+    return "\n".join(lines)
+
+
+def vs_fastest(results: Sequence[Result]) -> str:
+    """Per suite, the geometric mean over its cases of nvmathpy's time / the fastest other
+    implementation's time for that case, and how many cases are above 1.05 (one line each).
+
+    Examples
+    --------
+    >>> print(vs_fastest([Result("fft", "a", "x", None, {"x": 2.0, "y": 1.0, "nvmathpy": 1.2})]))
+    fft: nvmathpy time / the fastest other's per case: geometric mean 1.20 over 1 cases, 1 above 1.05
+    """
+    lines = []
+    for suite in dict.fromkeys(r.suite for r in results):
+        ratios = [r.seconds["nvmathpy"] / min(t for label, t in r.seconds.items() if label != "nvmathpy")
+                  for r in results if r.suite == suite and "nvmathpy" in r.seconds and len(r.seconds) > 1]
+        if ratios:
+            lines.append(f"{suite}: nvmathpy time / the fastest other's per case: geometric mean "
+                         f"{geometric_mean(ratios):.2f} over {len(ratios)} cases, {sum(v > 1.05 for v in ratios)} above 1.05")
     return "\n".join(lines)
 
 
