@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
 from nvmathpy.bench.suite_fft import (  # noqa: E402
-    CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, make_input, trig_runners,
+    CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, forget_fftw_wisdom, make_input, trig_runners,
 )
 from nvmathpy.plan.calibration import alternating_rounds  # noqa: E402
 
@@ -103,17 +103,6 @@ def estimate_planning_seconds(x: np.ndarray, kind: str, axes: Any, threads: int)
     return statistics.median(samples)
 
 
-def forget_fftw_wisdom() -> None:
-    try:
-        import pyfftw
-    except ImportError:
-        return
-    from nvmathpy.fft import _libraries
-
-    pyfftw.forget_wisdom()
-    _libraries._IMPORTED_FFTW_WISDOM.clear()
-
-
 def nvmathpy_case(x: np.ndarray, kind: str, axes: Any, threads: int) -> tuple[dict[str, Callable[[], Any]], str, float, float]:
     """Tune once, set up the direct callers, then plan again from wisdom (FFTW's in-process
     wisdom forgotten first). Returns (runners incl. "nvmathpy", choice, tune s, wisdom-hit plan s)."""
@@ -125,7 +114,9 @@ def nvmathpy_case(x: np.ndarray, kind: str, axes: Any, threads: int) -> tuple[di
     with FFT(x, axes=axes, execution=ExecutionCPU(threads), options={"fftw_time_limit": FFTW_TIME_LIMIT}) as tuned:
         tuned.autotune(effort="measure", repeats=3)
     tune = time.perf_counter() - t0
-    # pyfftw's MEASURE plan, under the same time limit, reuses the tuning's wisdom (time-outs included)
+    # pyfftw's MEASURE plan under the same time limit, from FFTW's state in a new process: what the
+    # tuning's searches left in memory (never exported) would otherwise plan pyfftw with more time
+    forget_fftw_wisdom()
     runners = direct_runners(x, kind, axes, threads, FFTW_TIME_LIMIT)
     FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan().free()  # reads the updated wisdom file once
     hits = []

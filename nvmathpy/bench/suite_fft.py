@@ -13,7 +13,7 @@ import numpy as np
 from .harness import Case
 
 __all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "TRIG_CASES", "TRIG_QUICK", "cases", "make_input", "direct_runners",
-           "trig_runners"]
+           "forget_fftw_wisdom", "trig_runners"]
 
 CASES = [  # (label, kind, shape, axes)
     ("1-D 1000", "c2c", (1000,), None),
@@ -52,6 +52,18 @@ def make_input(kind: str, shape: tuple[int, ...], precision: str, rng: np.random
     if kind == "c2c":
         x = (x + 1j * rng.standard_normal(shape).astype(real)).astype(np.result_type(real, np.complex64))
     return x
+
+
+def forget_fftw_wisdom() -> None:
+    """Forget FFTW's in-process wisdom (pyFFTW's and what nvmathpy imported), as in a new process."""
+    try:
+        import pyfftw
+    except ImportError:
+        return
+    from ..fft import _libraries
+
+    pyfftw.forget_wisdom()
+    _libraries._IMPORTED_FFTW_WISDOM.clear()
 
 
 def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int,
@@ -116,6 +128,7 @@ def cases(quick: bool) -> list[Case]:
                 with FFT(x, axes=axes, execution=ExecutionCPU(threads),
                          options={"fftw_time_limit": FFTW_TIME_LIMIT}) as tuning:
                     tuning.autotune(effort="measure", repeats=3)
+                forget_fftw_wisdom()  # pyfftw plans as in a new process, not with the tuning's searches
                 runners = direct_runners(x, kind, axes, threads)
                 plan = FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan()  # from wisdom
                 runners["nvmathpy"] = plan.execute
