@@ -106,6 +106,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if not _guarded(f"bench {name}", lambda: run_suite(name)):
             failed.append(name)
     print(harness.format_table(results))
+    print(harness.vs_fastest(results))
     if args.json:
         harness.write_json(results, args.json, environment)
         print(f"wrote {args.json}")

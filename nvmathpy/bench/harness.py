@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 __all__ = ["Case", "Result", "Timer", "host_timer", "measure", "run_cases", "format_table", "write_json",
-           "write_plot", "blas_summary", "clean_openblas_env", "geometric_mean"]
+           "write_plot", "blas_summary", "clean_openblas_env", "geometric_mean", "vs_fastest"]
 
 #: Environment variables that slow OpenBLAS when set on these machines; unset for benchmarks.
 OPENBLAS_SLOWDOWN_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -145,6 +145,25 @@ def format_table(results: Sequence[Result]) -> str:
                 cells += [f"{r.seconds[label] / r.seconds['nvmathpy']:.2f}x" for label in others]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    return "\n".join(lines)
+
+
+def vs_fastest(results: Sequence[Result]) -> str:
+    """Per suite, the geometric mean over its cases of nvmathpy's time / the fastest other
+    implementation's time for that case, and how many cases are above 1.05 (one line each).
+
+    Examples
+    --------
+    >>> print(vs_fastest([Result("fft", "a", "x", None, {"x": 2.0, "y": 1.0, "nvmathpy": 1.2})]))
+    fft: nvmathpy time / the fastest other's per case: geometric mean 1.20 over 1 cases, 1 above 1.05
+    """
+    lines = []
+    for suite in dict.fromkeys(r.suite for r in results):
+        ratios = [r.seconds["nvmathpy"] / min(t for label, t in r.seconds.items() if label != "nvmathpy")
+                  for r in results if r.suite == suite and "nvmathpy" in r.seconds and len(r.seconds) > 1]
+        if ratios:
+            lines.append(f"{suite}: nvmathpy time / the fastest other's per case: geometric mean "
+                         f"{geometric_mean(ratios):.2f} over {len(ratios)} cases, {sum(v > 1.05 for v in ratios)} above 1.05")
     return "\n".join(lines)
 
 

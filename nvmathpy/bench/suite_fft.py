@@ -1,7 +1,8 @@
 """The FFT suite of ``python -m nvmathpy bench``: nvmathpy's tuned plans beside numpy.fft,
 scipy.fft and each installed FFT library called the way its users call it (ducc0 with
-``nthreads``, a ``pyfftw.builders`` object planned with FFTW_MEASURE, mkl_fft with MKL's thread
-count set), at 1 and 2 threads."""
+``nthreads``, a ``pyfftw.FFTW`` object planned with FFTW_MEASURE under the planning time limit
+nvmathpy's tuning gets, :data:`FFTW_TIME_LIMIT`, mkl_fft with MKL's thread count set), at 1 and
+2 threads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from .harness import Case
 
 __all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "TRIG_CASES", "TRIG_QUICK", "cases", "make_input", "direct_runners",
-           "trig_runners"]
+           "forget_fftw_wisdom", "trig_runners"]
 
 CASES = [  # (label, kind, shape, axes)
     ("1-D 1000", "c2c", (1000,), None),
@@ -37,7 +38,10 @@ TRIG_CASES = [
     ("2-D 2048^2", (2048, 2048), (0, 1)),
 ]
 TRIG_QUICK = {"1-D 4096"}
-#: Seconds FFTW may plan one candidate while tuning (keeps a full run near 10 minutes).
+#: Seconds FFTW may plan one candidate while tuning (keeps a full run near 10 minutes), and the
+#: same limit for the pyFFTW column: both sides plan FFTW under one budget. (FFTW_MEASURE of
+#: r2c 2^20 at 2 threads needs 25-30 s here; under the limit FFTW keeps its FFTW_ESTIMATE plan
+#: and records the time-out in its wisdom, so planning again under the limit gains nothing.)
 FFTW_TIME_LIMIT = 3.0
 QUICK = {"1-D 1024", "1-D 65536", "1-D 10007 (prime)", "2-D 512^2", "r2c 2^20"}
 
@@ -50,8 +54,26 @@ def make_input(kind: str, shape: tuple[int, ...], precision: str, rng: np.random
     return x
 
 
-def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int) -> dict[str, Callable[[], Any]]:
-    """Each library called the way its users call it, at ``threads``."""
+def forget_fftw_wisdom() -> None:
+    """Forget FFTW's in-process wisdom (pyFFTW's and what nvmathpy imported), as in a new process."""
+    try:
+        import pyfftw
+    except ImportError:
+        return
+    from ..fft import _libraries
+
+    pyfftw.forget_wisdom()
+    _libraries._IMPORTED_FFTW_WISDOM.clear()
+
+
+def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int,
+                   fftw_time_limit: float | None = FFTW_TIME_LIMIT) -> dict[str, Callable[[], Any]]:
+    """Each library called the way its users call it, at ``threads``.
+
+    pyFFTW: a ``pyfftw.FFTW`` object on aligned arrays (what ``pyfftw.builders`` makes, which
+    takes no time limit), planned with FFTW_MEASURE and ``planning_timelimit=fftw_time_limit``
+    seconds (``None``: no limit), called with the operand as ``builders`` objects are.
+    """
     import scipy.fft as sfft
 
     ax = tuple(range(x.ndim)) if axes is None else tuple(a % x.ndim for a in axes)
@@ -70,10 +92,12 @@ def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int) -> dict[st
     except ImportError:
         pass
     try:
-        import pyfftw.builders
+        import pyfftw
 
-        build = pyfftw.builders.fftn if kind == "c2c" else pyfftw.builders.rfftn
-        fftw = build(x, axes=ax, threads=threads, planner_effort="FFTW_MEASURE")
+        out_shape = x.shape if kind == "c2c" else tuple(n // 2 + 1 if i == ax[-1] else n for i, n in enumerate(x.shape))
+        fftw = pyfftw.FFTW(pyfftw.empty_aligned(x.shape, x.dtype),
+                           pyfftw.empty_aligned(out_shape, np.result_type(x.dtype, np.complex64)), axes=ax,
+                           flags=("FFTW_MEASURE",), threads=threads, planning_timelimit=fftw_time_limit)
         runners["pyfftw"] = lambda: fftw(x)
     except ImportError:
         pass
@@ -104,6 +128,7 @@ def cases(quick: bool) -> list[Case]:
                 with FFT(x, axes=axes, execution=ExecutionCPU(threads),
                          options={"fftw_time_limit": FFTW_TIME_LIMIT}) as tuning:
                     tuning.autotune(effort="measure", repeats=3)
+                forget_fftw_wisdom()  # pyfftw plans as in a new process, not with the tuning's searches
                 runners = direct_runners(x, kind, axes, threads)
                 plan = FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan()  # from wisdom
                 runners["nvmathpy"] = plan.execute

@@ -117,12 +117,13 @@ def transform(
             axes = tuple(axes)
         if type(s) is list:
             s = tuple(s)
+        key = (kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads)
         try:
-            run = lookup_runner((kind, direction, False, a.shape, a.strides, a.dtype, axes, s, norm, threads))
+            run = lookup_runner(key)
         except TypeError:  # an unhashable entry: not a signature the quick path keeps
             run = False
         if run is None:
-            run = _quick(a, kind, direction, s, axes, norm, threads, False)
+            run = _quick(key, a, kind, direction, s, axes, norm, threads, False)
         if run:
             return run(a) if out is None else _deliver(run(a), out)
     if callable(threads):
@@ -189,9 +190,10 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     ``X[k] = conj(X[m - k])``, with SciPy's signs of zeros
     (:func:`~nvmathpy.fft._quick.conjugate_mirror`), on the quick path and on plans alike."""
     axes = (axis,)
-    run = lookup_runner(("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads))
+    key = ("r2c", "forward", True, a.shape, a.strides, a.dtype, axes, n, norm, threads)
+    run = lookup_runner(key)
     if run is None:
-        run = _quick(a, "r2c", "forward", n, axes, norm, threads, True)
+        run = _quick(key, a, "r2c", "forward", n, axes, norm, threads, True)
     if run:
         return run(a) if out is None else _deliver(run(a), out)
     half = transform(a, kind="r2c", direction="forward", s=n, axes=(axis,), norm=norm, threads=threads)
@@ -202,10 +204,11 @@ def real_forward(a: np.ndarray, *, n: tuple[int] | None, axis: Any, norm: Any, t
     return _deliver(conjugate_mirror(full, axis), out)
 
 
-def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
+def _quick(key: tuple, a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: Any, threads: Threads,
            full: bool) -> Any:
-    """Make and keep the quick-path runner of a call signature seen the first time (``False``:
-    plans run it); the key is the one :func:`transform` and :func:`real_forward` look up. A
+    """Make and keep, under ``key``, the quick-path runner of a call signature seen the first
+    time (``False``: plans run it); ``key`` is the one :func:`transform` and :func:`real_forward`
+    look up. A
     signature differing from a known one in the transform's length only gets its runner from
     that one's family (:func:`~nvmathpy.fft._quick.quick_runner`) without describing the call."""
     family_key = (kind, direction, full, a.ndim, a.dtype, axes, norm, threads, s is None)
@@ -216,7 +219,7 @@ def _quick(a: np.ndarray, kind: str, direction: str, s: Any, axes: Any, norm: An
                                    full=full)
         if family is not None:
             _RUNNERS.put_family(family_key, family)
-    _RUNNERS.put((kind, direction, full, a.shape, a.strides, a.dtype, axes, s, norm, threads), run or False)
+    _RUNNERS.put(key, run or False)
     return run or False
 
 

@@ -39,16 +39,14 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 import numpy as np
 
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
-from ._heuristic import small_band, threads_guess
+from ._heuristic import SMALL, THREADED_FROM, small_band, threads_guess
 from ._libraries import ducc0_call, pocketfft_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
@@ -77,7 +75,10 @@ class RunnerCache:
 
     Runners are shared, not taken out: a hit is one dictionary lookup (:attr:`lookup`, the
     dictionary's own ``get``), so hits are not counted; :attr:`misses` counts the runners made.
-    Beyond ``maxsize`` the oldest entries go first.
+    Beyond ``maxsize`` the oldest entries go first. Keeping an entry takes no lock (a first
+    call on a new length pays for it: a dictionary store, and a removal beyond the bound, each
+    safe between threads; threads racing past the bound may leave it exceeded by their number
+    until the next store).
 
     Parameters
     ----------
@@ -96,9 +97,8 @@ class RunnerCache:
     def __init__(self, maxsize: int = 2048):
         self._check(maxsize)
         self._maxsize = maxsize
-        self._runners: OrderedDict[Hashable, Runner | bool] = OrderedDict()
-        self._families: OrderedDict[Hashable, Family] = OrderedDict()
-        self._lock = threading.Lock()
+        self._runners: dict[Hashable, Runner | bool] = {}
+        self._families: dict[Hashable, Family] = {}
         #: The runner for a key (``False``: left to plans), or ``None`` when none is kept.
         self.lookup: Callable[[Hashable], Runner | bool | None] = self._runners.get
         #: The :data:`Family` kept for a key without the transform's length, or ``None``.
@@ -119,35 +119,41 @@ class RunnerCache:
 
     def put(self, key: Hashable, runner: Runner | bool) -> None:
         """Keep ``runner`` under ``key``, dropping the oldest entries beyond the bound."""
-        with self._lock:
-            self.misses += 1
-            self._keep(self._runners, key, runner)
+        self.misses += 1
+        kept = self._runners
+        kept[key] = runner
+        if len(kept) > self._maxsize:
+            _trim(kept, self._maxsize)
 
     def put_family(self, key: Hashable, family: Family) -> None:
         """Keep ``family`` under ``key`` (not counted in :attr:`misses` nor ``len``), within the bound."""
-        with self._lock:
-            self._keep(self._families, key, family)
-
-    def _keep(self, kept: OrderedDict, key: Hashable, value: Any) -> None:
-        kept[key] = value
-        while len(kept) > self._maxsize:
-            kept.popitem(last=False)
+        kept = self._families
+        kept[key] = family
+        if len(kept) > self._maxsize:
+            _trim(kept, self._maxsize)
 
     def resize(self, maxsize: int) -> None:
         """Change the bound, dropping the oldest runners (and families) beyond it."""
         self._check(maxsize)
-        with self._lock:
-            self._maxsize = maxsize
-            for kept in (self._runners, self._families):
-                while len(kept) > maxsize:
-                    kept.popitem(last=False)
+        self._maxsize = maxsize
+        for kept in (self._runners, self._families):
+            _trim(kept, maxsize)
 
     def clear(self) -> None:
         """Drop every runner and family and reset the miss counter."""
-        with self._lock:
-            self._runners.clear()
-            self._families.clear()
-            self.misses = 0
+        self._runners.clear()
+        self._families.clear()
+        self.misses = 0
+
+
+def _trim(kept: dict, maxsize: int) -> None:
+    """Drop the oldest entries of ``kept`` (insertion order) beyond ``maxsize``; an entry another
+    thread has just removed is skipped."""
+    while len(kept) > maxsize:
+        try:
+            kept.pop(next(iter(kept)), None)
+        except (StopIteration, RuntimeError):  # emptied, or changed during the look, by another thread
+            return
 
 
 #: How often, in seconds, the quick path looks at the wisdom store again (its location, and its
@@ -287,11 +293,16 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
         return None
     kind, norm, in_dtype = layout.kind, layout.norm, layout.in_dtype
     axes = (axis,)
-    raw = make("c2c" if full else kind, axes, direction, norm, 1, 0)
+    # c2r: the function of the output length giving the call; else the one call of every length
+    # (full: the complex transform of real input)
+    raw = make("c2c" if full else kind, axes, direction, norm, 1, None)
     if raw is None:  # the library's binding is not usable here
         return None
-    shared = None if kind == "c2r" else raw  # (full: the complex transform of real input)
-    may_know = wisdom_may_know
+    shared, of_length = (None, raw) if kind == "c2r" else (raw, None)
+    # What a new length runs is kept to a few steps - a first call pays for each, and more where
+    # other work has left them out of the processor's caches - so small_band's test and the
+    # cheap half of wisdom_may_know's are written out here.
+    memo, monotonic, may_know = _WISDOM_MEMO, time.monotonic, wisdom_may_know
 
     def member(x: np.ndarray, s: Any) -> Runner | None:
         m = x.shape[-1]
@@ -304,14 +315,17 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
             if type(n) is not int:
                 return None
             width = n // 2 + 1 if kind == "c2r" else n
-        if n < 1 or not small_band(n, x.size // m * n):
+        if n < 1 or n > SMALL or x.size // m * n >= THREADED_FROM:  # (not small_band(n, ...))
             return None
         in_shape = x.shape if width == m else x.shape[:-1] + (width,)
-        if may_know(("fft", kind, in_shape, in_dtype)):
+        if (memo["problems"] or monotonic() - memo["checked"] >= WISDOM_RECHECK) and may_know(
+                ("fft", kind, in_shape, in_dtype)):
             return None
-        fill = None if width == m else _filler(in_shape, in_dtype, x.shape)
-        call = make(kind, axes, direction, norm, 1, n) if shared is None else shared
-        return call if fill is None else lambda y: call(fill(y))
+        call = shared if of_length is None else of_length(n)
+        if width == m:
+            return call
+        fill = _filler(in_shape, in_dtype, x.shape)
+        return lambda y: call(fill(y))
 
     return member
 
