@@ -216,7 +216,7 @@ def custom_epilogue_rows(quick: bool, rounds: int) -> list[str]:
 
 
 def tiny_rows(rounds: int) -> list[str]:
-    rows = ["| tiny fp64 n x n | numpy.matmul | a.dot(b) | planned execute | one-call matmul (cache hit) | "
+    rows = ["| tiny fp64 n x n | numpy.matmul | a.dot(b) | planned execute | one-call matmul (repeated) | "
             "execute / matmul | execute / dot | one-call / matmul |", "|---|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(2)
     for n in (2, 4, 8, 16, 32):

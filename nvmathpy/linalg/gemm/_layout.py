@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 from ...errors import InvalidOperandError
 
-__all__ = ["MatmulShape", "analyse_shapes", "layout_class", "broadcast_check"]
+__all__ = ["MatmulShape", "TINY_FLOPS", "analyse_shapes", "layout_class", "broadcast_check"]
+
+#: Products with at most this many multiply-adds count as tiny: planned, they are the bound
+#: ``ndarray.dot`` call (see :mod:`.cpu._engine`).
+TINY_FLOPS = 64**3
 
 
 @dataclass(frozen=True)

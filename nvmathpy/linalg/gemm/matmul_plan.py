@@ -21,7 +21,7 @@ from ...errors import InvalidOperandError, InvalidOptionError, OperandMismatchEr
 from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ...plan import Plan, PlanCache, Prepared, Problem, as_options
-from ._layout import analyse_shapes, broadcast_check, layout_class
+from ._layout import TINY_FLOPS, analyse_shapes, broadcast_check, layout_class
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
 from ._engines import engine_for
@@ -462,35 +462,26 @@ class Matmul(Plan):
 
 _CACHE = PlanCache(maxsize=128)
 _NO_INPUTS: Mapping[str, Any] = {}
+#: dtypes whose tiny all-defaults NumPy products :func:`matmul` hands to ``ndarray.dot`` unplanned.
+_DOT_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_ndarray = np.ndarray
 
 
-#: NumPy problems (shapes, strides, dtypes) whose all-defaults plan is the bound ``dot`` call:
-#: :func:`matmul` makes that call at once, with no cache key. At most the plan cache's size.
-_PLAIN_DOT: set[tuple] = set()
-
-
-def _remember_plain_dot(plan: Matmul, a: Any, b: Any, key: tuple) -> None:
-    """Note ``a @ b`` in :data:`_PLAIN_DOT` if ``plan``, built for :func:`matmul`'s NumPy ``key``
-    (shapes, strides, dtypes, alpha, beta, epilogue, execution, options, stream), qualifies."""
-    alpha, *others = key[6:]
-    defaults = type(alpha) is float and alpha == 1.0 and others == [None] * 5
-    if defaults and plan.candidate.label == "dot" and plan._convert is None and not plan._options.check_finite:
-        if len(_PLAIN_DOT) >= _CACHE.maxsize:
-            _PLAIN_DOT.clear()
-        if _CACHE.maxsize:
-            _PLAIN_DOT.add((a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
+def _dot_flops(a: np.ndarray, b: np.ndarray) -> int:
+    """``m * k * n`` of ``a @ b`` with a 1-D operand (K assumed equal), else above :data:`TINY_FLOPS`."""
+    if 0 < a.ndim < 3 and 0 < b.ndim < 3:
+        return b.size if a.ndim == 1 else a.size
+    return TINY_FLOPS + 1
 
 
 def set_plan_cache_size(maxsize: int) -> None:
     """Bound the number of plans :func:`matmul` keeps (``0`` disables caching)."""
     _CACHE.resize(maxsize)
-    _PLAIN_DOT.clear()
 
 
 def clear_plan_cache() -> None:
     """Free every plan :func:`matmul` keeps and reset the hit/miss counters."""
     _CACHE.clear()
-    _PLAIN_DOT.clear()
 
 
 def plan_cache_info() -> dict[str, int]:
@@ -527,7 +518,8 @@ def matmul(
     Takes the same arguments as :class:`Matmul`; a repeated problem (same shapes, strides,
     dtypes, epilogue, scalars and options) reuses its plan. A custom epilogue (a Python
     function) is traced on every call and keyed by its traced expression, so equal functions
-    share a plan.
+    share a plan. A tiny product (``m * k * n <= 64**3``) of 1-D/2-D NumPy arrays of one dtype
+    with every option left default takes no plan: it is the ``ndarray.dot`` call its plan makes.
 
     Examples
     --------
@@ -544,12 +536,23 @@ def matmul(
     array([[2., 0.],
            [6., 8.]])
     """
-    if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue is None and beta is None
+    # tiny and all defaults: the plan's dot call (wisdom could only prefer its "matmul" candidate, which
+    # computes the same); a K that differs gets the planned route's error
+    if (type(a) is _ndarray is type(b) and c is None and beta is None and epilogue is None
             and epilogue_inputs is None and execution is None and options is None and stream is None
             and type(alpha) is float and alpha == 1.0
-            and (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype) in _PLAIN_DOT):
-        _CACHE.hits += 1
-        return a.dot(b)
+            and a.dtype is b.dtype in _DOT_DTYPES
+            and (len(a) * b.size if a.ndim == 2 == b.ndim else _dot_flops(a, b)) <= TINY_FLOPS):
+        try:
+            return a.dot(b)
+        except ValueError:
+            pass
+    return _planned_matmul(a, b, c, alpha, beta, epilogue, epilogue_inputs, execution, options, stream)
+
+
+def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any, epilogue_inputs: Any,
+                    execution: Any, options: Any, stream: Any) -> Any:
+    """:func:`matmul` through its plan cache (its arguments, in its order)."""
     custom = is_custom(epilogue)
     if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue_inputs is None
             and options is None and (execution is None or type(execution) is str) and not custom):
@@ -590,8 +593,6 @@ def matmul(
         if key is None:
             with plan:
                 return plan.execute()
-        if key is not None and na is a:  # the first branch's key: NumPy operands, no c, no inputs
-            _remember_plain_dot(plan, a, b, key)
         plan._detach()  # the cache must not keep this call's arrays alive
     try:
         return plan._one_call(na, nb, nc, inputs, None)

@@ -46,13 +46,11 @@ from ._epilogue_c import c_available, c_supports, input_pattern
 from ._epilogue_eval import compile_program, fold_addend, numexpr_available, prologue_steps
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
-from .._layout import analyse_shapes
+from .._layout import TINY_FLOPS, analyse_shapes
 from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
 
-#: Products with at most this many multiply-adds count as tiny (the bound ``dot`` call).
-TINY_FLOPS = 64**3
 #: Products below this size are offered a single-threaded BLAS candidate.
 SMALL_FLOPS = 256**3
 #: Rows per BLAS call of the "split" candidates.

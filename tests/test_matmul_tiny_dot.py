@@ -1,0 +1,203 @@
+"""The one-call ``matmul``'s direct route: tiny all-defaults products of 1-D/2-D NumPy operands
+go straight to ``ndarray.dot`` (the call their plan binds) and must return exactly what the
+planned route returns; everything else must still take the planned route."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nvmathpy.linalg as la
+from nvmathpy.errors import InvalidOperandError, InvalidOptionError
+from nvmathpy.linalg.gemm import matmul_plan
+from nvmathpy.linalg.gemm._layout import TINY_FLOPS
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def rand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def view(x, layout):
+    """``x``'s values in another memory layout (a view where the layout allows)."""
+    if layout == "C":
+        return x
+    if layout == "F":
+        return np.asfortranarray(x)
+    if layout == "T":  # the transpose of a C array: an F-ordered view
+        return np.ascontiguousarray(x.T).T
+    wide = np.zeros(tuple(2 * s for s in x.shape), x.dtype)
+    if layout == "strided":  # steps in every axis
+        wide[tuple(slice(None, None, 2) for _ in x.shape)] = x
+        return wide[tuple(slice(None, None, 2) for _ in x.shape)]
+    wide[tuple(slice(None, s) for s in x.shape)] = x[tuple(slice(None, None, -1) for _ in x.shape)]  # "reversed"
+    return wide[tuple(slice(s - 1, None, -1) for s in x.shape)]
+
+
+def planned(a, b):
+    """The one-call's general route: through the plan cache."""
+    return matmul_plan._planned_matmul(a, b, None, 1.0, None, None, None, None, None, None)
+
+
+def assert_same(got, want, a, b):
+    assert type(got) is type(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want)  # bit for bit: the same BLAS call
+    if isinstance(want, np.ndarray):
+        assert got.strides == want.strides
+        assert (got.flags.c_contiguous, got.flags.f_contiguous, got.flags.owndata) == \
+            (want.flags.c_contiguous, want.flags.f_contiguous, want.flags.owndata)
+        assert got.flags.writeable and not np.shares_memory(got, a) and not np.shares_memory(got, b)
+
+
+@pytest.fixture
+def no_plan(monkeypatch):
+    """Fail on any planned call; yields the plan cache counters before the test's calls."""
+    matmul_plan.clear_plan_cache()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the planned route was taken")
+
+    monkeypatch.setattr(matmul_plan, "_planned_matmul", refuse)
+    monkeypatch.setattr(matmul_plan, "Matmul", refuse)
+    return matmul_plan.plan_cache_info()
+
+
+@pytest.fixture
+def routes(monkeypatch):
+    """Record the calls that take the planned route (which still runs)."""
+    taken = []
+    general = matmul_plan._planned_matmul
+
+    def record(*args):
+        taken.append(args)
+        return general(*args)
+
+    monkeypatch.setattr(matmul_plan, "_planned_matmul", record)
+    return taken
+
+
+SHAPES = [((n, n), (n, n)) for n in (1, 2, 3, 4, 7, 8, 16)] + [
+    ((5, 3), (3, 7)), ((1, 9), (9, 1)), ((9, 1), (1, 9)), ((8,), (8, 5)), ((6, 8), (8,)), ((11,), (11,)),
+    ((64, 64), (64, 64)),  # exactly TINY_FLOPS
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("layouts", [("C", "C"), ("F", "C"), ("C", "T"), ("T", "F"), ("strided", "C"),
+                                     ("C", "reversed")])
+def test_direct_route_returns_what_the_planned_route_returns(dtype, shapes, layouts, no_plan, monkeypatch):
+    x, y = rand(shapes[0], dtype, 1), rand(shapes[1], dtype, 2)
+    a, b = view(x, layouts[0]), view(y, layouts[1])
+    assert np.array_equal(a, x) and np.array_equal(b, y)
+    got = la.matmul(a, b)
+    assert matmul_plan.plan_cache_info() == no_plan  # no plan taken, none counted
+    monkeypatch.undo()
+    want = planned(a, b)
+    assert_same(got, want, a, b)
+    ref = x.astype(np.complex128) @ y.astype(np.complex128)
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-13
+    assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref) * max(1, shapes[0][-1])
+    assert np.array_equal(a, x) and np.array_equal(b, y)  # the caller's arrays untouched
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_direct_route_is_the_plans_own_choice(shapes):
+    """Without wisdom, the plan of every problem the direct route takes binds the dot call."""
+    a, b = rand(shapes[0], np.float64, 3), rand(shapes[1], np.float64, 4)
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        assert (mm.candidate.label, mm.chosen_by) == ("dot", "heuristic")
+
+
+@pytest.mark.parametrize("shapes", [((0, 4), (4, 3)), ((3, 0), (0, 5)), ((2, 4), (4, 0)), ((0,), (0, 3)),
+                                    ((0,), (0,))], ids=str)
+def test_empty_products_take_the_direct_route_too(shapes, no_plan, monkeypatch):
+    a, b = np.ones(shapes[0]), np.ones(shapes[1])
+    got = la.matmul(a, b)
+    monkeypatch.undo()
+    assert_same(got, planned(a, b), a, b)
+
+
+def test_one_dimensional_product_is_the_planned_scalar():
+    a, b = rand((7,), np.complex128, 5), rand((7,), np.complex128, 6)
+    got, want = la.matmul(a, b), planned(a, b)
+    assert type(got) is type(want) and got == want
+
+
+@pytest.mark.parametrize("a_shape, b_shape, match", [
+    ((3, 4), (5, 2), "inner dimensions"), ((0, 4), (5, 2), "inner dimensions"), ((4,), (5,), "inner dimensions"),
+    ((3, 4), (5,), "inner dimensions"), ((), (3,), "at least one dimension"), ((3,), (), "at least one dimension"),
+])
+def test_bad_shapes_get_the_planned_routes_error(a_shape, b_shape, match, routes):
+    with pytest.raises(InvalidOperandError, match=match):
+        la.matmul(np.ones(a_shape), np.ones(b_shape))
+    assert len(routes) == 1
+
+
+class Sub(np.ndarray):
+    """An ndarray subclass (its own ``dot`` could differ): never the direct route."""
+
+
+def ineligible():
+    """(name, a, b, kwargs) of calls the direct route must leave to the planned route."""
+    x, y = rand((4, 4), np.float64, 7), rand((4, 4), np.float64, 8)
+    c = rand((4, 4), np.float64, 9)
+    yield "alpha", x, y, {"alpha": 2.0}
+    yield "int alpha", x, y, {"alpha": 1}
+    yield "c and beta", x, y, {"c": c, "beta": 1.0}
+    yield "epilogue", x, y, {"epilogue": "relu"}
+    yield "execution", x, y, {"execution": "cpu"}
+    yield "options", x, y, {"options": {"check_finite": True}}
+    yield "batched a", rand((3, 4, 4), np.float64, 10), y, {}
+    yield "batches broadcast", rand((2, 1, 4, 4), np.float64, 11), rand((3, 4, 4), np.float64, 12), {}
+    yield "not tiny", rand((64, 64), np.float64, 13), rand((64, 65), np.float64, 14), {}
+    yield "float16", x.astype(np.float16), y.astype(np.float16), {}
+    yield "byte-swapped", x.astype(">f8"), y.astype(">f8"), {}
+    yield "subclass", x.view(Sub), y.view(Sub), {}
+
+
+@pytest.mark.parametrize("name, a, b, kwargs", list(ineligible()), ids=[case[0] for case in ineligible()])
+def test_other_calls_take_the_planned_route(name, a, b, kwargs, routes):
+    got = la.matmul(a, b, **kwargs)
+    assert len(routes) == 1
+    if name in ("batched a", "batches broadcast", "not tiny", "float16", "byte-swapped", "subclass"):
+        want = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+        tol = 1e-2 if name == "float16" else 1e-12
+        assert got.shape == want.shape and type(got) is np.ndarray
+        assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
+    if name == "not tiny":
+        assert a.shape[0] * a.shape[1] * b.shape[1] > TINY_FLOPS
+
+
+@pytest.mark.parametrize("a, b", [
+    (np.ones((3, 3), np.int64), np.ones((3, 3), np.int64)),
+    (np.ones((3, 3), np.float32), np.ones((3, 3), np.float64)),
+    (np.ones((3, 3), np.complex64), np.ones((3, 3), np.float32)),
+    ([[1.0, 2.0]], np.ones((2, 2))),
+], ids=["int64", "mixed float", "mixed complex", "list"])
+def test_bad_operands_get_the_planned_routes_error(a, b, routes):
+    with pytest.raises(InvalidOperandError):
+        la.matmul(a, b)
+    assert len(routes) == 1
+
+
+def test_beta_without_c_is_still_refused(routes):
+    x = np.ones((2, 2))
+    with pytest.raises(InvalidOptionError, match="beta"):
+        la.matmul(x, x, beta=0.0)
+    assert len(routes) == 1
+
+
+def test_torch_operands_keep_their_package(routes):
+    torch = pytest.importorskip("torch")
+    x, y = rand((3, 3), np.float64, 15), rand((3, 3), np.float64, 16)
+    got = la.matmul(torch.from_numpy(x), torch.from_numpy(y))
+    assert isinstance(got, torch.Tensor) and len(routes) == 1
+    assert np.allclose(got.numpy(), x @ y, rtol=1e-13, atol=0)
