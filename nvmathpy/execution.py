@@ -175,11 +175,11 @@ def cpu_description() -> dict[str, Any]:
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+    try:  # read in small chunks: Linux writes /proc/cpuinfo as it is read, a few lines suffice
+        with open("/proc/cpuinfo", "rb", buffering=1024) as fh:
+            for raw in fh:
+                if raw.startswith(b"model name"):
+                    return raw.decode("utf-8").split(":", 1)[1].strip()
     except OSError:
         pass
     return platform.processor() or platform.machine()
@@ -219,19 +219,67 @@ _OPENBLAS_AFFIXES = tuple((prefix, suffix) for prefix in ("", "scipy_") for suff
 
 @functools.lru_cache(maxsize=1)
 def numpy_openblas_file() -> str | None:
-    """The file of the one OpenBLAS inside NumPy's wheel, as Linux lists it among the process's
-    mapped files (``/proc/self/maps``), else ``None``: a tenth of the cost of threadpoolctl's
-    import and its scan of every loaded library, which a process's first wisdom look-up or
-    first call on NumPy's LAPACK would otherwise pay (callers fall back to that scan)."""
+    """The file of the one OpenBLAS inside NumPy's wheel that this process has loaded, else
+    ``None``: a tenth of the cost of threadpoolctl's import and its scan of every loaded
+    library, which a process's first wisdom look-up or first call on NumPy's LAPACK would
+    otherwise pay (callers fall back to that scan). The OpenBLAS files in NumPy's directories
+    are asked of the dynamic loader (:func:`_loaded_openblas_files`, a few file names); where
+    that finds none, Linux's list of the process's mapped files (``/proc/self/maps``) is read."""
+    numpy_dirs = _package_dirs("numpy")
+    found = _loaded_openblas_files(numpy_dirs) or _mapped_openblas_files(numpy_dirs)
+    return found[0] if len(found) == 1 else None
+
+
+def _loaded_openblas_files(dirs: tuple[str, ...]) -> list[str]:
+    """The OpenBLAS files in ``dirs`` that the dynamic loader has loaded (``RTLD_NOLOAD``:
+    asking loads nothing), real paths; none where the loader cannot be asked so."""
+    import _ctypes
+
+    mode = getattr(os, "RTLD_NOLOAD", None)
+    if mode is None or not hasattr(_ctypes, "dlopen") or not hasattr(_ctypes, "dlclose"):
+        return []
+    found = []
+    for folder in dirs:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(_OPENBLAS_FILES):
+                path = os.path.join(folder, name)
+                try:
+                    handle = _ctypes.dlopen(path, mode | getattr(os, "RTLD_LAZY", 0))
+                except OSError:  # not loaded (or no library)
+                    continue
+                _ctypes.dlclose(handle)  # the reference the question took
+                found.append(os.path.realpath(path))
+    return found
+
+
+def _mapped_openblas_files(dirs: tuple[str, ...]) -> list[str]:
+    """The OpenBLAS files in ``dirs`` among the process's mapped files, as Linux lists them
+    (``/proc/self/maps``); none elsewhere."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
             mapped = {parts[5].rstrip("\n") for parts in (line.split(None, 5) for line in fh) if len(parts) == 6}
     except OSError:
+        return []
+    return [path for path in mapped if path.startswith(dirs) and os.path.basename(path).startswith(_OPENBLAS_FILES)]
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_openblas_library() -> Any:
+    """:func:`numpy_openblas_file` as a ``ctypes.CDLL`` (one for every caller), else ``None``
+    (none found, or it does not load)."""
+    import ctypes
+
+    path = numpy_openblas_file()
+    if path is None:
         return None
-    numpy_dirs = _package_dirs("numpy")
-    found = [path for path in mapped
-             if path.startswith(numpy_dirs) and os.path.basename(path).startswith(_OPENBLAS_FILES)]
-    return found[0] if len(found) == 1 else None
+    try:
+        return ctypes.CDLL(path)
+    except OSError:
+        return None
 
 
 def _mapped_numpy_openblas() -> str | None:
@@ -239,12 +287,8 @@ def _mapped_numpy_openblas() -> str | None:
     the library :func:`numpy_openblas_file` finds; ``None`` where there is none or it does not answer."""
     import ctypes
 
-    path = numpy_openblas_file()
-    if path is None:
-        return None
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
+    lib = numpy_openblas_library()
+    if lib is None:
         return None
     for prefix, suffix in _OPENBLAS_AFFIXES:
         if hasattr(lib, f"{prefix}openblas_get_num_threads{suffix}"):

@@ -175,6 +175,30 @@ def test_scipy_first_keeps_scipys_routines():
     assert [c.params.get("algorithm") for c in candidates[2:]] == [a for a in getrf_order(1024, "float64")]
 
 
+def test_a_calibrated_openblas_routine_is_given_without_asking_which_drivers_run_here(monkeypatch):
+    """OpenBLAS's own routine (``None``) calibrated first is in every built-in order: ``for_order``
+    gives it without building that order (which loads nvmathpy's compiled drivers, a first
+    call's cost), the same routines as through the order."""
+    from nvmathpy.linalg.solvers.cpu import _numpy_algorithms as numpy_algorithms, _numpy_lapack as numpy_lapack
+
+    dtype = np.dtype("float64")
+    if not numpy_lapack.suits(1024, dtype, "getrf", "getrs", "potrf", "potrs"):
+        pytest.skip("no NumPy OpenBLAS LAPACK here")
+    calibration.record("getrf.float64.1024", table(None), {}, 0.1)
+    calibration.record("potrf.float64.1024", table(None), {}, 0.1)
+    expected = {names: for_order(1024, dtype, *names) for names in (("getrf", "getrs"), ("potrf", "potrs"))}
+
+    def no_order(n, dtype):
+        raise AssertionError("the built-in order was built")
+
+    monkeypatch.setattr(numpy_algorithms, "ALGORITHMS", {k: (no_order, of) for k, (_, of) in ALGORITHMS.items()})
+    for names, routines in expected.items():
+        assert for_order(1024, dtype, *names) == routines == numpy_lapack.routines(dtype, *names)
+    calibration.record("potrf.float64.1024", table("lookahead"), {}, 0.1)  # another choice: the order is built
+    with pytest.raises(AssertionError, match="built-in order"):
+        for_order(1024, dtype, "potrf")
+
+
 def test_the_cholesky_order_reads_its_calibration():
     calibration.record("potrf.float64.1024", table(None), {}, 0.1)
     assert ALGORITHMS["potrf"][0](1024, "float64")[0] is None

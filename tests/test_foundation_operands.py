@@ -124,6 +124,19 @@ def test_numpy_blas_read_from_the_library_is_threadpoolctls_description():
     assert numpy_openblas_file() in listed  # the library NumPy's LAPACK and CBLAS are called in
 
 
+def test_the_loaded_openblas_is_found_as_the_mapped_files_list_it():
+    """Asking the dynamic loader which OpenBLAS files in NumPy's directories are loaded finds
+    what Linux's list of mapped files names (the slower way, kept where the loader finds none)."""
+    from nvmathpy.execution import _loaded_openblas_files, _mapped_openblas_files, _package_dirs
+
+    dirs = _package_dirs("numpy")
+    mapped = _mapped_openblas_files(dirs)
+    if not mapped:
+        pytest.skip("no OpenBLAS inside NumPy's wheel among the mapped files here")
+    assert sorted(_loaded_openblas_files(dirs)) == sorted(mapped)
+    assert _loaded_openblas_files(("/nonexistent-dir" + os.sep,)) == []
+
+
 def test_execution_and_operand_device_must_agree():
     with pytest.raises(InvalidOperandError, match="execution='cpu' was asked for but the operands live on cuda:0"):
         resolve_execution("cpu", "cuda", 0)

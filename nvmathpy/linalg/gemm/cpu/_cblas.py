@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ....execution import numpy_openblas_file
+from ....execution import numpy_openblas_file, numpy_openblas_library
 
 __all__ = ["numpy_gemm"]
 
@@ -32,13 +32,10 @@ _SCALAR = {"s": ctypes.c_float, "d": ctypes.c_double}
 @functools.lru_cache(maxsize=None)
 def _numpy_blas() -> ctypes.CDLL | None:
     """NumPy's BLAS library (the loaded one whose file lies in NumPy's package), or ``None``:
-    the mapped OpenBLAS file where Linux lists it, else threadpoolctl's entry."""
-    mapped = numpy_openblas_file()
-    if mapped is not None:
-        try:
-            return ctypes.CDLL(mapped)
-        except OSError:
-            return None
+    :func:`~nvmathpy.execution.numpy_openblas_library` where NumPy's OpenBLAS file is found,
+    else threadpoolctl's entry."""
+    if numpy_openblas_file() is not None:
+        return numpy_openblas_library()
     from threadpoolctl import threadpool_info
 
     numpy_dir = os.path.dirname(os.path.dirname(np.__file__))

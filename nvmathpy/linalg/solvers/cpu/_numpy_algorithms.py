@@ -47,11 +47,16 @@ def for_order(n: int, dtype: np.dtype, *names: str) -> tuple[Callable[..., Any],
     named, or of the one a solve named follows (:data:`FACTOR_OF`), is :data:`SCIPY`).
     ``getrf`` and ``potrf`` are the first choices of :data:`ALGORITHMS`' orders."""
     kinds = {FACTOR_OF.get(name, name) for name in names} & ALGORITHMS.keys()
-    if any(first_choice(kind, n, dtype) == (True, SCIPY) for kind in kinds):
-        return None  # SciPy's, known without looking for NumPy's library (a first call's cost)
+    calibrated = {}
+    for kind in kinds:
+        calibrated[kind] = first_choice(kind, n, dtype)
+        if calibrated[kind] == (True, SCIPY):
+            return None  # SciPy's, known without looking for NumPy's library (a first call's cost)
     if not numpy_lapack.suits(n, dtype, *names):
         return None
-    first = {kind: ALGORITHMS[kind][0](n, dtype)[0] for kind in kinds}
+    # OpenBLAS's own routine (None) calibrated first is in every built-in order: taken without
+    # building that order, which asks which of nvmathpy's drivers run here (a first call's cost)
+    first = {kind: None if calibrated[kind] == (True, None) else ALGORITHMS[kind][0](n, dtype)[0] for kind in kinds}
     if SCIPY in first.values():
         return None
     return tuple(ALGORITHMS[name][1](first[name], dtype) if name in first
