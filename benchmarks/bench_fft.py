@@ -19,9 +19,18 @@ default) times a sample of back-to-back calls of one library at a time; ``--mode
 alternates single calls of every library and nvmathpy with no pause, at least 9 rounds
 (:func:`nvmathpy.plan.calibration.alternating_rounds`), as in a program that mixes them.
 
+``--plan calibrated`` (the default is ``tuned``, above) measures the plans a user gets with no
+autotune call on a calibrated machine: the FFT calibration runs once first, in the bench's
+temporary NVMATHPY_CACHE_DIR (``python -m nvmathpy tune fft --seconds N``, which prints the
+library it puts first per kind, precision and size), then each case's nvmathpy plan is
+``FFT(x, axes=..., execution=ExecutionCPU(threads)).plan()``, chosen by the heuristic (with the
+calibrated values; never by wisdom), timed beside the libraries as above; the "hit plan ms"
+column is then that plan's planning time.
+
 Run (CPU benchmarks only, with these two variables unset)::
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_fft.py [--quick] [--mode interleaved]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_fft.py [--quick] \
+        [--mode interleaved] [--plan calibrated]
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import argparse
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +47,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # run from a checkout
 
 from nvmathpy.bench.suite_fft import (  # noqa: E402
     CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, forget_fftw_wisdom, make_input, trig_runners,
@@ -131,6 +142,31 @@ def nvmathpy_case(x: np.ndarray, kind: str, axes: Any, threads: int) -> tuple[di
     return runners, str(plan.candidate), tune, hit
 
 
+def calibrated_case(x: np.ndarray, kind: str, axes: Any, threads: int) -> tuple[dict[str, Callable[[], Any]], str, float, float]:
+    """Set up the direct callers, then plan with no autotune (the heuristic, read with the
+    calibrated values). Returns (runners incl. "nvmathpy", choice, 0.0, planning s)."""
+    from nvmathpy.execution import ExecutionCPU
+    from nvmathpy.fft import FFT
+
+    forget_fftw_wisdom()
+    runners = direct_runners(x, kind, axes, threads, FFTW_TIME_LIMIT)
+    forget_fftw_wisdom()
+    t0 = time.perf_counter()
+    plan = FFT(x, axes=axes, execution=ExecutionCPU(threads)).plan()
+    planning = time.perf_counter() - t0
+    assert plan.chosen_by == "heuristic", plan.chosen_by
+    runners["nvmathpy"] = plan.execute
+    return runners, str(plan.candidate), 0.0, planning
+
+
+def calibrate_fft(seconds: int) -> None:
+    """Run the FFT calibration once (``python -m nvmathpy tune fft``) into NVMATHPY_CACHE_DIR."""
+    print(f"calibration (python -m nvmathpy tune fft --seconds {seconds}):\n```")
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-m", "nvmathpy", "tune", "fft", "--seconds", str(seconds)], cwd=ROOT, check=True)
+    print("```\n", flush=True)
+
+
 def check(result: Any, x: np.ndarray, kind: str, axes: Any) -> float:
     ax = tuple(range(x.ndim)) if axes is None else axes
     wide = x.astype(np.complex128 if kind == "c2c" else np.float64)
@@ -187,6 +223,9 @@ def main() -> int:
     parser.add_argument("--mode", choices=("settled", "interleaved"), default="settled",
                         help="settled: back-to-back samples per library; interleaved: alternating single calls, "
                              ">= 9 rounds (see the module docstring)")
+    parser.add_argument("--plan", choices=("tuned", "calibrated"), default="tuned",
+                        help="tuned: autotune each case, plan from wisdom; calibrated: calibrate once, "
+                             "plan each case with no autotune (see the module docstring)")
     args = parser.parse_args()
     budgets = [2] if args.quick else [int(t) for t in args.threads.split(",")]
     repeats = args.repeats or (3 if args.quick else 5)
@@ -206,7 +245,10 @@ def main() -> int:
     print(f"# FFT benchmark ({'quick' if args.quick else 'full'})\n")
     print(f"CPU: {cpu_description()['cpu']}, {os.cpu_count()} cores; BLAS: {'; '.join(blas) or 'none'}")
     print("libraries: " + ", ".join(f"{n} {LIBRARIES[n].version()}" for n in installed_libraries()) + f", numpy {np.__version__}")
-    print(f"mode {args.mode}: medians of {max(repeats, INTERLEAVED_ROUNDS) if args.mode == 'interleaved' else repeats} "
+    if args.plan == "calibrated":
+        calibrate_fft(60 if args.quick else 120)
+    rounds_shown = max(repeats, INTERLEAVED_ROUNDS) if args.mode == "interleaved" else repeats
+    print(f"plan {args.plan}, mode {args.mode}: medians of {rounds_shown} "
           "rounds; times in microseconds; lower is better; spread: min-max of the per-round ratio\n")
 
     rng = np.random.default_rng(0)
@@ -224,7 +266,8 @@ def main() -> int:
         for precision in ("single", "double"):
             x = make_input(kind, shape, precision, rng)
             for threads in budgets:
-                runners, choice, tune, hit = nvmathpy_case(x, kind, axes, threads)
+                case_runners = nvmathpy_case if args.plan == "tuned" else calibrated_case
+                runners, choice, tune, hit = case_runners(x, kind, axes, threads)
                 err = check(runners["nvmathpy"](), x, kind, axes)
                 assert err < (1e-4 if precision == "single" else 1e-10), (label, err)
                 rounds = interleaved(runners, repeats, sample, args.mode)
@@ -249,7 +292,8 @@ def main() -> int:
                     + (f"{est * 1e3:.2f}" if est is not None else "-") + " |",
                     flush=True,
                 )
-                print(f"  ({label} {x.dtype} t={threads}: tuning took {tune:.1f} s)", file=sys.stderr)
+                if args.plan == "tuned":
+                    print(f"  ({label} {x.dtype} t={threads}: tuning took {tune:.1f} s)", file=sys.stderr)
     print()
     for threads, ratios in ratios_scipy.items():
         gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))

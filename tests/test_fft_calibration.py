@@ -40,6 +40,14 @@ def test_a_calibrated_library_goes_first_for_the_layouts_it_covers():
         assert sorted(library_order(layout)) == sorted(builtin_order(layout))
 
 
+def test_2_16_and_2_20_points_read_the_value_of_their_own_size():
+    calibrate("fft.c2c.double.65536", "scipy")  # 2^16 and 2^20 were halfway between two values
+    calibrate("fft.r2c.single.1048576", "scipy")
+    for layout in (describe((1 << 16,), np.dtype("complex128")), describe((1 << 20,), np.dtype("float32"), kind="r2c")):
+        assert library_order(layout)[0] == "scipy", layout
+    assert first_library(describe((1 << 18,), np.dtype("complex128"))) is None  # its own value, not measured
+
+
 def test_layouts_a_value_does_not_cover_keep_the_built_in_rules():
     for size in CALIBRATED_SIZES:
         for kind in CALIBRATED_KINDS:

@@ -44,9 +44,11 @@ SMALL = 1024
 #: :mod:`._calibrate`): one 1-D transform of these kinds, of a smooth length (no prime factor
 #: above 7) beyond the small band (:func:`small_band`, whose one answer for every length the
 #: quick path's runner families rely on), nearest one of these sizes, within
-#: :data:`CALIBRATED_REACH` of the smallest and the largest.
+#: :data:`CALIBRATED_REACH` of the smallest and the largest. A step of 4 between sizes: with a
+#: step of 16, 2^16 and 2^20 lie halfway between two values that may differ and took the
+#: smaller's.
 CALIBRATED_KINDS = ("c2c", "r2c")
-CALIBRATED_SIZES = (1 << 14, 1 << 18, 1 << 22)
+CALIBRATED_SIZES = tuple(1 << k for k in range(14, 23, 2))
 CALIBRATED_REACH = 4
 
 
