@@ -64,15 +64,12 @@ def tiny_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     tested inline. A batched ``a`` that is not C-contiguous is copied to one that is by its reshape.
     """
     ndb = b.ndim
-    # a.size * b.size bounds the multiply-adds (batch * m * k * n * k, or 0 with k = 0): one product
-    # decides the smallest problems, where this check costs most; the exact counts decide the others
-    small = a.size * b.size <= TINY_FLOPS
-    if ndb > 2:
-        if not small and (a.size * b.shape[2] if a.ndim == 3 == ndb and len(a) == len(b)
-                          else tiny_flops(a, b)) > TINY_FLOPS:
+    if ndb > 2:  # a.size * b.size bounds the multiply-adds (batch * m * k * n * k; 0 when k = 0)
+        if a.size * b.size > TINY_FLOPS and (a.size * b.shape[2] if a.ndim == 3 == ndb and len(a) == len(b)
+                                             else tiny_flops(a, b)) > TINY_FLOPS:
             return None
         return np.matmul(a, b, order="C")
-    if ndb == 0 or not small and (a.size * b.shape[1] if ndb == 2 else a.size) > TINY_FLOPS:
+    if ndb == 0 or (a.size * b.shape[1] if ndb == 2 else a.size) > TINY_FLOPS:
         return None
     nda = a.ndim
     if nda < 3:
@@ -88,7 +85,9 @@ def direct_call(a: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:
     if a.ndim < 3 > b.ndim:
         return functools.partial(a.dot, b)
     k = a.shape[-1]
-    if b.ndim > 2 or k == 0:
+    if b.ndim > 2 or k == 0:  # C-contiguous operands give a C-contiguous result without order=
+        if a.flags.c_contiguous and b.flags.c_contiguous:
+            return functools.partial(_matmul, a, b)
         return lambda: _matmul(a, b, order="C")
     if not a.flags.c_contiguous:
         return functools.partial(tiny_product, a, b)
