@@ -227,6 +227,25 @@ def tiny_rows(rounds: int) -> list[str]:
         rows.append(f"| {n} | {fmt(t['matmul'])} | {fmt(t['dot'])} | {fmt(t['execute'])} | {fmt(t['onecall'])} | "
                     f"{r['execute']:.2f}x | {t['execute'] / t['dot']:.2f}x | {r['onecall']:.2f}x |")
         mm.free()
+    return rows + [""] + tiny_batched_rows(rounds)
+
+
+def tiny_batched_rows(rounds: int) -> list[str]:
+    """Batches of tiny fp64 matrices, ``a`` batched times one ``b`` and a true batch (above
+    ``TINY_FLOPS`` multiply-adds the planned route's general candidates run)."""
+    rows = ["| batched fp64 a @ b | numpy.matmul | planned execute | one-call matmul (repeated) | candidate | "
+            "execute / matmul | one-call / matmul |", "|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(4)
+    for batch in (4, 64):
+        for n in (2, 8, 32):
+            for b_shape in ((n, n), (batch, n, n)):
+                a, b = rng.standard_normal((batch, n, n)), rng.standard_normal(b_shape)
+                mm = la.Matmul(a, b).plan()
+                t, r, _ = measure({"matmul": lambda: np.matmul(a, b), "execute": mm.execute,
+                                   "onecall": lambda: la.matmul(a, b)}, rounds, 0.02)
+                rows.append(f"| {a.shape} @ {b.shape} | {fmt(t['matmul'])} | {fmt(t['execute'])} | "
+                            f"{fmt(t['onecall'])} | {mm.candidate.label} | {r['execute']:.2f}x | {r['onecall']:.2f}x |")
+                mm.free()
     return rows
 
 

@@ -1,6 +1,8 @@
-"""The one-call ``matmul``'s direct route: tiny all-defaults products of 1-D/2-D NumPy operands
-go straight to ``ndarray.dot`` (the call their plan binds) and must return exactly what the
-planned route returns; everything else must still take the planned route."""
+"""The one-call ``matmul``'s direct route: tiny all-defaults products of NumPy operands go
+straight to the NumPy call their plan binds (``ndarray.dot`` for 1-D/2-D operands, see
+``nvmathpy.linalg.gemm._tiny`` for batches) and must return exactly what the planned route
+returns, and ``numpy.matmul``'s result up to rounding; everything else must still take the
+planned route."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 
 import nvmathpy.linalg as la
 from nvmathpy.errors import InvalidOperandError, InvalidOptionError
-from nvmathpy.linalg.gemm import matmul_plan
+from nvmathpy.linalg.gemm import _tiny, matmul_plan
 from nvmathpy.linalg.gemm._layout import TINY_FLOPS
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -155,8 +157,8 @@ def ineligible():
     yield "epilogue", x, y, {"epilogue": "relu"}
     yield "execution", x, y, {"execution": "cpu"}
     yield "options", x, y, {"options": {"check_finite": True}}
-    yield "batched a", rand((3, 4, 4), np.float64, 10), y, {}
-    yield "batches broadcast", rand((2, 1, 4, 4), np.float64, 11), rand((3, 4, 4), np.float64, 12), {}
+    yield "batched not tiny", rand((3, 64, 64), np.float64, 10), rand((64, 64), np.float64, 10), {}
+    yield "batches broadcast", rand((2, 1, 16, 16), np.float64, 11), rand((8, 16, 16), np.float64, 12), {}
     yield "not tiny", rand((64, 64), np.float64, 13), rand((64, 65), np.float64, 14), {}
     yield "float16", x.astype(np.float16), y.astype(np.float16), {}
     yield "byte-swapped", x.astype(">f8"), y.astype(">f8"), {}
@@ -167,7 +169,7 @@ def ineligible():
 def test_other_calls_take_the_planned_route(name, a, b, kwargs, routes):
     got = la.matmul(a, b, **kwargs)
     assert len(routes) == 1
-    if name in ("batched a", "batches broadcast", "not tiny", "float16", "byte-swapped", "subclass"):
+    if name in ("batched not tiny", "batches broadcast", "not tiny", "float16", "byte-swapped", "subclass"):
         want = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
         tol = 1e-2 if name == "float16" else 1e-12
         assert got.shape == want.shape and type(got) is np.ndarray
@@ -201,3 +203,126 @@ def test_torch_operands_keep_their_package(routes):
     got = la.matmul(torch.from_numpy(x), torch.from_numpy(y))
     assert isinstance(got, torch.Tensor) and len(routes) == 1
     assert np.allclose(got.numpy(), x @ y, rtol=1e-13, atol=0)
+
+
+# -- batches --------------------------------------------------------------------------------------
+
+BATCHED = [
+    ((1, 16, 16), (16, 16)), ((4, 8, 8), (8, 8)), ((16, 4, 4), (4, 4)), ((64, 2, 2), (2, 2)),
+    ((5, 3, 7), (7, 2)), ((4, 8, 8), (8,)), ((2, 3, 5, 4), (4, 6)),  # a batched, b shared
+    ((4, 8, 8), (4, 8, 8)), ((16, 2, 3), (16, 3, 5)), ((2, 3, 4, 5), (2, 3, 5, 4)),  # a true batch
+    ((4, 8, 8), (1, 8, 8)), ((3, 1, 4, 5), (1, 2, 5, 3)), ((2, 1, 4, 4), (3, 4, 4)),  # batches that broadcast
+    ((2, 1, 8, 8), (4, 8, 8)), ((1, 8, 8), (2, 3, 8, 8)),  # ranks that differ: small enough for a.size * b.size
+    ((5, 7), (3, 7, 2)), ((7,), (3, 7, 2)),  # b batched
+    ((4, 64, 64), (64, 16)),  # exactly TINY_FLOPS
+]
+EMPTY = [((0, 4, 4), (4, 4)), ((3, 0, 4), (4, 5)), ((3, 4, 0), (0, 5)), ((3, 4, 5), (5, 0)), ((0, 4, 4), (0, 4, 4)),
+         ((2, 4, 0), (2, 0, 3)), ((0, 3), (2, 3, 4)), ((3, 4, 0), (0,))]
+
+
+def matrix_t(x):
+    """``x``'s values with each matrix stored transposed (a view of a C array)."""
+    return np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2) if x.ndim >= 2 else x
+
+
+def batch_step(x):
+    """``x``'s values as a view that steps over every other matrix of its batch."""
+    if x.ndim < 3:
+        return x
+    wide = np.zeros((2 * x.shape[0],) + x.shape[1:], x.dtype)
+    wide[::2] = x
+    return wide[::2]
+
+
+LAYOUTS = {"C": lambda x: x, "matrix-T": matrix_t, "batch-step": batch_step, **{
+    name: (lambda x, name=name: view(x, name)) for name in ("F", "T", "strided", "reversed")}}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", BATCHED + EMPTY, ids=str)
+@pytest.mark.parametrize("layouts", [("C", "C"), ("matrix-T", "C"), ("C", "matrix-T"), ("batch-step", "F"),
+                                     ("T", "C"), ("strided", "reversed")], ids=str)
+def test_batched_direct_route_matches_planned_route_and_numpy(dtype, shapes, layouts, no_plan, monkeypatch):
+    x, y = rand(shapes[0], dtype, 20), rand(shapes[1], dtype, 21)
+    a, b = LAYOUTS[layouts[0]](x), LAYOUTS[layouts[1]](y)
+    assert np.array_equal(a, x) and np.array_equal(b, y)
+    got = la.matmul(a, b)
+    assert matmul_plan.plan_cache_info() == no_plan  # no plan taken, none counted
+    monkeypatch.undo()
+    assert_same(got, planned(a, b), a, b)  # the one-call's planned route: the same kernel
+    want = np.matmul(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous and got.flags.writeable
+    with la.Matmul(a, b) as mm:  # the plan's bound call: the same values
+        mm.plan()
+        assert mm.candidate.label == "dot"
+        assert_same(mm.execute(), got, a, b)
+    ref = x.astype(np.complex128) @ y.astype(np.complex128)
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-13
+    assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref) * max(1, shapes[0][-1])
+    assert np.array_equal(a, x) and np.array_equal(b, y)  # the caller's arrays untouched
+
+
+@pytest.mark.parametrize("shapes", BATCHED + EMPTY, ids=str)
+def test_tiny_flops_counts_the_plans_multiply_adds(shapes):
+    a, b = np.ones(shapes[0]), np.ones(shapes[1])
+    s = la.gemm._layout.analyse_shapes(a.shape, b.shape)
+    exact = int(np.prod(s.batch)) * s.m * s.k * s.n
+    counted = _tiny.tiny_flops(a, b)
+    if exact and (a.ndim <= 2 or b.ndim <= 2 or a.ndim == b.ndim):
+        assert counted == exact
+    else:  # an upper bound: batches of different ranks, or zero-sized ones
+        assert counted >= exact
+    assert exact <= a.size * b.size  # the quick bound tiny_product tries first
+    with la.Matmul(a, b) as mm:  # every problem the direct route takes, the plan gives to "dot" too
+        mm.plan()
+        assert (mm.candidate.label, mm.chosen_by) == ("dot", "heuristic")
+
+
+def test_batched_plan_reads_current_values_and_takes_new_operands():
+    x, y = rand((4, 8, 8), np.float64, 22), rand((8, 8), np.float64, 23)
+    with la.Matmul(x, y) as mm:
+        mm.plan()
+        first = mm.execute()
+        x *= 2.0  # the plan keeps references: execute reads the new contents
+        second = mm.execute()
+        assert second is not first and np.array_equal(second, 2.0 * first)
+        z = rand((4, 8, 8), np.float64, 24)
+        mm.reset_operands(a=z)
+        assert np.array_equal(mm.execute(), la.matmul(z, y))
+        out = np.empty((4, 8, 8))
+        assert mm.execute(out=out) is out and np.allclose(out, z @ y, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("a_shape, b_shape, match", [
+    ((4, 8, 8), (7, 8), "inner dimensions"), ((4, 8, 8), (4, 7, 8), "inner dimensions"),
+    ((4, 8, 8), (7,), "inner dimensions"), ((3, 4, 4), (2, 4, 4), "do not broadcast"),
+    ((2, 3, 4, 4), (3, 3, 4, 4), "do not broadcast"),
+])
+def test_bad_batched_shapes_get_the_planned_routes_error(a_shape, b_shape, match, routes):
+    with pytest.raises(InvalidOperandError, match=match):
+        la.matmul(np.ones(a_shape), np.ones(b_shape))
+    assert len(routes) == 1
+
+
+def batched_ineligible():
+    """(name, a, b, kwargs) of batched calls the direct route must leave to the planned route."""
+    x, y = rand((4, 8, 8), np.float64, 25), rand((4, 8, 8), np.float64, 26)
+    yield "batched not tiny", rand((5, 64, 64), np.float64, 27), rand((64, 64), np.float64, 28), {}
+    yield "true batch not tiny", rand((5, 64, 64), np.float64, 27), rand((5, 64, 64), np.float64, 28), {}
+    yield "ranks differ", rand((2, 1, 16, 16), np.float64, 29), rand((8, 16, 16), np.float64, 30), {}
+    yield "float16", x.astype(np.float16), y.astype(np.float16), {}
+    yield "alpha", x, y, {"alpha": 2.0}
+    yield "epilogue", x, y, {"epilogue": "relu"}
+    yield "execution", x, y, {"execution": "cpu"}
+
+
+@pytest.mark.parametrize("name, a, b, kwargs", list(batched_ineligible()),
+                         ids=[case[0] for case in batched_ineligible()])
+def test_other_batched_calls_take_the_planned_route(name, a, b, kwargs, routes):
+    got = la.matmul(a, b, **kwargs)
+    assert len(routes) == 1
+    want = kwargs.get("alpha", 1.0) * np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    if name == "epilogue":
+        want = np.maximum(want, 0)
+    assert got.shape == want.shape and got.dtype == a.dtype
+    assert np.linalg.norm(got - want) <= (1e-2 if name == "float16" else 1e-12) * np.linalg.norm(want)

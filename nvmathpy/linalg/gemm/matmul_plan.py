@@ -10,7 +10,6 @@ slots in beside it).
 
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -22,6 +21,7 @@ from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_exec
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ...plan import Plan, PlanCache, Prepared, Problem, as_options
 from ._layout import TINY_FLOPS, analyse_shapes, broadcast_check, layout_class
+from ._tiny import direct_call, tiny_product
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
 from ._engines import engine_for
@@ -352,7 +352,7 @@ class Matmul(Plan):
     def _bind(self, prepared: Prepared) -> Callable[[], Any]:
         a, b, c, inputs = self._native()
         if prepared.candidate.label == "dot" and self._convert is None and not self._options.check_finite:
-            return functools.partial(a.dot, b)  # the fastest call for tiny plain products
+            return direct_call(a, b)  # the fastest call for tiny plain products (see ._tiny)
         call = self._caller(prepared)
         return lambda: call(a, b, c, inputs, None)
 
@@ -462,16 +462,9 @@ class Matmul(Plan):
 
 _CACHE = PlanCache(maxsize=128)
 _NO_INPUTS: Mapping[str, Any] = {}
-#: dtypes whose tiny all-defaults NumPy products :func:`matmul` hands to ``ndarray.dot`` unplanned.
+#: dtypes whose tiny all-defaults NumPy products :func:`matmul` computes unplanned (see :mod:`._tiny`).
 _DOT_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _ndarray = np.ndarray
-
-
-def _dot_flops(a: np.ndarray, b: np.ndarray) -> int:
-    """``m * k * n`` of ``a @ b`` with a 1-D operand (K assumed equal), else above :data:`TINY_FLOPS`."""
-    if 0 < a.ndim < 3 and 0 < b.ndim < 3:
-        return b.size if a.ndim == 1 else a.size
-    return TINY_FLOPS + 1
 
 
 def set_plan_cache_size(maxsize: int) -> None:
@@ -518,8 +511,9 @@ def matmul(
     Takes the same arguments as :class:`Matmul`; a repeated problem (same shapes, strides,
     dtypes, epilogue, scalars and options) reuses its plan. A custom epilogue (a Python
     function) is traced on every call and keyed by its traced expression, so equal functions
-    share a plan. A tiny product (``m * k * n <= 64**3``) of 1-D/2-D NumPy arrays of one dtype
-    with every option left default takes no plan: it is the ``ndarray.dot`` call its plan makes.
+    share a plan. A tiny product (``m * k * n`` times the batch size ``<= 64**3``) of NumPy
+    arrays of one float/complex dtype with every option left default takes no plan: it is the
+    NumPy call its plan makes (see :mod:`._tiny`).
 
     Examples
     --------
@@ -536,15 +530,18 @@ def matmul(
     array([[2., 0.],
            [6., 8.]])
     """
-    # tiny and all defaults: the plan's dot call (wisdom could only prefer its "matmul" candidate, which
-    # computes the same); a K that differs gets the planned route's error
+    # tiny and all defaults: the plan's "dot" call (wisdom could only prefer its "matmul" candidate, which
+    # computes the same up to rounding); a K that differs gets the planned route's error
     if (type(a) is _ndarray is type(b) and c is None and beta is None and epilogue is None
             and epilogue_inputs is None and execution is None and options is None and stream is None
             and type(alpha) is float and alpha == 1.0
-            and a.dtype is b.dtype in _DOT_DTYPES
-            and (len(a) * b.size if a.ndim == 2 == b.ndim else _dot_flops(a, b)) <= TINY_FLOPS):
+            and a.dtype is b.dtype in _DOT_DTYPES):
         try:
-            return a.dot(b)
+            if a.ndim == 2 == b.ndim:
+                if len(a) * b.size <= TINY_FLOPS:
+                    return a.dot(b)
+            elif (result := tiny_product(a, b)) is not None:
+                return result
         except ValueError:
             pass
     return _planned_matmul(a, b, c, alpha, beta, epilogue, epilogue_inputs, execution, options, stream)

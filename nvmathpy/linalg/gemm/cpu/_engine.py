@@ -2,7 +2,8 @@
 
 Candidates (``Candidate.params``):
 
-- ``method``: ``"dot"`` (tiny plain products: the bound ``ndarray.dot`` call, nothing else),
+- ``method``: ``"dot"`` (tiny plain products, batched ones included: the direct NumPy call of
+  :mod:`.._tiny`, nothing else),
   ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case),
   ``"gemm"`` (``?gemm`` of NumPy's own BLAS: ``alpha``, ``beta``, ``c`` and a leading bias
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
@@ -47,6 +48,7 @@ from ._epilogue_eval import compile_program, fold_addend, numexpr_available, pro
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import TINY_FLOPS, analyse_shapes
+from .._tiny import tiny_product
 from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
@@ -175,8 +177,7 @@ class CpuMatmulEngine(Engine):
     def candidates(self, problem: Problem) -> list[Candidate]:
         spec = _Spec(problem, self.alpha, self.beta, self.epilogue)
         threads = spec.threads
-        if (spec.plain and not spec.half and spec.a_ndim <= 2 and spec.b_ndim <= 2
-                and spec.flops <= TINY_FLOPS and threads is None):
+        if spec.plain and not spec.half and spec.flops <= TINY_FLOPS and threads is None:
             return [Candidate.of("dot", method="dot", evaluator=None, threads=None),
                     Candidate.of("matmul", method="matmul", evaluator=None, threads=None)]
         evaluators: list[str | None]
@@ -308,7 +309,10 @@ def _has_addend(spec: _Spec) -> bool:
 
 
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:
-    return a.dot(b) if out is None else np.matmul(a, b, out=out)
+    if out is not None:
+        return np.matmul(a, b, out=out)
+    result = tiny_product(a, b)
+    return np.matmul(a, b, order="C") if result is None else result  # batches tiny_flops overestimates
 
 
 class _Kernel:

@@ -1,0 +1,95 @@
+"""Tiny plain NumPy products: the direct NumPy calls of the CPU engine's ``"dot"`` candidate.
+
+A product with at most :data:`~._layout.TINY_FLOPS` multiply-adds, no epilogue, ``alpha = 1``
+and no ``c`` costs less than the Python around it, so its plan (and :func:`.matmul_plan.matmul`,
+which skips the plan) makes one NumPy call and nothing else:
+
+- 1-D/2-D operands: ``a.dot(b)``;
+- a batched ``a`` times a 1-D/2-D ``b``: one ``dot`` of ``a`` seen as ``(batch * m, k)``
+  (a copy if ``a`` is not C-contiguous), its result reshaped: one BLAS call instead of one
+  per matrix;
+- any other batch or broadcast: ``numpy.matmul(order="C")`` (one BLAS call per matrix is the
+  cheapest library call for a true batch of tiny matrices; ``einsum`` and a broadcast
+  multiply-sum take 2-5 times as long; ``order`` keeps the result C-contiguous, as
+  ``numpy.matmul`` would not for F-ordered operands).
+
+The results are fresh C-contiguous, writeable arrays of ``numpy.matmul``'s shape and dtype,
+with its values up to rounding (the one-``dot`` route's is a reshaped view of the array
+``dot`` returned, which nothing else refers to). Operands are NumPy arrays of one dtype;
+shapes that do not match raise NumPy's ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+from ._layout import TINY_FLOPS
+
+_matmul = np.matmul
+
+__all__ = ["direct_call", "tiny_flops", "tiny_product"]
+
+
+def tiny_flops(a: np.ndarray, b: np.ndarray) -> int:
+    """``m * k * n`` times the batch size of ``a @ b`` (``k`` read from ``a``) where a few
+    attribute reads tell it, else ``TINY_FLOPS + 1`` (batches of different ranks, 0-d operands).
+
+    Broadcasting batch axes count as the larger of each pair, an upper bound where one of them
+    is 0. Examples: ``(4, 8, 8) @ (8, 8)`` and ``(4, 8, 8) @ (4, 8, 8)`` are 2048 each.
+    """
+    nda, ndb = a.ndim, b.ndim
+    if nda == 0 or ndb == 0:
+        return TINY_FLOPS + 1
+    if ndb <= 2:
+        return a.size * b.shape[1] if ndb == 2 else a.size
+    if nda <= 2:
+        return b.size * a.shape[0] if nda == 2 else b.size
+    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
+    if batch_a == batch_b:
+        return a.size * b.shape[-1]
+    if len(batch_a) == len(batch_b):
+        return math.prod(map(max, batch_a, batch_b)) * a.shape[-2] * a.shape[-1] * b.shape[-1]
+    return TINY_FLOPS + 1
+
+
+def tiny_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b`` as the ``"dot"`` candidate computes it, or ``None`` when :func:`tiny_flops`
+    is above :data:`~._layout.TINY_FLOPS` (``ValueError`` when the shapes do not match).
+
+    This runs before every one-call product that is not 2-D times 2-D: the common cases are
+    tested inline. A batched ``a`` that is not C-contiguous is copied to one that is by its reshape.
+    """
+    ndb = b.ndim
+    if ndb > 2:  # a.size * b.size bounds the multiply-adds (batch * m * k * n * k; 0 when k = 0)
+        if a.size * b.size > TINY_FLOPS and (a.size * b.shape[2] if a.ndim == 3 == ndb and len(a) == len(b)
+                                             else tiny_flops(a, b)) > TINY_FLOPS:
+            return None
+        return np.matmul(a, b, order="C")
+    if ndb == 0 or (a.size * b.shape[1] if ndb == 2 else a.size) > TINY_FLOPS:
+        return None
+    nda = a.ndim
+    if nda < 3:
+        return a.dot(b) if nda else None
+    shape = a.shape
+    k = shape[-1]  # a's K: a K of b's that differs makes dot raise
+    return a.reshape(-1, k).dot(b).reshape(shape[:-1] + b.shape[1:]) if k else np.matmul(a, b, order="C")
+
+
+def direct_call(a: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:
+    """The zero-argument call a plan binds for a tiny ``a @ b``: :func:`tiny_product`'s call,
+    with a C-contiguous batched ``a`` reshaped once (a view: the call reads its current values)."""
+    if a.ndim < 3 > b.ndim:
+        return functools.partial(a.dot, b)
+    k = a.shape[-1]
+    if b.ndim > 2 or k == 0:  # C-contiguous operands give a C-contiguous result without order=
+        if a.flags.c_contiguous and b.flags.c_contiguous:
+            return functools.partial(_matmul, a, b)
+        return lambda: _matmul(a, b, order="C")
+    if not a.flags.c_contiguous:
+        return functools.partial(tiny_product, a, b)
+    a2, shape = a.reshape(-1, k), a.shape[:-1] + b.shape[1:]
+    return lambda: a2.dot(b).reshape(shape)
