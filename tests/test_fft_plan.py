@@ -311,6 +311,43 @@ def test_pyfftw_large_problem_path(rng, kind):
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyfftw not installed")
+@pytest.mark.parametrize("offset", [0, 1, 2, 3])
+def test_pyfftw_large_input_aligned_as_the_plan_needs_is_not_copied(rng, offset):
+    """A large input at the alignment the FFTW plan needs (pyFFTW's ``input_alignment``, which
+    may be less than its SIMD alignment) is transformed where it lies; others are copied first.
+    Either way the result is right and the input untouched."""
+    import pyfftw
+
+    n = 1 << 17
+    base = np.empty(n + 8)
+    x = base[offset:offset + n]  # 8-byte steps through the alignments
+    x[:] = rng.standard_normal(n)
+    before = x.copy()
+    given = []
+
+    class Spy:  # the FFTW object, noting the input of each update_arrays
+        def __init__(self, fftw):
+            self.fftw = fftw
+
+        def __getattr__(self, name):
+            return getattr(self.fftw, name)
+
+        def update_arrays(self, a, b):
+            given.append(a)
+            self.fftw.update_arrays(a, b)
+
+    with FFT(x, **only("pyfftw")) as plan:
+        plan.plan()
+        plans = plan._prepared.state["plans"]
+        fftw = plans["forward"]
+        plans["forward"] = plans["inverse"] = Spy(fftw)
+        assert rel_err(plan.execute(), np.fft.rfft(before)) < 1e-12
+    assert isinstance(fftw, pyfftw.FFTW) and fftw.input_alignment <= pyfftw.simd_alignment
+    assert given and (given[0] is x) == (x.ctypes.data % fftw.input_alignment == 0)
+    np.testing.assert_array_equal(x, before)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_results_held_by_the_caller_are_never_reused(rng, engine):
     x, y = cplx(rng, (3, 1 << 16)), cplx(rng, (3, 1 << 16))  # 3 MiB results: kept for reuse

@@ -422,7 +422,7 @@ class PyfftwLibrary(Library):
     """pyFFTW (FFTW 3): plans made at a planner effort, on SIMD-aligned buffers.
 
     FFTW plans are bound to arrays of one alignment and strides: an input that is not
-    C-contiguous and aligned is copied into the plan's aligned buffer first (as
+    C-contiguous and aligned as the plan needs is copied into the plan's aligned buffer first (as
     ``pyfftw.builders`` objects do), and so are c2r inputs (FFTW destroys them) and the inputs
     of small problems. ``inplace`` results are copied into the operand.
     The backward c2c plan is built on first use of the inverse direction. ``time_limit``
@@ -456,7 +456,9 @@ class PyfftwLibrary(Library):
             plans["inverse"] = plans["forward"]
         # Small problems always go through the plan's own buffers (a copy in, a copy out costs
         # less than checking alignment and allocating aligned memory); large ones run on the
-        # caller's input when it is aligned and contiguous, into a fresh aligned output.
+        # caller's input when it is contiguous and aligned as the FFTW plan needs (pyFFTW's
+        # ``input_alignment``: often less than the buffers' SIMD alignment, e.g. NumPy's 16
+        # bytes suffice where the buffers have 32), into a fresh aligned output.
         small = max(in_buf.nbytes, out_buf.nbytes) <= _FFTW_SMALL_BYTES
         copy_always = small or layout.kind == "c2r"
         strides = in_buf.strides
@@ -481,14 +483,14 @@ class PyfftwLibrary(Library):
                 if conj_in:
                     np.conjugate(a, out=in_buf)
                     a = in_buf
-                elif copy_always or a is out or a.strides != strides or a.ctypes.data % align:
+                elif copy_always or a is out or a.strides != strides or a.ctypes.data % fftw.input_alignment:
                     np.copyto(in_buf, a)
                     a = in_buf
                 if small:
                     fftw.execute()
                     result = out_buf.copy() if out is None else _into(out, out_buf)
                 else:
-                    fits = out is not None and out.strides == out_buf.strides and not out.ctypes.data % align
+                    fits = out is not None and out.strides == out_buf.strides and not out.ctypes.data % fftw.output_alignment
                     result = out if fits else empty(out_shape, out_dtype, n=align)
                     fftw.update_arrays(a, result)
                     fftw.execute()
