@@ -195,3 +195,31 @@ def test_exp_over_its_whole_range(dtype):
     assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
     ulp = np.spacing(want[finite])
     assert np.max(np.abs(got[finite] - want[finite]) / ulp) <= 2
+
+
+def test_the_compiler_version_is_asked_once_per_compiler_file(tmp_path, monkeypatch):
+    """``cc --version`` (a part of every kernel's key) runs once per compiler file: later
+    processes read it from the kernel cache; a changed file, or an unreadable memo, asks again."""
+    monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(tmp_path / "cache"))
+    compiler = tmp_path / "fakecc"
+    compiler.write_text("#!/bin/sh\necho fakecc 1.0\n")
+    compiler.chmod(0o755)
+    runs = []
+    real_run = cpu_jit.subprocess.run
+    monkeypatch.setattr(cpu_jit.subprocess, "run", lambda *a, **k: (runs.append(a[0]), real_run(*a, **k))[1])
+
+    def version():
+        cpu_jit._compiler_version.cache_clear()  # as a new process
+        return cpu_jit._compiler_version(str(compiler))
+
+    try:
+        assert version() == "fakecc 1.0" and len(runs) == 1
+        assert version() == "fakecc 1.0" and len(runs) == 1  # from the memo
+        (tmp_path / "cache" / "cpu_kernels" / "compilers.json").write_text("{not json")
+        assert version() == "fakecc 1.0" and len(runs) == 2  # unreadable memo: asked again, rewritten
+        assert version() == "fakecc 1.0" and len(runs) == 2
+        compiler.write_text("#!/bin/sh\necho fakecc 2.0 upgraded\n")  # another size: another compiler
+        assert version() == "fakecc 2.0 upgraded" and len(runs) == 3
+        assert version() == "fakecc 2.0 upgraded" and len(runs) == 3
+    finally:
+        cpu_jit._compiler_version.cache_clear()

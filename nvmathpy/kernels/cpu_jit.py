@@ -28,6 +28,7 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import os
 import platform
 import shutil
@@ -109,10 +110,56 @@ def _which(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _compiler_version(path: str) -> str:
+    """``path --version``'s output (``""`` where it does not run), remembered in the kernel
+    cache per compiler file - its real path, size and modification time - so that a process's
+    first compiled kernel does not start a compiler to learn what the last process learnt (a
+    new or upgraded compiler file is asked again; a wrapper such as ccache is identified by its
+    own file). The memo is best effort: unreadable, it is rebuilt; writers racing lose an entry."""
+    identity = _file_identity(path)
+    memo_path = cache_dir() / "cpu_kernels" / "compilers.json"
+    memo = _read_json(memo_path)
+    if identity is not None and isinstance(memo.get(identity), str):
+        return memo[identity]
     try:
-        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+    if identity is not None and version:
+        _write_json(memo_path, {**memo, identity: version})
+    return version
+
+
+def _file_identity(path: str) -> str | None:
+    """``"<real path>|<size>|<mtime ns>"`` of the file ``path`` names, ``None`` where it cannot be read."""
+    try:
+        real = os.path.realpath(path)
+        info = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}|{info.st_size}|{info.st_mtime_ns}"
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON object in ``path``, ``{}`` where there is none or it is not one."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _write_json(path: Path, value: dict) -> None:
+    """``value`` into ``path`` whole (a temporary file moved into place); nothing where the
+    directory cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False,
+                                         encoding="utf-8") as fh:
+            json.dump(value, fh)
+        os.replace(fh.name, path)
+    except OSError:
+        with contextlib.suppress(OSError, NameError):
+            os.unlink(fh.name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -145,8 +192,8 @@ def available() -> bool:
 
 
 def _key(source: str, compiler: str, flags: tuple[str, ...] = FLAGS + _LIBS, extra: tuple[str, ...] = ()) -> str:
-    text = "\n".join([source, " ".join(flags), _compiler_version(compiler), platform.machine(),
-                      platform.processor(), _cpu_model(), *extra])
+    # (not platform.processor(): Linux answers it by starting ``uname -p``, and the CPU model is here)
+    text = "\n".join([source, " ".join(flags), _compiler_version(compiler), platform.machine(), _cpu_model(), *extra])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
