@@ -46,7 +46,7 @@ import numpy as np
 
 from ..plan.wisdom import default_wisdom
 from . import _engines_cpu
-from ._heuristic import SMALL, THREADED_FROM, small_band, threads_guess
+from ._heuristic import small_band, threads_guess
 from ._libraries import ducc0_call, pocketfft_call
 from ._layout import Layout, c2r_lengths, check_norm, describe, no_axes
 
@@ -299,10 +299,7 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
     if raw is None:  # the library's binding is not usable here
         return None
     shared, of_length = (None, raw) if kind == "c2r" else (raw, None)
-    # What a new length runs is kept to a few steps - a first call pays for each, and more where
-    # other work has left them out of the processor's caches - so small_band's test and the
-    # cheap half of wisdom_may_know's are written out here.
-    memo, monotonic, may_know = _WISDOM_MEMO, time.monotonic, wisdom_may_know
+    may_know = wisdom_may_know
 
     def member(x: np.ndarray, s: Any) -> Runner | None:
         m = x.shape[-1]
@@ -315,11 +312,10 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
             if type(n) is not int:
                 return None
             width = n // 2 + 1 if kind == "c2r" else n
-        if n < 1 or n > SMALL or x.size // m * n >= THREADED_FROM:  # (not small_band(n, ...))
+        if n < 1 or not small_band(n, x.size // m * n):
             return None
         in_shape = x.shape if width == m else x.shape[:-1] + (width,)
-        if (memo["problems"] or monotonic() - memo["checked"] >= WISDOM_RECHECK) and may_know(
-                ("fft", kind, in_shape, in_dtype)):
+        if may_know(("fft", kind, in_shape, in_dtype)):
             return None
         call = shared if of_length is None else of_length(n)
         if width == m:

@@ -10,7 +10,6 @@ through a plan cache. CPU only: cuFFT has no real-to-real transforms.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable
 
 import numpy as np
@@ -22,7 +21,7 @@ from ..plan import PlanCache
 from ._driver import Threads, _frozen, lookup_runner, runner_cache, wrap_input
 from ._layout import DIRECTIONS, no_axes
 from ._one_operand import OneOperandPlan
-from ._quick import _WISDOM_MEMO, QUICK_ELEMENTS, WISDOM_RECHECK, wisdom_may_know
+from ._quick import QUICK_ELEMENTS, wisdom_may_know
 from ._trig_engine import (THREADED_FROM, TrigEngine, TrigLayout, default_budget, describe_trig, quick_candidate,
                            quick_runner, trig_problem)
 
@@ -282,12 +281,9 @@ def _length_family(fn: Callable[[np.ndarray], np.ndarray], transform: str, type:
     store holds no entry of the exact problem (else :func:`_first_runner` looks it up as a plan
     would). The operand is the staged input as it is: real float32/float64, no length given."""
     least = 2 if (transform, type) == ("dct", 1) else 1
-    memo, monotonic = _WISDOM_MEMO, time.monotonic  # (the cheap half of wisdom_may_know's test, written out)
 
     def member(x: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
-        if not 0 < x.size < THREADED_FROM or x.shape[-1] < least:
-            return None
-        if (memo["problems"] or monotonic() - memo["checked"] >= WISDOM_RECHECK) and wisdom_may_know(
+        if not 0 < x.size < THREADED_FROM or x.shape[-1] < least or wisdom_may_know(
                 ("trig", transform, x.shape, x.dtype)):
             return None
         return fn
