@@ -47,7 +47,7 @@ import numpy as np
 from . import cpu_jit
 from .emit_c import C_PRELUDE
 
-__all__ = ["fused_gemm", "fused_gemm_available", "others_running"]
+__all__ = ["fused_gemm", "fused_gemm_available", "others_running", "running_threads"]
 
 #: The activations the kernel applies (after the bias), in the C source's order.
 ACTIVATIONS = (None, "relu", "gelu")
@@ -317,8 +317,7 @@ def fused_gemm(dtype: Any) -> Callable[..., None]:
 
 
 def others_running() -> int:
-    """How many other threads of this process are running now (state ``R`` in ``/proc``; 0
-    where that cannot be read); it reads one small file per thread.
+    """How many other threads of this process are running now (:func:`running_threads`).
 
     OpenBLAS's worker threads spin for a while after each call; a parallel kernel started
     meanwhile shares their cores.
@@ -328,12 +327,24 @@ def others_running() -> int:
     >>> others_running() >= 0
     True
     """
+    return len(running_threads())
+
+
+def running_threads() -> frozenset[str]:
+    """The ids of this process's threads other than the caller that are running now (state
+    ``R`` in ``/proc``; none where that cannot be read); it reads one small file per thread.
+
+    Examples
+    --------
+    >>> str(threading.get_native_id()) in running_threads()
+    False
+    """
     try:
         names = os.listdir("/proc/self/task")
     except OSError:
-        return 0
+        return frozenset()
     me = str(threading.get_native_id())
-    running = 0
+    running = []
     for name in names:
         if name == me:
             continue
@@ -348,8 +359,9 @@ def others_running() -> int:
         finally:
             os.close(fd)
         end = text.rfind(b")")  # the thread's name, in parentheses, may hold anything
-        running += text[end + 2:end + 3] == b"R"
-    return running
+        if text[end + 2:end + 3] == b"R":
+            running.append(name)
+    return frozenset(running)
 
 
 def source(dtype: Any) -> str:

@@ -12,7 +12,8 @@ eigenvalues are ``?syevd``'s and the eigenvectors equal them to rounding.
 
 Either triangle is taken as stored (``?sytrd``'s ``'L'`` and ``'U'`` reflectors are applied
 in their own orders), so a C-ordered matrix is read through its Fortran view uncopied.
-Eigenvalues alone are ``?sytrd`` with its blocked workspace followed by ``?sterf``.
+Eigenvalues alone are ``?sytrd`` with its blocked workspace followed by ``?sterf``. A call runs
+on the cores free at its start (:func:`._pool_threads.stepped_down`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from ._householder import reflectors, reflectors_available
 from ._numpy_lapack import _PREFIX, _fortran, _symbol
+from ._pool_threads import stepped_down
 
 __all__ = ["blocked_eigh", "blocked_eigh_available"]
 
@@ -87,6 +89,10 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
 
     def eigh(a: np.ndarray, lower: bool, vectors: bool,
              overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray | None, int]:
+        return stepped_down(lambda: decompose(a, lower, vectors, overwrite_a))
+
+    def decompose(a: np.ndarray, lower: bool, vectors: bool,
+                  overwrite_a: bool) -> tuple[np.ndarray, np.ndarray | None, int]:
         t = _fortran(a, dtype, overwrite_a)
         n = t.shape[0]
         uplo = ctypes.c_char_p(b"L" if lower else b"U")

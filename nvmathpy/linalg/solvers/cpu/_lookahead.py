@@ -22,17 +22,17 @@ OpenBLAS's routine only loses that core's share).
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
 from ....kernels import cpu_jit
 from ....kernels.cpu_gemm import others_running
-from ...gemm.cpu._cblas import _numpy_blas
 from ._numpy_lapack import _PREFIX, _fortran, _symbol, dtype_name
+from ._pool_threads import THREAD_COUNT as _THREAD_COUNT
+from ._pool_threads import runnable_elsewhere
+from ._pool_threads import thread_count_functions as _thread_count_functions
 
 __all__ = ["C_STEPS", "MAX_THREADS", "busy_elsewhere", "compile_driver", "drivers_available", "few_threads",
            "run_alone", "run_driver"]
@@ -43,8 +43,6 @@ __all__ = ["C_STEPS", "MAX_THREADS", "busy_elsewhere", "compile_driver", "driver
 MAX_THREADS = 4
 
 _TYPES = {"float32": "float", "float64": "double"}
-#: Held while a driver has OpenBLAS's thread count set to one.
-_THREAD_COUNT = threading.Lock()
 
 #: C of the steps (after ``real`` and ``blasint`` are defined and :data:`cpu_jit.C_HELPER_THREADS`).
 C_STEPS = r"""
@@ -117,24 +115,6 @@ static void steps_stop(steps_t *s, pthread_t *ids, int started) {
 """
 
 
-@functools.lru_cache(maxsize=None)
-def _thread_count_functions() -> tuple[Any, Any] | None:
-    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None`` (looked up
-    once: every candidate list and every factorization asks)."""
-    lib = _numpy_blas()
-    if lib is None:
-        return None
-    for suffix in ("64_", "_64_", ""):
-        for prefix in ("scipy_", ""):
-            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-            if get is not None and put is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                put.restype, put.argtypes = None, [ctypes.c_int]
-                return get, put
-    return None
-
-
 def drivers_available(dtype: Any, *names: str) -> bool:
     """Whether a driver calling OpenBLAS's routines ``names`` runs here for ``dtype``:
     float32/float64, a C compiler, and NumPy's OpenBLAS exporting them and its thread count."""
@@ -163,20 +143,15 @@ def compile_driver(dtype_name: str, source: str, function: str,
 
 
 def busy_elsewhere() -> int:
-    """How many threads outside this process are runnable now (the running count of
-    ``/proc/loadavg`` less this process's running threads; 0 where it cannot be read).
+    """How many threads outside this process are runnable now
+    (:func:`~._pool_threads.runnable_elsewhere` of this process's running threads).
 
     Examples
     --------
     >>> busy_elsewhere() >= 0
     True
     """
-    try:
-        with open("/proc/loadavg", "rb") as fh:
-            running = int(fh.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, running - 1 - others_running())
+    return runnable_elsewhere(others_running())
 
 
 def run_alone(call: Callable[[int], int], threads: int | None) -> int | None:

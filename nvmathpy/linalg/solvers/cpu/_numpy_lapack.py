@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
+from ._pool_threads import stepped_down
 
 try:  # NumPy 2: the module numpy.linalg's functions live in
     from numpy.linalg import _linalg as numpy_linalg
@@ -96,8 +97,8 @@ def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]
         m, n = lu.shape
         ipiv = np.empty(min(m, n), index)
         info = integer(0)
-        fn(ctypes.byref(integer(m)), ctypes.byref(integer(n)), ctypes.c_void_p(lu.ctypes.data),
-           ctypes.byref(integer(max(1, m))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.byref(info))
+        stepped_down(lambda: fn(ctypes.byref(integer(m)), ctypes.byref(integer(n)), ctypes.c_void_p(lu.ctypes.data),
+                                ctypes.byref(integer(max(1, m))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.byref(info)))
         return lu, (ipiv - 1).astype(np.int32), int(info.value)  # 0-based int32, as SciPy's
 
     return getrf
@@ -129,8 +130,8 @@ def _potrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
         c = _fortran(a, dtype, bool(overwrite_a))
         n = c.shape[0]
         info = integer(0)
-        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data),
-           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
+        stepped_down(lambda: fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)),
+                                ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))), ctypes.byref(info)))
         if clean and info.value == 0:  # zero the other triangle, as SciPy's clean=1 does
             _zero_other_triangle(c, bool(lower))
         return c, int(info.value)

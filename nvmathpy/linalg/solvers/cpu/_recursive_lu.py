@@ -13,7 +13,8 @@ reach the columns outside a panel a recursion level at a time (a half's intercha
 to the other half in one ``?laswp`` call), not a panel at a time: with the matrix in column
 order each such call is a pass over the columns it touches, and this makes ``log2(n / LEAF)``
 passes per column instead of one per panel (applied per panel, the interchanges are a large
-share of the factorization's time).
+share of the factorization's time). A call runs on the cores free at its start
+(:func:`._pool_threads.stepped_down`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available, dtype_name
+from ._pool_threads import stepped_down
 
 __all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf"]
 
@@ -92,6 +94,9 @@ def _recursive_getrf(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndar
     step = ctypes.byref(integer(1))
 
     def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        return stepped_down(lambda: recursive(a, overwrite_a))
+
+    def recursive(a: np.ndarray, overwrite_a: int) -> tuple[np.ndarray, np.ndarray, int]:
         lu = _fortran(a, dtype, bool(overwrite_a))
         m, n = lu.shape
         k = min(m, n)

@@ -1,0 +1,166 @@
+"""NumPy's OpenBLAS stepped down to the free cores around a large factorization
+(nvmathpy/linalg/solvers/cpu/_pool_threads.py): which count each situation gets, that the count
+is restored, that the workers are learned only from a clean observation, and that the results
+of the stepped-down routines are right."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from nvmathpy.linalg.solvers.cpu import _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu import _pool_threads as pool
+
+
+class FakeCount:
+    """OpenBLAS's thread count: ``set`` calls recorded, the count seen by the call kept."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.sets, self.seen = count, [], None
+
+    def get(self) -> int:
+        return self.count
+
+    def put(self, count: int) -> None:
+        self.sets.append(count)
+        self.count = count
+
+    def call(self) -> str:
+        self.seen = self.count
+        return "result"
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """Two OpenBLAS threads, two cores, nothing running elsewhere, no workers learned yet."""
+    count = FakeCount(2)
+    monkeypatch.setattr(pool, "thread_count_functions", lambda: (count.get, count.put))
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 0)
+    monkeypatch.setattr(pool, "_workers", None)
+    return count
+
+
+def running(monkeypatch, *sequence: frozenset[str]) -> None:
+    """``running_threads()`` answers the given sets in turn (the last one from then on)."""
+    answers = list(sequence)
+    monkeypatch.setattr(pool, "running_threads", lambda: answers.pop(0) if len(answers) > 1 else answers[0])
+
+
+def test_all_cores_free_keeps_the_count_and_learns_the_workers(fake, monkeypatch):
+    running(monkeypatch, frozenset(), frozenset({"101"}))
+    assert pool.stepped_down(fake.call) == "result"
+    assert (fake.seen, fake.sets) == (2, [])
+    assert pool._workers == (os.getpid(), frozenset({"101"}))
+
+
+def test_a_foreign_running_thread_steps_down_to_one_and_restores(fake, monkeypatch):
+    running(monkeypatch, frozenset({"202"}))
+    assert pool.stepped_down(fake.call) == "result"
+    assert (fake.seen, fake.sets, fake.count) == (1, [1, 2], 2)
+    assert pool._workers is None  # nothing learned from a stepped-down call
+
+
+def test_its_own_spinning_workers_do_not_step_it_down(fake, monkeypatch):
+    monkeypatch.setattr(pool, "_workers", (os.getpid(), frozenset({"101"})))
+    running(monkeypatch, frozenset({"101"}))
+    pool.stepped_down(fake.call)
+    assert (fake.seen, fake.sets) == (2, [])
+    running(monkeypatch, frozenset({"101", "202"}))  # its worker and another pool's
+    pool.stepped_down(fake.call)
+    assert (fake.seen, fake.sets) == (1, [1, 2])
+
+
+def test_workers_learned_in_another_process_count_as_foreign(fake, monkeypatch):
+    monkeypatch.setattr(pool, "_workers", (os.getpid() + 1, frozenset({"101"})))
+    running(monkeypatch, frozenset({"101"}))
+    pool.stepped_down(fake.call)
+    assert fake.seen == 1
+
+
+def test_an_unclear_observation_teaches_nothing(fake, monkeypatch):
+    running(monkeypatch, frozenset(), frozenset({"101", "303"}))  # more than its one worker
+    pool.stepped_down(fake.call)
+    assert fake.seen == 2 and pool._workers is None
+
+
+def test_busy_processes_elsewhere_step_it_down(fake, monkeypatch):
+    running(monkeypatch, frozenset())
+    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 1)
+    pool.stepped_down(fake.call)
+    assert fake.seen == 1
+    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 5)  # never below one
+    pool.stepped_down(fake.call)
+    assert fake.seen == 1 and fake.count == 2
+
+
+def test_one_thread_or_another_changer_leaves_the_count_alone(fake, monkeypatch):
+    running(monkeypatch, frozenset({"202"}))
+    fake.count = 1
+    pool.stepped_down(fake.call)
+    assert (fake.seen, fake.sets) == (1, [])
+    fake.count = 2
+    with pool.THREAD_COUNT:  # a look-ahead driver (or another thread's call) holds the count
+        pool.stepped_down(fake.call)
+    assert (fake.seen, fake.sets) == (2, [])
+
+
+def test_the_count_is_restored_when_the_call_raises(fake, monkeypatch):
+    running(monkeypatch, frozenset({"202"}))
+
+    def fails():
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        pool.stepped_down(fails)
+    assert fake.count == 2 and not pool.THREAD_COUNT.locked()
+
+
+def test_without_openblas_the_call_runs_as_is(monkeypatch):
+    monkeypatch.setattr(pool, "thread_count_functions", lambda: None)
+    assert pool.stepped_down(lambda: 7) == 7
+
+
+def test_runnable_elsewhere_reads_the_load_file():
+    assert pool.runnable_elsewhere(0) >= 0
+    assert pool.runnable_elsewhere(10_000) == 0
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.dtype(np.float64), "getrf", "potrf"),
+                    reason="NumPy's OpenBLAS does not export LAPACK here")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkeypatch):
+    """A thread of the process spinning: getrf/potrf of order 263 step down to one thread (seen
+    by the call) and still factor right; OpenBLAS's count is what it was."""
+    functions = pool.thread_count_functions()
+    get, put = functions
+    before = get()
+    put(2)
+    seen = []
+    monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"foreign"}))
+    real_get = get
+    monkeypatch.setattr(pool, "thread_count_functions", lambda: (real_get, lambda n: (put(n), seen.append(n))))
+    try:
+        rng = np.random.default_rng(7)
+        n = 263
+        a = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if dtype.startswith("complex") else 0)
+        spd = (a @ a.conj().T + n * np.eye(n)).astype(dtype)
+        getrf, potrf = numpy_lapack.routines(spd.dtype, "getrf", "potrf")
+        lu, piv, info = getrf(a.astype(dtype))
+        assert info == 0
+        l, u = np.tril(lu, -1) + np.eye(n), np.triu(lu)
+        p = np.arange(n)
+        for i, j in enumerate(piv):
+            p[i], p[j] = p[j], p[i]
+        tol = 2e-4 if dtype == "float32" else 1e-12
+        assert np.linalg.norm(l @ u - a.astype(dtype)[p]) / np.linalg.norm(a) < tol
+        c, info = potrf(spd, lower=1)
+        assert info == 0
+        assert np.linalg.norm(c @ c.conj().T - spd) / np.linalg.norm(spd) < tol
+        assert seen == [1, 2, 1, 2]
+        assert get() == 2
+    finally:
+        put(before)
+
