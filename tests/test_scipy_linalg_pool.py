@@ -202,3 +202,54 @@ def test_lu_on_numpys_pool_is_scipys(monkeypatch, choice):
                 assert relerr(g, w) < t, (layout, kw)
         np.testing.assert_array_equal(a, kept)  # nvmathpy's lu never overwrites (SciPy's permission only)
     assert called == ["lu_unpack"] * 12
+
+
+def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypatch):
+    """The drop-in's heavy functions look at the free cores (both pools) for NumPy matrices of
+    FREE_CORES_FROM elements and more; smaller ones and the factors-taking solves go straight
+    through. Results are the unwrapped function's."""
+    asked = []
+    real = lapack.stepped_down
+    monkeypatch.setattr(lapack, "stepped_down", lambda call, pools: asked.append(pools) or real(call, pools))
+    rng = np.random.default_rng(11)
+    side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))
+    big, small = spd(rng, side, np.float64), spd(rng, side - 1, np.float64)
+    c = nsl.cholesky(big)
+    assert asked == [lapack.POOLS]
+    assert relerr(c, sla.cholesky(big)) < tol(np.float64, side)
+    nsl.cholesky(small)
+    nsl.cho_solve((c, False), np.ones(side))
+    nsl.lu_solve(nsl.lu_factor(small), np.ones(side - 1))
+    assert len(asked) == 1
+    calls = {"solve": lambda: nsl.solve(big, np.ones(side)), "inv": lambda: nsl.inv(big), "det": lambda: nsl.det(big),
+             "lstsq": lambda: nsl.lstsq(big, np.ones(side)), "lu": lambda: nsl.lu(big),
+             "lu_factor": lambda: nsl.lu_factor(big), "cho_factor": lambda: nsl.cho_factor(big),
+             "qr": lambda: nsl.qr(big), "eigh": lambda: nsl.eigh(big), "eigvalsh": lambda: nsl.eigvalsh(big),
+             "svd": lambda: nsl.svd(big), "svdvals": lambda: nsl.svdvals(big), "pinv": lambda: nsl.pinv(big),
+             "pinvh": lambda: nsl.pinvh(big), "orth": lambda: nsl.orth(big), "null_space": lambda: nsl.null_space(big),
+             "eig": lambda: nsl.eig(big), "eigvals": lambda: nsl.eigvals(big), "rq": lambda: nsl.rq(big),
+             "expm": lambda: nsl.expm(big / side), "ldl": lambda: nsl.ldl(big)}
+    for name, call in calls.items():
+        before = len(asked)
+        call()
+        assert len(asked) == before + 1, name
+
+
+def test_a_warning_from_a_large_stepped_down_call_names_the_callers_frame(monkeypatch):
+    """Between the caller and the warning lie the free-cores wrapper and the step-down: the
+    ``LinAlgWarning`` still names the caller's file."""
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
+
+    from nvmathpy.linalg.solvers.cpu import _pool_threads
+
+    monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: 2)  # look at the threads, step down
+    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"foreign"}))
+    side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))
+    ill = np.diag(np.r_[np.ones(side - 1), 1e-20]) + np.triu(np.full((side, side), 1e-3), 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nsl.solve(ill, np.ones(side), assume_a="gen")
+    ill_warnings = [w for w in caught if issubclass(w.category, LinAlgWarning)]
+    assert ill_warnings and ill_warnings[0].filename == __file__

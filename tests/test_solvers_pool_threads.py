@@ -6,6 +6,7 @@ of the stepped-down routines are right."""
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -34,12 +35,15 @@ class FakeCount:
 
 @pytest.fixture
 def fake(monkeypatch):
-    """Two OpenBLAS threads, two cores, nothing running elsewhere, no workers learned yet."""
+    """NumPy's pool: two OpenBLAS threads; two cores; SciPy's pool absent; another thread
+    running somewhere (so the process's threads are looked at); no workers learned yet."""
     count = FakeCount(2)
     monkeypatch.setattr(pool, "thread_count_functions", lambda: (count.get, count.put))
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: None)
     monkeypatch.setattr(pool.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 0)
-    monkeypatch.setattr(pool, "_workers", None)
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
+    for each in pool.POOLS:
+        monkeypatch.setattr(each, "workers", None)
     return count
 
 
@@ -49,22 +53,34 @@ def running(monkeypatch, *sequence: frozenset[str]) -> None:
     monkeypatch.setattr(pool, "running_threads", lambda: answers.pop(0) if len(answers) > 1 else answers[0])
 
 
-def test_all_cores_free_keeps_the_count_and_learns_the_workers(fake, monkeypatch):
-    running(monkeypatch, frozenset(), frozenset({"101"}))
+def test_a_quiet_machine_keeps_the_count_and_learns_the_workers_once(fake, monkeypatch):
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)  # the caller alone
+    probes = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: probes.append(1))
+    running(monkeypatch, frozenset({"101"}))  # what the probe left running
     assert pool.stepped_down(fake.call) == "result"
     assert (fake.seen, fake.sets) == (2, [])
-    assert pool._workers == (os.getpid(), frozenset({"101"}))
+    assert pool.NUMPY.workers == (os.getpid(), frozenset({"101"}))
+    pool.stepped_down(fake.call)
+    assert probes == [1]
+
+
+def test_a_probe_that_shows_other_threads_teaches_nothing(fake, monkeypatch):
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: None)
+    running(monkeypatch, frozenset({"101", "303"}))  # more than its one worker
+    pool.stepped_down(fake.call)
+    assert fake.seen == 2 and pool.NUMPY.workers is None
 
 
 def test_a_foreign_running_thread_steps_down_to_one_and_restores(fake, monkeypatch):
     running(monkeypatch, frozenset({"202"}))
     assert pool.stepped_down(fake.call) == "result"
     assert (fake.seen, fake.sets, fake.count) == (1, [1, 2], 2)
-    assert pool._workers is None  # nothing learned from a stepped-down call
 
 
 def test_its_own_spinning_workers_do_not_step_it_down(fake, monkeypatch):
-    monkeypatch.setattr(pool, "_workers", (os.getpid(), frozenset({"101"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
     running(monkeypatch, frozenset({"101"}))
     pool.stepped_down(fake.call)
     assert (fake.seen, fake.sets) == (2, [])
@@ -73,25 +89,32 @@ def test_its_own_spinning_workers_do_not_step_it_down(fake, monkeypatch):
     assert (fake.seen, fake.sets) == (1, [1, 2])
 
 
+def test_each_pool_counts_the_others_workers_as_foreign(fake, monkeypatch):
+    """NumPy's worker spinning: a call that may run on either pool gets SciPy's stepped down
+    to one thread and NumPy's left at two."""
+    scipy_count = FakeCount(2)
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"202"})))
+    running(monkeypatch, frozenset({"101"}))
+    seen = pool.stepped_down(lambda: (fake.count, scipy_count.count), pool.POOLS)
+    assert seen == (2, 1)
+    assert (fake.sets, scipy_count.sets) == ([], [1, 2])
+
+
 def test_workers_learned_in_another_process_count_as_foreign(fake, monkeypatch):
-    monkeypatch.setattr(pool, "_workers", (os.getpid() + 1, frozenset({"101"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid() + 1, frozenset({"101"})))
     running(monkeypatch, frozenset({"101"}))
     pool.stepped_down(fake.call)
     assert fake.seen == 1
 
 
-def test_an_unclear_observation_teaches_nothing(fake, monkeypatch):
-    running(monkeypatch, frozenset(), frozenset({"101", "303"}))  # more than its one worker
-    pool.stepped_down(fake.call)
-    assert fake.seen == 2 and pool._workers is None
-
-
 def test_busy_processes_elsewhere_step_it_down(fake, monkeypatch):
     running(monkeypatch, frozenset())
-    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 1)
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)  # the caller and one thread elsewhere
     pool.stepped_down(fake.call)
     assert fake.seen == 1
-    monkeypatch.setattr(pool, "runnable_elsewhere", lambda running_here: 5)  # never below one
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 7)  # never below one
     pool.stepped_down(fake.call)
     assert fake.seen == 1 and fake.count == 2
 
@@ -120,12 +143,28 @@ def test_the_count_is_restored_when_the_call_raises(fake, monkeypatch):
 
 def test_without_openblas_the_call_runs_as_is(monkeypatch):
     monkeypatch.setattr(pool, "thread_count_functions", lambda: None)
-    assert pool.stepped_down(lambda: 7) == 7
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: None)
+    assert pool.stepped_down(lambda: 7, pool.POOLS) == 7
 
 
 def test_runnable_elsewhere_reads_the_load_file():
     assert pool.runnable_elsewhere(0) >= 0
     assert pool.runnable_elsewhere(10_000) == 0
+
+
+def test_the_real_probes_learn_real_threads_of_this_process():
+    """Each pool's probe, run for real, leaves running only threads of this process other than
+    the caller (the learning's premise), and SciPy's count functions are found once it is loaded."""
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS)
+
+    assert pool.SCIPY.functions() is not None or pool.thread_count_functions() is None
+    for each in pool.POOLS:
+        if each.functions() is None:
+            continue
+        each.probe()
+        seen = pool.running_threads()
+        assert str(threading.get_native_id()) not in seen
+        assert seen <= set(os.listdir("/proc/self/task"))
 
 
 @pytest.mark.skipif(not numpy_lapack.available(np.dtype(np.float64), "getrf", "potrf"),
@@ -140,6 +179,7 @@ def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkey
     put(2)
     seen = []
     monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"foreign"}))
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
     real_get = get
     monkeypatch.setattr(pool, "thread_count_functions", lambda: (real_get, lambda n: (put(n), seen.append(n))))
     try:

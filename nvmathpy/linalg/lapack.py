@@ -25,19 +25,27 @@
   ``NotImplemented`` for operands it does not take (other types, dtypes, layouts, orders;
   ``svd`` also for NaN/Inf without ``check_finite`` and LAPACK's failures), which the caller
   then solves by other means.
+- :func:`on_free_cores` wraps a layer's function so that its calls on large NumPy matrices run
+  NumPy's and SciPy's OpenBLAS on the cores free at the call's start
+  (:func:`~nvmathpy.linalg.solvers.cpu._pool_threads.stepped_down`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
+from .solvers.cpu._pool_threads import POOLS, stepped_down
 
-__all__ = ["LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "routines", "scipys"]
+__all__ = ["FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores", "routines",
+           "scipys"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Below this order (every order calibration does not cover) :func:`routines` and the compiled
 #: calls give SciPy's own routines, on SciPy's thread pool: the routine a SciPy user's call
@@ -107,3 +115,34 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
     True
     """
     return order < SCIPY_BELOW or not for_order(order, dtype, name)
+
+
+#: From this many elements of its first operand on, a call wrapped by :func:`on_free_cores` looks
+#: at the free cores first (a few microseconds; OpenBLAS runs smaller problems on one thread).
+FREE_CORES_FROM = 256 * 256
+
+
+def on_free_cores(fn: F) -> F:
+    """``fn`` (whose first argument is its matrix) with calls on a NumPy matrix of at least
+    :data:`FREE_CORES_FROM` elements run with NumPy's and SciPy's OpenBLAS set to the cores free
+    at the call's start (other calls unchanged): right after a NumPy product or a SciPy call,
+    that pool's threads still spin on a core, and an OpenBLAS call on all cores would wait for
+    its thread sharing that core at every step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.linalg.lapack import on_free_cores
+    >>> trace = on_free_cores(lambda a: float(np.trace(a)))
+    >>> trace(np.eye(300))
+    300.0
+    """
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        if type(first) is np.ndarray and first.size >= FREE_CORES_FROM:
+            return stepped_down(lambda: fn(*args, **kwargs), POOLS)
+        return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]

@@ -29,10 +29,14 @@ Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` n
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """
 
+from ...linalg.lapack import on_free_cores as _on_free_cores
 from ._cuda import routed as _routed
 from ._decomp import cho_factor, cho_solve, cholesky, eigh, eigvalsh, lu, lu_factor, lu_solve, qr, svd, svdvals
 from ._solve import det, inv, lstsq, solve, solve_triangular
 
+# Large NumPy matrices: OpenBLAS on the cores free at the call's start (nvmathpy.linalg.lapack.on_free_cores).
+(solve, inv, det, lstsq, lu, lu_factor, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals) = map(
+    _on_free_cores, (solve, inv, det, lstsq, lu, lu_factor, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals))
 # CUDA operands (CuPy arrays, torch CUDA tensors) go to the cuSOLVER engine with SciPy's conventions (._cuda).
 (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals,
  solve_triangular) = map(_routed, (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve,
@@ -47,22 +51,30 @@ __all__ = [
 from ._norms import norm  # noqa: E402
 from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 
+null_space, orth, pinv, pinvh = map(_on_free_cores, (null_space, orth, pinv, pinvh))
+
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
 
 # The general eigenproblem and RQ (issue 21): NumPy operands; CUDA operands refused by name.
 from ._eig import eig, eigvals  # noqa: E402
 from ._rq import rq  # noqa: E402
 
+eig, eigvals, rq = map(_on_free_cores, (eig, eigvals, rq))
+
 __all__ += ["eig", "eigvals", "rq"]
 
 # The matrix exponential (issue 21): NumPy operands, in the compiled extension; CUDA operands refused by name.
 from ._expm import expm  # noqa: E402
+
+expm = _on_free_cores(expm)
 
 __all__ += ["expm"]
 
 # Banded solvers and the LDL factorization (issue 21): NumPy operands; CUDA operands refused by name.
 from ._banded import cho_solve_banded, cholesky_banded, solve_banded, solveh_banded  # noqa: E402
 from ._ldl import ldl  # noqa: E402
+
+ldl = _on_free_cores(ldl)
 
 __all__ += ["solve_banded", "solveh_banded", "cholesky_banded", "cho_solve_banded", "ldl"]
 

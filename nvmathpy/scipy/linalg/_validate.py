@@ -189,12 +189,13 @@ def over_batch(core: Callable[..., Any], arrays: Sequence[np.ndarray | None], co
 
 def caller_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` called from this package that names the first
-    frame outside it (the caller's), however many of the package's frames lie between."""
+    frame outside nvmathpy (the caller's), however many of nvmathpy's frames lie between."""
     import os
     import sys
 
-    here, level, frame = os.path.dirname(__file__), 1, sys._getframe(1)
-    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+    package = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -1,19 +1,22 @@
-"""The thread count of NumPy's OpenBLAS, and calls on it stepped down to the cores free now.
+"""The thread counts of NumPy's and SciPy's OpenBLAS, and calls stepped down to the cores free now.
 
-OpenBLAS's worker threads spin for a while (a tenth of a second or so) after each call, so a
-program that calls SciPy (whose OpenBLAS is another thread pool) and then nvmathpy, or runs
-beside another busy process, starts nvmathpy's factorization while a core is taken. A
-multi-threaded OpenBLAS call then waits at every step for its thread on the taken core: on two
-cores a Cholesky factorization of order 512 right after SciPy's took many times as long as
-alone, while on one thread it took about as long as alone.
-``benchmarks/bench_linalg.py --only targets --mode interleaved`` measures such alternation.
+OpenBLAS's worker threads spin for a while (a tenth of a second or so) after each call. NumPy
+and SciPy each load their own OpenBLAS, so a program that builds its matrices with NumPy
+products and then factors them, or that alternates SciPy's and nvmathpy's calls, or that runs
+beside another busy process, starts a factorization while a core is taken. A multi-threaded
+OpenBLAS call then waits at every step for its thread on the taken core: on two cores a
+Cholesky factorization of order 512 right after a SciPy call took many times as long as alone,
+and SciPy's own ``cholesky`` of order 256 right after a NumPy product did too, while on one
+thread each took about as long as alone. ``benchmarks/bench_linalg.py --only targets --mode
+interleaved`` and ``benchmarks/bench_scipy_mix.py`` measure such programs.
 
-:func:`stepped_down` therefore counts, just before the call, the threads that hold a core: this
-process's running threads that are not NumPy's OpenBLAS workers (those are learned once, as the
-threads found running right after one of its multi-threaded calls that were not running before
-it) and other processes' runnable threads (``/proc/loadavg``), and runs the call with OpenBLAS
-set to the cores left (at least one), restoring the count after it. Looking costs a few small
-``/proc`` reads, which is why only the large factorizations ask.
+:func:`stepped_down` therefore looks, just before a large call, at what holds the cores: the
+running count of ``/proc/loadavg`` (one small read; when the caller is the only thread running
+anywhere, that is all), else this process's running threads and, per pool, those that are not
+its own workers, and sets each pool to the cores left for it (at least one) for the call,
+restoring the counts after it. A pool's workers are learned once per process, on a machine
+found quiet: a small product on that pool (:data:`PROBE_ORDER`) and the threads it leaves
+spinning. Until then every running thread counts as taking a core.
 """
 
 from __future__ import annotations
@@ -24,27 +27,28 @@ import os
 import threading
 from typing import Any, Callable, TypeVar
 
+import numpy as np
+
+from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["THREAD_COUNT", "runnable_elsewhere", "stepped_down", "thread_count_functions"]
+__all__ = ["NUMPY", "POOLS", "PROBE_ORDER", "Pool", "THREAD_COUNT", "runnable_elsewhere", "stepped_down",
+           "thread_count_functions"]
 
 T = TypeVar("T")
 
-#: Held while a call has changed NumPy's OpenBLAS thread count (a look-ahead driver that set it
-#: to one, or a stepped-down call): the count is one process-wide number, so one changer at a time.
+#: Held while a call has changed an OpenBLAS thread count (a look-ahead driver that set NumPy's
+#: to one, or a stepped-down call): each count is one process-wide number, so one changer at a time.
 THREAD_COUNT = threading.Lock()
 
-#: NumPy's OpenBLAS worker threads, learned from one of its calls, with the process they were
-#: seen in (a forked child has other threads).
-_workers: tuple[int, frozenset[str]] | None = None
+#: The order of the product that shows a pool's workers: large enough that OpenBLAS runs it on
+#: every thread, small enough to cost well under a millisecond.
+PROBE_ORDER = 128
 
 
-@functools.lru_cache(maxsize=None)
-def thread_count_functions() -> tuple[Any, Any] | None:
-    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None`` (looked up
-    once: every candidate list and every factorization asks)."""
-    lib = _numpy_blas()
+def _count_functions(lib: Any) -> tuple[Any, Any] | None:
+    """OpenBLAS's ``(get, set)`` of its thread count in ``lib``, whatever affixes the build uses."""
     if lib is None:
         return None
     for suffix in ("64_", "_64_", ""):
@@ -58,6 +62,73 @@ def thread_count_functions() -> tuple[Any, Any] | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def thread_count_functions() -> tuple[Any, Any] | None:
+    """OpenBLAS's ``(get, set)`` of its thread count in NumPy's build, or ``None`` (looked up
+    once: every candidate list and every factorization asks)."""
+    return _count_functions(_numpy_blas())
+
+
+_scipy_functions: list[tuple[Any, Any] | None] = []
+
+
+def scipy_thread_count_functions() -> tuple[Any, Any] | None:
+    """The same in SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``
+    (asked again next time: loading it is SciPy's business, not this module's)."""
+    if _scipy_functions:
+        return _scipy_functions[0]
+    found = _loaded_openblas_files(_package_dirs("scipy"))
+    if len(found) != 1:
+        return None
+    try:
+        functions = _count_functions(ctypes.CDLL(found[0]))
+    except OSError:
+        functions = None
+    _scipy_functions.append(functions)
+    return functions
+
+
+def _numpy_probe() -> None:
+    x = np.ones((PROBE_ORDER, PROBE_ORDER))
+    x.dot(x)
+
+
+def _scipy_probe() -> None:
+    from scipy.linalg.blas import dgemm
+
+    x = np.ones((PROBE_ORDER, PROBE_ORDER), order="F")
+    dgemm(1.0, x, x)
+
+
+class Pool:
+    """One OpenBLAS's thread pool: its count functions, a product that wakes its workers, and
+    the workers once learned (with the process they were seen in: a forked child has others)."""
+
+    def __init__(self, name: str, functions: Callable[[], tuple[Any, Any] | None], probe: Callable[[], None]) -> None:
+        self.name, self.functions, self.probe = name, functions, probe
+        self.workers: tuple[int, frozenset[str]] | None = None
+
+    def known_workers(self) -> frozenset[str] | None:
+        known = self.workers
+        return known[1] if known is not None and known[0] == os.getpid() else None
+
+    def learn(self, count: int) -> None:
+        """On a quiet machine: the threads a small product on this pool leaves running are its workers."""
+        self.probe()
+        seen = running_threads()
+        if len(seen) == count - 1:
+            self.workers = (os.getpid(), seen)
+
+    def __repr__(self) -> str:
+        return f"Pool({self.name!r}, workers={self.known_workers()})"
+
+
+NUMPY = Pool("numpy", lambda: thread_count_functions(), _numpy_probe)
+SCIPY = Pool("scipy", scipy_thread_count_functions, _scipy_probe)
+#: Both pools, for calls that may run on either (the scipy.linalg drop-in's).
+POOLS = (NUMPY, SCIPY)
+
+
 def runnable_elsewhere(running_here: int) -> int:
     """How many threads outside this process are runnable now: the running count of
     ``/proc/loadavg`` less the caller and ``running_here`` other threads of this process
@@ -68,23 +139,26 @@ def runnable_elsewhere(running_here: int) -> int:
     >>> runnable_elsewhere(0) >= 0
     True
     """
+    return max(0, _running_anywhere() - 1 - running_here)
+
+
+def _running_anywhere() -> int:
+    """The running count of ``/proc/loadavg`` (the caller included; 1 where it cannot be read)."""
     try:
-        with open("/proc/loadavg", "rb") as fh:
-            running = int(fh.read().split()[3].split(b"/")[0])
+        fd = os.open("/proc/loadavg", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 128).split()[3].split(b"/")[0])
+        finally:
+            os.close(fd)
     except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, running - 1 - running_here)
+        return 1
 
 
-def _known_workers() -> frozenset[str] | None:
-    known = _workers
-    return known[1] if known is not None and known[0] == os.getpid() else None
-
-
-def stepped_down(call: Callable[[], T]) -> T:
-    """``call()`` (a call into NumPy's OpenBLAS) with OpenBLAS's thread count lowered, for its
-    duration, to the cores that no other thread holds now (at least one); unchanged where all
-    its threads have a core, where its count is one, or while another caller has it changed.
+def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,)) -> T:
+    """``call()`` (a call into the OpenBLAS of ``pools``) with each pool's thread count lowered,
+    for its duration, to the cores that no thread other than its own workers holds now (at
+    least one); unchanged where all its threads have a core, where its count is one, or while
+    another caller has a count changed.
 
     Examples
     --------
@@ -93,32 +167,35 @@ def stepped_down(call: Callable[[], T]) -> T:
     >>> stepped_down(lambda: a @ a).tolist()
     [[2.0, 3.0], [6.0, 11.0]]
     """
-    global _workers
-    functions = thread_count_functions()
-    if functions is None:
+    present = [(pool, functions) for pool in pools if (functions := pool.functions()) is not None]
+    counts = [functions[0]() for _, functions in present]
+    if max(counts, default=1) < 2:
         return call()
-    get, put = functions
-    before = get()
-    if before < 2:
+    cores = os.cpu_count() or 1
+    anywhere = _running_anywhere()
+    if anywhere <= 1:  # nothing else runs: all cores are free, and a pool's workers can be learned
+        for (pool, _), count in zip(present, counts):
+            if count >= 2 and pool.known_workers() is None:
+                pool.learn(count)
         return call()
     running = running_threads()
-    workers = _known_workers()
-    holding = len(running - workers) if workers is not None else len(running)
-    count = min(before, (os.cpu_count() or 1) - holding - runnable_elsewhere(len(running)))
-    if count >= before:
-        result = call()
-        if workers is None and not running:  # every thread seen running now is one of its workers
-            after = running_threads()
-            if len(after) == before - 1:
-                _workers = (os.getpid(), after)
-        return result
-    if not THREAD_COUNT.acquire(blocking=False):
+    elsewhere = max(0, anywhere - 1 - len(running))
+    changes = []
+    for (pool, (_, put)), count in zip(present, counts):
+        workers = pool.known_workers()
+        holding = len(running - workers) if workers is not None else len(running)
+        free = max(1, min(count, cores - holding - elsewhere))
+        if free < count:
+            changes.append((put, free, count))
+    if not changes or not THREAD_COUNT.acquire(blocking=False):
         return call()
     try:
-        put(max(1, count))
+        for put, free, _ in changes:
+            put(free)
         try:
             return call()
         finally:
-            put(before)
+            for put, _, count in changes:
+                put(count)
     finally:
         THREAD_COUNT.release()
