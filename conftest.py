@@ -3,7 +3,8 @@
 Every test and doctest runs with its own cache directory, so wisdom and compiled kernels
 never leak between tests or into the developer's real cache. Automatic calibration is off
 (``NVMATHPY_CALIBRATE=off``, inherited by subprocesses): no heuristic choice in a test depends
-on a timing taken during the run.
+on a timing taken during the run, nor on which OpenBLAS pool's threads happen to be spinning
+(:func:`nvmathpy.linalg.lapack.only_hot` answers no; its own tests say otherwise).
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(cache))
     monkeypatch.delenv("NVMATHPY_WISDOM", raising=False)
     return cache
+
+
+@pytest.fixture(autouse=True)
+def no_hot_pool(monkeypatch):
+    """The scipy.linalg drop-in's routine choice as if no OpenBLAS pool were spinning."""
+    from nvmathpy.linalg import lapack
+
+    monkeypatch.setattr(lapack, "only_hot", lambda pool: False)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ again). ``nvmathpy.linalg`` keeps NumPy's pool from ``FROM_ORDER``
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -74,6 +76,38 @@ def test_a_solve_alone_runs_on_the_pool_of_its_factorization(isolated_cache, fac
     calibration.record(f"{factor}.float64.512", {"first": None}, {}, 0.1)
     assert lapack.routines(d, n, solve) == numpy_lapack.routines(d, solve)
     assert lapack.routines(d, n, factor) == numpy_lapack.routines(d, factor)
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.float64, *NAMES), reason="NumPy's BLAS exports no LAPACK here")
+def test_while_only_scipys_pool_spins_its_routines_run(isolated_cache, monkeypatch):
+    """Right after a SciPy call (its pool's threads alone running) the calibrated orders take
+    SciPy's routines on that hot pool; otherwise the calibrated choice."""
+    d, n = np.dtype("float64"), 512
+    scipys = tuple(get_lapack_funcs(NAMES, dtype=d))
+    calibration.record("getrf.float64.512", {"first": None}, {}, 0.1)
+    calibration.record("potrf.float64.512", {"first": None}, {}, 0.1)
+    hot = []
+    monkeypatch.setattr(lapack, "only_hot", lambda pool: bool(hot) and pool is lapack.SCIPY)
+    assert lapack.routines(d, n, *NAMES) == numpy_lapack.routines(d, *NAMES)
+    assert not lapack.scipys(d, n, "getrf")
+    hot.append(1)
+    assert lapack.routines(d, n, *NAMES) == scipys
+    assert lapack.scipys(d, n, "getrf") and lapack.scipys(d, n, "potrf")
+
+
+def test_only_hot_needs_the_pools_known_workers_running_alone(monkeypatch):
+    from nvmathpy.linalg.solvers.cpu import _pool_threads
+
+    pool = _pool_threads.Pool("test", lambda: None, lambda: None)
+    monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: 2)
+    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"7"}))
+    assert not _pool_threads.only_hot(pool)  # workers not known
+    pool.workers = (os.getpid(), frozenset({"7"}))
+    assert _pool_threads.only_hot(pool)
+    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"7", "8"}))
+    assert not _pool_threads.only_hot(pool)  # another thread runs too
+    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset())
+    assert not _pool_threads.only_hot(pool)  # its workers asleep
 
 
 def _spy_numpy_pool(monkeypatch) -> list:

@@ -57,7 +57,7 @@ def test_a_quiet_machine_keeps_the_count_and_learns_the_workers_once(fake, monke
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)  # the caller alone
     probes = []
     monkeypatch.setattr(pool.NUMPY, "probe", lambda: probes.append(1))
-    running(monkeypatch, frozenset({"101"}))  # what the probe left running
+    running(monkeypatch, frozenset(), frozenset({"101"}))  # before the probe, and what it left running
     assert pool.stepped_down(fake.call) == "result"
     assert (fake.seen, fake.sets) == (2, [])
     assert pool.NUMPY.workers == (os.getpid(), frozenset({"101"}))
@@ -68,9 +68,25 @@ def test_a_quiet_machine_keeps_the_count_and_learns_the_workers_once(fake, monke
 def test_a_probe_that_shows_other_threads_teaches_nothing(fake, monkeypatch):
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)
     monkeypatch.setattr(pool.NUMPY, "probe", lambda: None)
-    running(monkeypatch, frozenset({"101", "303"}))  # more than its one worker
+    running(monkeypatch, frozenset(), frozenset({"101", "303"}))  # more than its one worker
     pool.stepped_down(fake.call)
-    assert fake.seen == 2 and pool.NUMPY.workers is None
+    assert pool.NUMPY.workers is None
+
+
+def test_the_other_pools_workers_are_learned_beside_a_known_spinning_worker(fake, monkeypatch):
+    """NumPy's known worker spins: SciPy's pool is probed and its new running thread learned;
+    a thread of unknown origin running prevents any probe."""
+    scipy_count = FakeCount(2)
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
+    probes = []
+    monkeypatch.setattr(pool.SCIPY, "probe", lambda: probes.append(1))
+    running(monkeypatch, frozenset({"303"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [] and pool.SCIPY.workers is None
+    running(monkeypatch, frozenset({"101"}), frozenset({"101"}), frozenset({"101", "202"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
 
 
 def test_a_foreign_running_thread_steps_down_to_one_and_restores(fake, monkeypatch):

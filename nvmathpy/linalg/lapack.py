@@ -40,7 +40,7 @@ import numpy as np
 from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
-from .solvers.cpu._pool_threads import POOLS, stepped_down
+from .solvers.cpu._pool_threads import POOLS, SCIPY, only_hot, stepped_down
 
 __all__ = ["FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores", "routines",
            "scipys"]
@@ -70,7 +70,10 @@ def _scipy_routines(dtype: np.dtype, names: tuple[str, ...]) -> tuple[Callable[.
 def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., Any], ...]:
     """The LAPACK routines ``names`` (``"getrf"``, ``"getrs"``, ``"potrf"``, ``"potrs"``, ...)
     in ``dtype`` that the scipy.linalg drop-in runs on matrices of order ``order``: SciPy's
-    below :data:`SCIPY_BELOW`, from there on those the CPU solvers' calibrated choice runs.
+    below :data:`SCIPY_BELOW`, from there on those the CPU solvers' calibrated choice runs -
+    except while SciPy's thread pool alone is running (right after a SciPy call: its threads
+    still spin, and SciPy's routines start on every core at once where the others would
+    share a core with them).
 
     Parameters
     ----------
@@ -95,7 +98,7 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     >>> getrs(lu, piv, np.array([5.0, 6.0]))[0]
     array([-4. ,  4.5])
     """
-    if order >= SCIPY_BELOW:
+    if order >= SCIPY_BELOW and not only_hot(SCIPY):
         found = for_order(order, dtype, *names)
         if found:
             return found
@@ -114,7 +117,7 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
     >>> scipys(np.dtype(np.float64), 300, "getrf")
     True
     """
-    return order < SCIPY_BELOW or not for_order(order, dtype, name)
+    return order < SCIPY_BELOW or only_hot(SCIPY) or not for_order(order, dtype, name)
 
 
 #: From this many elements of its first operand on, a call wrapped by :func:`on_free_cores` looks

@@ -14,9 +14,10 @@ interleaved`` and ``benchmarks/bench_scipy_mix.py`` measure such programs.
 running count of ``/proc/loadavg`` (one small read; when the caller is the only thread running
 anywhere, that is all), else this process's running threads and, per pool, those that are not
 its own workers, and sets each pool to the cores left for it (at least one) for the call,
-restoring the counts after it. A pool's workers are learned once per process, on a machine
-found quiet: a small product on that pool (:data:`PROBE_ORDER`) and the threads it leaves
-spinning. Until then every running thread counts as taking a core.
+restoring the counts after it. A pool's workers are learned once per process, at a call that
+finds no thread of the process running other than the other pool's known workers: a small
+product on that pool (:data:`PROBE_ORDER`) and the threads it leaves spinning. Until then
+every running thread counts as taking a core.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["NUMPY", "POOLS", "PROBE_ORDER", "Pool", "THREAD_COUNT", "runnable_elsewhere", "stepped_down",
-           "thread_count_functions"]
+__all__ = ["NUMPY", "POOLS", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot", "runnable_elsewhere",
+           "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -112,13 +113,6 @@ class Pool:
         known = self.workers
         return known[1] if known is not None and known[0] == os.getpid() else None
 
-    def learn(self, count: int) -> None:
-        """On a quiet machine: the threads a small product on this pool leaves running are its workers."""
-        self.probe()
-        seen = running_threads()
-        if len(seen) == count - 1:
-            self.workers = (os.getpid(), seen)
-
     def __repr__(self) -> str:
         return f"Pool({self.name!r}, workers={self.known_workers()})"
 
@@ -127,6 +121,42 @@ NUMPY = Pool("numpy", lambda: thread_count_functions(), _numpy_probe)
 SCIPY = Pool("scipy", scipy_thread_count_functions, _scipy_probe)
 #: Both pools, for calls that may run on either (the scipy.linalg drop-in's).
 POOLS = (NUMPY, SCIPY)
+
+
+def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str]) -> bool:
+    """Learn the workers of the pools in ``present`` (with their thread ``counts``) not yet
+    known, when the threads ``running`` now are all known workers of the other pools: the
+    threads a small product on the pool leaves running, less those, are its own. Returns
+    whether it probed (the probed pools' workers then spin)."""
+    unknown = [(pool, count) for (pool, _), count in zip(present, counts)
+               if count >= 2 and pool.known_workers() is None]
+    known = frozenset().union(*(pool.known_workers() or () for pool in POOLS))
+    if not unknown or not running <= known:
+        return False
+    for pool, count in unknown:
+        before = running_threads()
+        pool.probe()
+        seen = running_threads() - before - known
+        if len(seen) == count - 1:
+            pool.workers = (os.getpid(), seen)
+            known |= seen
+    return True
+
+
+def only_hot(pool: Pool) -> bool:
+    """Whether ``pool``'s (known) workers are running now and no other thread of the process
+    is: right after a call on that pool, whose next call starts on every core at once.
+
+    Examples
+    --------
+    >>> only_hot(SCIPY) in (True, False)
+    True
+    """
+    workers = pool.known_workers()
+    if not workers or _running_anywhere() <= 1:
+        return False
+    running = running_threads()
+    return bool(running) and running <= workers
 
 
 def runnable_elsewhere(running_here: int) -> int:
@@ -173,12 +203,11 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,)) -> T
         return call()
     cores = os.cpu_count() or 1
     anywhere = _running_anywhere()
-    if anywhere <= 1:  # nothing else runs: all cores are free, and a pool's workers can be learned
-        for (pool, _), count in zip(present, counts):
-            if count >= 2 and pool.known_workers() is None:
-                pool.learn(count)
+    running = running_threads() if anywhere > 1 else frozenset()
+    if _learn(present, counts, running):
+        anywhere, running = _running_anywhere(), running_threads()
+    if anywhere <= 1:  # nothing else runs: all cores are free
         return call()
-    running = running_threads()
     elsewhere = max(0, anywhere - 1 - len(running))
     changes = []
     for (pool, (_, put)), count in zip(present, counts):
