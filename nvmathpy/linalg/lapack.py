@@ -6,7 +6,8 @@
   the orders calibration covers (:data:`SCIPY_BELOW`), and from there on the calibrated
   choice of this machine - NumPy's OpenBLAS (the thread pool of NumPy's products and of
   nvmathpy's plans) with nvmathpy's own recursive and look-ahead ``getrf``/``potrf``, called
-  with the wrappers' signatures, or, uncalibrated, SciPy's wrappers again.
+  with the wrappers' signatures, or, uncalibrated or while SciPy's pool alone spins (right
+  after a SciPy call), SciPy's wrappers again.
 - :func:`fast_module` is the compiled extension that runs a whole call on one matrix in one C
   call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` and
   ``cho_solve(c, b, lower, check_finite)`` return ``x`` (order up to :data:`MAX_ORDER`);
