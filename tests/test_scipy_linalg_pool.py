@@ -244,7 +244,7 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     through. Results are the unwrapped function's."""
     asked = []
     real = lapack.stepped_down
-    monkeypatch.setattr(lapack, "stepped_down", lambda call, pools: asked.append(pools) or real(call, pools))
+    monkeypatch.setattr(lapack, "stepped_down", lambda call, pools, learn: asked.append(pools) or real(call, pools, learn))
     rng = np.random.default_rng(11)
     side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))
     big, small = spd(rng, side, np.float64), spd(rng, side - 1, np.float64)
@@ -254,7 +254,10 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     nsl.cholesky(small)
     nsl.cho_solve((c, False), np.ones(side))
     nsl.lu_solve(nsl.lu_factor(small), np.ones(side - 1))
+    nsl.lu_factor(big)  # the LU family asks from LEARN_FROM elements
     assert len(asked) == 1
+    side = int(np.ceil(np.sqrt(lapack.LEARN_FROM)))
+    big = spd(rng, side, np.float64)
     calls = {"solve": lambda: nsl.solve(big, np.ones(side)), "inv": lambda: nsl.inv(big), "det": lambda: nsl.det(big),
              "lstsq": lambda: nsl.lstsq(big, np.ones(side)), "lu": lambda: nsl.lu(big),
              "lu_factor": lambda: nsl.lu_factor(big), "cho_factor": lambda: nsl.cho_factor(big),

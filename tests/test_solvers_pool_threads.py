@@ -40,7 +40,7 @@ def fake(monkeypatch):
     count = FakeCount(2)
     monkeypatch.setattr(pool, "thread_count_functions", lambda: (count.get, count.put))
     monkeypatch.setattr(pool.SCIPY, "functions", lambda: None)
-    monkeypatch.setattr(pool.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(pool, "_cores", lambda: 2)
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
     for each in pool.POOLS:
         monkeypatch.setattr(each, "workers", None)
@@ -63,6 +63,15 @@ def test_a_quiet_machine_keeps_the_count_and_learns_the_workers_once(fake, monke
     assert pool.NUMPY.workers == (os.getpid(), frozenset({"101"}))
     pool.stepped_down(fake.call)
     assert probes == [1]
+
+
+def test_a_call_that_may_not_learn_probes_nothing(fake, monkeypatch):
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)
+    probes = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: probes.append(1))
+    running(monkeypatch, frozenset())
+    pool.stepped_down(fake.call, learn=False)
+    assert probes == [] and fake.seen == 2 and pool.NUMPY.workers is None
 
 
 def test_a_probe_that_shows_other_threads_teaches_nothing(fake, monkeypatch):

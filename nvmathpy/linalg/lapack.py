@@ -43,8 +43,8 @@ from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._pool_threads import POOLS, SCIPY, only_hot, stepped_down
 
-__all__ = ["FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores", "routines",
-           "scipys"]
+__all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores",
+           "routines", "scipys"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -122,16 +122,22 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
 
 
 #: From this many elements of its first operand on, a call wrapped by :func:`on_free_cores` looks
-#: at the free cores first (a few microseconds; OpenBLAS runs smaller problems on one thread).
-FREE_CORES_FROM = 256 * 256
+#: at the free cores first: OpenBLAS starts threads inside a Cholesky factorization of order 128
+#: already, and the look costs a few microseconds when nothing else runs, a few tens when
+#: something does (``benchmarks/bench_scipy_mix.py``'s first calls of order 64 lost more to that
+#: than they gained).
+FREE_CORES_FROM = 128 * 128
+#: From this many elements on, such a call may also learn which threads are the pools' own
+#: (once per process; a small product on each pool, which a smaller call would notice).
+LEARN_FROM = 256 * 256
 
 
-def on_free_cores(fn: F) -> F:
+def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
     """``fn`` (whose first argument is its matrix) with calls on a NumPy matrix of at least
-    :data:`FREE_CORES_FROM` elements run with NumPy's and SciPy's OpenBLAS set to the cores free
-    at the call's start (other calls unchanged): right after a NumPy product or a SciPy call,
-    that pool's threads still spin on a core, and an OpenBLAS call on all cores would wait for
-    its thread sharing that core at every step.
+    ``from_elements`` elements run with NumPy's and SciPy's OpenBLAS set to the cores free at
+    the call's start (other calls unchanged): right after a NumPy product or a SciPy call, that
+    pool's threads still spin on a core, and an OpenBLAS call on all cores would wait for its
+    thread sharing that core at every step.
 
     Examples
     --------
@@ -145,8 +151,8 @@ def on_free_cores(fn: F) -> F:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else next(iter(kwargs.values()), None)
-        if type(first) is np.ndarray and first.size >= FREE_CORES_FROM:
-            return stepped_down(lambda: fn(*args, **kwargs), POOLS)
+        if type(first) is np.ndarray and first.size >= from_elements:
+            return stepped_down(lambda: fn(*args, **kwargs), POOLS, first.size >= LEARN_FROM)
         return fn(*args, **kwargs)
 
     return call  # type: ignore[return-value]

@@ -172,23 +172,37 @@ def runnable_elsewhere(running_here: int) -> int:
     return max(0, _running_anywhere() - 1 - running_here)
 
 
+_loadavg: list[int] = []
+
+
 def _running_anywhere() -> int:
-    """The running count of ``/proc/loadavg`` (the caller included; 1 where it cannot be read)."""
+    """The running count of ``/proc/loadavg`` (the caller included; 1 where it cannot be read),
+    read from a descriptor kept open (one system call a look)."""
     try:
-        fd = os.open("/proc/loadavg", os.O_RDONLY)
-        try:
-            return int(os.read(fd, 128).split()[3].split(b"/")[0])
-        finally:
-            os.close(fd)
+        if not _loadavg:
+            _loadavg.append(os.open("/proc/loadavg", os.O_RDONLY))
+        return int(os.pread(_loadavg[0], 128, 0).split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return 1
 
 
-def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,)) -> T:
+@functools.lru_cache(maxsize=1)
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _all_known(pools: tuple[Pool, ...]) -> bool:
+    """Whether every pool of ``pools`` that is loaded has its workers known."""
+    pid = os.getpid()
+    return all(pool.workers is not None and pool.workers[0] == pid or pool.functions() is None for pool in pools)
+
+
+def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), learn: bool = True) -> T:
     """``call()`` (a call into the OpenBLAS of ``pools``) with each pool's thread count lowered,
     for its duration, to the cores that no thread other than its own workers holds now (at
     least one); unchanged where all its threads have a core, where its count is one, or while
-    another caller has a count changed.
+    another caller has a count changed. ``learn``: whether this call may learn the pools'
+    workers first (a small product on each, under a millisecond: for calls long enough to hide it).
 
     Examples
     --------
@@ -197,17 +211,19 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,)) -> T
     >>> stepped_down(lambda: a @ a).tolist()
     [[2.0, 3.0], [6.0, 11.0]]
     """
+    anywhere = _running_anywhere()
+    if anywhere <= 1 and _all_known(pools):  # nothing else runs: all cores are free
+        return call()
     present = [(pool, functions) for pool in pools if (functions := pool.functions()) is not None]
     counts = [functions[0]() for _, functions in present]
     if max(counts, default=1) < 2:
         return call()
-    cores = os.cpu_count() or 1
-    anywhere = _running_anywhere()
     running = running_threads() if anywhere > 1 else frozenset()
-    if _learn(present, counts, running):
+    if learn and _learn(present, counts, running):
         anywhere, running = _running_anywhere(), running_threads()
-    if anywhere <= 1:  # nothing else runs: all cores are free
+    if anywhere <= 1:
         return call()
+    cores = _cores()
     elsewhere = max(0, anywhere - 1 - len(running))
     changes = []
     for (pool, (_, put)), count in zip(present, counts):
