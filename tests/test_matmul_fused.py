@@ -358,3 +358,27 @@ def test_other_custom_epilogues_are_not_offered_the_fused_gemm(case):
     }[case]
     with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as mm:
         assert "fused" not in {c.params["method"] for c in candidates(mm)}
+
+
+def test_running_threads_keeps_one_stat_file_per_live_thread():
+    """The stat files of ended threads are closed at the next look, and a running thread seen
+    through a kept descriptor stays seen."""
+    data = bytes(64 << 20)
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            hashlib.sha256(data).digest()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        seen = [cpu_gemm.running_threads() for _ in range(20000)]
+        ident = str(worker.native_id)
+        assert any(ident in s for s in seen)
+        assert ident in cpu_gemm._STAT_FILES
+    finally:
+        stop.set()
+        worker.join()
+    cpu_gemm.running_threads()
+    assert ident not in cpu_gemm._STAT_FILES

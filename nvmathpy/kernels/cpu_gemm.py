@@ -330,9 +330,17 @@ def others_running() -> int:
     return len(running_threads())
 
 
+#: Open descriptors of this process's threads' ``/proc`` stat files by thread id, and the
+#: process they were opened in (a forked child's threads are others): one read a look.
+_STAT_FILES: dict[str, int] = {}
+_STAT_PID = [0]
+_STAT_LOCK = threading.Lock()
+
+
 def running_threads() -> frozenset[str]:
     """The ids of this process's threads other than the caller that are running now (state
-    ``R`` in ``/proc``; none where that cannot be read); it reads one small file per thread.
+    ``R`` in ``/proc``; none where that cannot be read); one read of a small file per thread,
+    from descriptors kept open while the thread lives.
 
     Examples
     --------
@@ -345,23 +353,40 @@ def running_threads() -> frozenset[str]:
         return frozenset()
     me = str(threading.get_native_id())
     running = []
-    for name in names:
-        if name == me:
-            continue
-        try:
-            fd = os.open(f"/proc/self/task/{name}/stat", os.O_RDONLY)
-        except OSError:  # the thread has just ended
-            continue
-        try:
-            text = os.read(fd, 512)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        end = text.rfind(b")")  # the thread's name, in parentheses, may hold anything
-        if text[end + 2:end + 3] == b"R":
-            running.append(name)
+    with _STAT_LOCK:
+        files = _STAT_FILES
+        if _STAT_PID[0] != os.getpid():
+            _close_stat_files(list(files))
+            _STAT_PID[0] = os.getpid()
+        for name in names:
+            if name == me:
+                continue
+            fd = files.get(name)
+            try:
+                if fd is None:
+                    fd = files[name] = os.open(f"/proc/self/task/{name}/stat", os.O_RDONLY)
+                text = os.pread(fd, 512, 0)
+            except OSError:  # the thread has just ended
+                _close_stat_files([name])
+                continue
+            end = text.rfind(b")")  # the thread's name, in parentheses, may hold anything
+            if end < 0:  # nothing read: a thread gone (its id may come back with another)
+                _close_stat_files([name])
+            elif text[end + 2:end + 3] == b"R":
+                running.append(name)
+        if len(files) > len(names):
+            _close_stat_files(list(files.keys() - set(names)))
     return frozenset(running)
+
+
+def _close_stat_files(names: list[str]) -> None:
+    for name in names:
+        fd = _STAT_FILES.pop(name, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def source(dtype: Any) -> str:
