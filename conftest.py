@@ -4,7 +4,8 @@ Every test and doctest runs with its own cache directory, so wisdom and compiled
 never leak between tests or into the developer's real cache. Automatic calibration is off
 (``NVMATHPY_CALIBRATE=off``, inherited by subprocesses): no heuristic choice in a test depends
 on a timing taken during the run, nor on which OpenBLAS pool's threads happen to be spinning
-(:func:`nvmathpy.linalg.lapack.only_hot` answers no; its own tests say otherwise).
+(``NVMATHPY_FREE_CORES=off``: thread counts stay as set, routes as if no pool spun; the
+tests of that mechanism turn it on for themselves).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class _HideCuda:
 
 
 os.environ["NVMATHPY_CALIBRATE"] = "off"
+os.environ["NVMATHPY_FREE_CORES"] = "off"
 
 if os.environ.get("NVMATHPY_TEST_HIDE_CUDA") == "1":
     sys.meta_path.insert(0, _HideCuda())
@@ -58,14 +60,6 @@ def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NVMATHPY_CACHE_DIR", str(cache))
     monkeypatch.delenv("NVMATHPY_WISDOM", raising=False)
     return cache
-
-
-@pytest.fixture(autouse=True)
-def no_hot_pool(monkeypatch):
-    """The scipy.linalg drop-in's routine choice as if no OpenBLAS pool were spinning."""
-    from nvmathpy.linalg import lapack
-
-    monkeypatch.setattr(lapack, "only_hot", lambda pool: False)
 
 
 @pytest.fixture

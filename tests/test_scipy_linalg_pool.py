@@ -99,6 +99,7 @@ def test_only_hot_needs_the_pools_known_workers_running_alone(monkeypatch):
     from nvmathpy.linalg.solvers.cpu import _pool_threads
 
     pool = _pool_threads.Pool("test", lambda: None, lambda: None)
+    monkeypatch.setattr(_pool_threads, "ENABLED", True)
     monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: 2)
     monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"7"}))
     assert not _pool_threads.only_hot(pool)  # workers not known
@@ -281,6 +282,7 @@ def test_a_warning_from_a_large_stepped_down_call_names_the_callers_frame(monkey
 
     from nvmathpy.linalg.solvers.cpu import _pool_threads
 
+    monkeypatch.setattr(_pool_threads, "ENABLED", True)
     monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: 2)  # look at the threads, step down
     monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"foreign"}))
     side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))

@@ -15,6 +15,12 @@ from nvmathpy.linalg.solvers.cpu import _numpy_lapack as numpy_lapack
 from nvmathpy.linalg.solvers.cpu import _pool_threads as pool
 
 
+@pytest.fixture(autouse=True)
+def enabled(monkeypatch):
+    """The mechanism on (the suite runs with NVMATHPY_FREE_CORES=off, see conftest.py)."""
+    monkeypatch.setattr(pool, "ENABLED", True)
+
+
 class FakeCount:
     """OpenBLAS's thread count: ``set`` calls recorded, the count seen by the call kept."""
 
@@ -164,6 +170,26 @@ def test_the_count_is_restored_when_the_call_raises(fake, monkeypatch):
     with pytest.raises(RuntimeError, match="inside"):
         pool.stepped_down(fails)
     assert fake.count == 2 and not pool.THREAD_COUNT.locked()
+
+
+def test_switched_off_it_changes_nothing(fake, monkeypatch):
+    running(monkeypatch, frozenset({"202"}))
+    monkeypatch.setattr(pool, "ENABLED", False)
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert (fake.seen, fake.sets) == (2, [])
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"202"})))
+    assert not pool.only_hot(pool.NUMPY)
+
+
+def test_the_switch_is_read_from_the_environment():
+    import subprocess
+    import sys
+
+    code = "from nvmathpy.linalg.solvers.cpu import _pool_threads as p; print(p.ENABLED)"
+    for value, expected in (("off", "False"), ("0", "False"), ("on", "True")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "NVMATHPY_FREE_CORES": value}).stdout.strip()
+        assert out == expected, value
 
 
 def test_without_openblas_the_call_runs_as_is(monkeypatch):

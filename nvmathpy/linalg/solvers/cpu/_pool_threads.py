@@ -18,6 +18,10 @@ restoring the counts after it. A pool's workers are learned once per process, at
 finds no thread of the process running other than the other pool's known workers: a small
 product on that pool (:data:`PROBE_ORDER`) and the threads it leaves spinning. Until then
 every running thread counts as taking a core.
+
+OpenBLAS's results can differ in the last bits between thread counts, so a stepped-down call
+gives the bits the same routine gives on that many threads. ``NVMATHPY_FREE_CORES=off`` (read at
+import; the test suite sets it) keeps every count as it is (:data:`ENABLED`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["NUMPY", "POOLS", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot", "runnable_elsewhere",
+__all__ = ["ENABLED", "NUMPY", "POOLS", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot", "runnable_elsewhere",
            "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
@@ -42,6 +46,9 @@ T = TypeVar("T")
 #: Held while a call has changed an OpenBLAS thread count (a look-ahead driver that set NumPy's
 #: to one, or a stepped-down call): each count is one process-wide number, so one changer at a time.
 THREAD_COUNT = threading.Lock()
+
+#: Whether calls look at the free cores at all (``NVMATHPY_FREE_CORES=off``: never).
+ENABLED = os.environ.get("NVMATHPY_FREE_CORES", "on").strip().lower() not in ("off", "0", "false", "no")
 
 #: The order of the product that shows a pool's workers: large enough that OpenBLAS runs it on
 #: every thread, small enough to cost well under a millisecond.
@@ -153,7 +160,7 @@ def only_hot(pool: Pool) -> bool:
     True
     """
     workers = pool.known_workers()
-    if not workers or _running_anywhere() <= 1:
+    if not ENABLED or not workers or _running_anywhere() <= 1:
         return False
     running = running_threads()
     return bool(running) and running <= workers
@@ -211,6 +218,8 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     >>> stepped_down(lambda: a @ a).tolist()
     [[2.0, 3.0], [6.0, 11.0]]
     """
+    if not ENABLED:
+        return call()
     anywhere = _running_anywhere()
     if anywhere <= 1 and _all_known(pools):  # nothing else runs: all cores are free
         return call()
