@@ -230,6 +230,143 @@ def test_others_running_sees_a_busy_thread():
         assert any(cpu_gemm.others_running() for _ in range(20000))
 
 
+@pytest.mark.parametrize("case", ["row_bias", "alpha", "c", "gelu_aux", "aux", "complex", "float16", "batched", "small",
+                                  "strided", "no_compiler"])
+def test_matmul_fused_candidate_only_where_it_computes_the_problem(case, monkeypatch):
+    rng = np.random.default_rng(7)
+    dtype = {"complex": np.complex64, "float16": np.float16}.get(case, np.float32)
+    shape_a, shape_b = ((2, 600, 530), (530, 610)) if case == "batched" else ((600, 530), (530, 610))
+    if case == "small":
+        shape_a, shape_b = (400, 400), (400, 610)
+    a, b = rng.standard_normal(shape_a).astype(dtype), rng.standard_normal(shape_b).astype(dtype)
+    if case == "strided":
+        a = np.repeat(a, 2, axis=1)[:, ::2]
+    kwargs = {"epilogue": "relu_bias", "epilogue_inputs": {"bias": rng.standard_normal(610).astype(dtype)}}
+    if case == "row_bias":
+        kwargs["epilogue_inputs"] = {"bias": rng.standard_normal((600, 1)).astype(dtype)}
+    elif case == "alpha":
+        kwargs["alpha"] = 2.0
+    elif case == "c":
+        kwargs.update(c=rng.standard_normal((600, 610)).astype(dtype), beta=1.0)
+    elif case in ("gelu_aux", "aux"):
+        kwargs["epilogue"] = "gelu_aux_bias" if case == "gelu_aux" else "relu_aux_bias"
+    elif case == "complex":
+        kwargs = {"epilogue": "bias", "epilogue_inputs": {"bias": rng.standard_normal(610).astype(dtype)}}
+    elif case == "no_compiler":
+        monkeypatch.setattr(_matmul_cpu, "fused_gemm_available", lambda dtype: False)
+    with la.Matmul(a, b, **kwargs) as mm:
+        assert "fused" not in {c.params["method"] for c in candidates(mm)}
+    if case in ("alpha", "no_compiler"):  # the same product without the reason is offered it
+        monkeypatch.undo()
+        with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs=kwargs["epilogue_inputs"]) as mm:
+            assert "fused" in {c.params["method"] for c in candidates(mm)}
+
+
+def test_matmul_one_thread_execution_runs_the_kernel_on_one_thread():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    with la.Matmul(a, b, epilogue="relu", execution={"name": "cpu", "num_threads": 1}) as mm:
+        fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
+        assert fused and fused[0].params["threads"] == 1
+        mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
+        assert rel_err(mm.execute(), reference(a, b, None, "relu")) < 1e-5
+
+
+def test_matmul_bias_as_one_row_and_not_contiguous():
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    bias = rng.standard_normal((1, 1220)).astype(np.float32)[:, ::2]  # one row, every other value
+    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+        fused = [c for c in candidates(mm) if c.params["method"] == "fused"]
+        mm._install(mm._engine.prepare(mm.problem, fused[0]), "heuristic")
+        assert rel_err(mm.execute(), reference(a, b, bias[0], "relu")) < 1e-5
+
+
+@pytest.mark.parametrize("arch", ["haswell", "x86-64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_other_instruction_sets(arch, dtype, tmp_path):
+    """The source built for AVX2 (6-row tiles of 256-bit vectors) and for plain SSE2 (128-bit),
+    as other machines build it with -march=native, against the float64 reference."""
+    compiler = cpu_jit._compiler()
+    if compiler is None or platform.machine() != "x86_64":
+        pytest.skip("needs an x86-64 C compiler")
+    source, library = tmp_path / "gemm.c", tmp_path / "gemm.so"
+    source.write_text(cpu_gemm.source(dtype))
+    subprocess.run([compiler, "-O2", f"-march={arch}", "-fPIC", "-shared", str(source), "-o", str(library)], check=True)
+    kernel = ctypes.CDLL(str(library)).nvm_fused_gemm
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    kernel.argtypes = [i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, ptr, ctypes.c_int, ctypes.c_int, ptr]
+    rng = np.random.default_rng(11)
+    for m, k, n in [(37, 53, 71), (100, 700, 45), (25, 2100, 1030)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = np.asfortranarray(rng.standard_normal((k, n)).astype(dtype))
+        bias = rng.standard_normal(n).astype(dtype)
+        d = np.empty((m, n), dtype)
+        for act, name in enumerate(cpu_gemm.ACTIVATIONS):
+            assert kernel(m, n, k, a.ctypes.data, k, 1, b.ctypes.data, 1, k, d.ctypes.data, n, bias.ctypes.data, act,
+                          2, None) == 0
+            assert rel_err(d, reference(a, b, bias, name)) < TOL[dtype] * np.sqrt(k)
+
+
+
+def test_one_call_matmul_from_several_threads():
+    """The one-call function under 4 threads at once (each takes its own plan and workspace;
+    the fused GEMM's own threads meet the others' on the same cores)."""
+    rng = np.random.default_rng(12)
+    problems = [(rng.standard_normal((1030, 1024)).astype(np.float32),
+                 rng.standard_normal((1024, 1040)).astype(np.float32), rng.standard_normal(1040).astype(np.float32))
+                for _ in range(4)]
+    with la.Matmul(*problems[0][:2], epilogue="relu_bias", epilogue_inputs={"bias": problems[0][2]}) as mm:
+        assert candidates(mm)[0].params["method"] == "fused"  # what the one-call function plans
+    errors = []
+
+    def run(index):
+        a, b, bias = problems[index]
+        want = reference(a, b, bias, "relu")
+        for _ in range(3):
+            got = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias})
+            errors.append(rel_err(got, want))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 12 and max(errors) < 1e-5
+
+
+@pytest.mark.parametrize("form", ["gelu_bias", "relu_bias", "relu", "bias"])
+def test_custom_epilogues_of_a_builtin_form_run_fused(form):
+    """A custom epilogue that is exactly a built-in form (match_native) is offered the fused
+    GEMM, reading its bias under the caller's name; large float32 puts it first."""
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((1024, 1030)).astype(np.float32), rng.standard_normal((1030, 1040)).astype(np.float32)
+    b0 = rng.standard_normal(1040).astype(np.float32)
+    functions = {"gelu_bias": lambda x, b0: la.epilogues.gelu(x + b0), "relu_bias": lambda x, b0: np.maximum(0, b0 + x),
+                 "relu": lambda x: np.maximum(x, 0.0), "bias": lambda x, b0: x + b0}
+    inputs = {"b0": b0} if "bias" in form else None
+    with la.Matmul(a, b, epilogue=functions[form], epilogue_inputs=inputs) as mm:
+        cands = candidates(mm)
+        assert cands[0].params["method"] == "fused"
+        mm._install(mm._engine.prepare(mm.problem, cands[0]), "heuristic")
+        want = reference(a, b, b0 if inputs else None, {"gelu_bias": "gelu", "relu_bias": "relu", "relu": "relu"}.get(form))
+        assert rel_err(mm.execute(), want) < 1e-5
+
+
+@pytest.mark.parametrize("case", ["not_a_form", "row_bias", "two_inputs"])
+def test_other_custom_epilogues_are_not_offered_the_fused_gemm(case):
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)
+    epilogue, inputs = {
+        "not_a_form": (lambda x, b0: np.maximum(x + b0, 0) * 2, {"b0": rng.standard_normal(610).astype(np.float32)}),
+        "row_bias": (lambda x, b0: np.maximum(x + b0, 0), {"b0": rng.standard_normal((600, 1)).astype(np.float32)}),
+        "two_inputs": (lambda x, b0, s: np.maximum(x + b0, 0) + s,
+                       {"b0": rng.standard_normal(610).astype(np.float32), "s": 0.5}),
+    }[case]
+    with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as mm:
+        assert "fused" not in {c.params["method"] for c in candidates(mm)}
+
+
 def test_running_threads_keeps_one_stat_file_per_live_thread():
     """The stat files of ended threads are closed at the next look, and a running thread seen
     through a kept descriptor stays seen."""
