@@ -255,3 +255,19 @@ def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkey
     finally:
         put(before)
 
+
+
+def test_scipys_pool_is_looked_for_until_scipy_linalg_is_loaded(monkeypatch):
+    """Not found before ``scipy.linalg`` is imported: asked again; found or not after: remembered
+    (a SciPy on a BLAS outside its wheel has no pool of its own to find)."""
+    import sys
+
+    looks = []
+    monkeypatch.setattr(pool, "_scipy_functions", [])
+    monkeypatch.setattr(pool, "_loaded_openblas_files", lambda dirs: looks.append(1) or [])
+    monkeypatch.delitem(sys.modules, "scipy.linalg", raising=False)
+    assert pool.scipy_thread_count_functions() is None and pool.scipy_thread_count_functions() is None
+    assert len(looks) == 2
+    monkeypatch.setitem(sys.modules, "scipy.linalg", object())
+    assert pool.scipy_thread_count_functions() is None and pool.scipy_thread_count_functions() is None
+    assert len(looks) == 3

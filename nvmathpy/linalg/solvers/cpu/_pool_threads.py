@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -81,18 +82,22 @@ _scipy_functions: list[tuple[Any, Any] | None] = []
 
 
 def scipy_thread_count_functions() -> tuple[Any, Any] | None:
-    """The same in SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``
-    (asked again next time: loading it is SciPy's business, not this module's)."""
+    """The same in SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``:
+    asked again next time while ``scipy.linalg`` is not imported (loading it is SciPy's business,
+    not this module's), remembered once it is (also a SciPy linked to a BLAS outside its wheel,
+    which has none of its own to find)."""
     if _scipy_functions:
         return _scipy_functions[0]
+    loaded = "scipy.linalg" in sys.modules
     found = _loaded_openblas_files(_package_dirs("scipy"))
-    if len(found) != 1:
-        return None
-    try:
-        functions = _count_functions(ctypes.CDLL(found[0]))
-    except OSError:
-        functions = None
-    _scipy_functions.append(functions)
+    functions = None
+    if len(found) == 1:
+        try:
+            functions = _count_functions(ctypes.CDLL(found[0]))
+        except OSError:
+            pass
+    if functions is not None or loaded:
+        _scipy_functions.append(functions)
     return functions
 
 
