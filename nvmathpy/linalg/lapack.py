@@ -99,9 +99,9 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     >>> getrs(lu, piv, np.array([5.0, 6.0]))[0]
     array([-4. ,  4.5])
     """
-    if order >= SCIPY_BELOW and not only_hot(SCIPY):
+    if order >= SCIPY_BELOW:
         found = for_order(order, dtype, *names)
-        if found:
+        if found and not only_hot(SCIPY):  # the threads looked at only where the choice is not SciPy's anyway
             return found
     return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
 
@@ -118,7 +118,7 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
     >>> scipys(np.dtype(np.float64), 300, "getrf")
     True
     """
-    return order < SCIPY_BELOW or only_hot(SCIPY) or not for_order(order, dtype, name)
+    return order < SCIPY_BELOW or not for_order(order, dtype, name) or only_hot(SCIPY)
 
 
 #: From this many elements of its first operand on, a call wrapped by :func:`on_free_cores` looks
