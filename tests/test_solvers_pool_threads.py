@@ -271,3 +271,17 @@ def test_scipys_pool_is_looked_for_until_scipy_linalg_is_loaded(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy.linalg", object())
     assert pool.scipy_thread_count_functions() is None and pool.scipy_thread_count_functions() is None
     assert len(looks) == 3
+
+
+def test_a_thread_runnable_at_one_look_only_is_not_load(fake, monkeypatch):
+    """The running count is read again after the look at the process's threads; a thread seen
+    runnable in one read only (a moment's work) does not step a long call down, one seen in
+    both does."""
+    reads = iter([3, 1])
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: next(reads))
+    running(monkeypatch, frozenset())
+    pool.stepped_down(fake.call, learn=False)
+    assert (fake.seen, fake.sets) == (2, [])
+    reads = iter([2, 2])
+    pool.stepped_down(fake.call, learn=False)
+    assert (fake.seen, fake.sets) == (1, [1, 2])

@@ -235,6 +235,9 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     running = running_threads() if anywhere > 1 else frozenset()
     if learn and _learn(present, counts, running):
         anywhere, running = _running_anywhere(), running_threads()
+    elif anywhere > 1:  # read again after the look at the threads: what ran a moment only (the
+        # kernel's own short work, a thread ending) is not load that a whole call should yield to
+        anywhere = min(anywhere, _running_anywhere())
     if anywhere <= 1:
         return call()
     cores = _cores()
