@@ -10,9 +10,10 @@ beyond the small ones). ``nvmathpy.scipy.fft`` is compared with ``scipy.fft``,
 Both sides run in one process, interleaved: each round times a burst of calls of one side,
 then of the other (the order alternating between rounds), so a noisy machine slows both
 alike. Reported: the median per-call time over the rounds, its min-max spread, and the
-ratio reference / nvmathpy (>= 1.0 means nvmathpy is at least as fast, the target per case).
-First calls are timed once per length and side, both sides on the same lengths with the
-plan caches of the reference's kernel flushed in between (see :func:`first_calls`).
+ratio reference / nvmathpy, the median of the per-round ratios (>= 1.0 means nvmathpy is at
+least as fast, the target per case). First calls are timed per length and side, both sides
+on the same lengths with the plan caches of the reference's kernel flushed in between, the
+ratio the median of the per-length ratios (see :func:`first_calls`).
 
 Run from the repository root (the OpenBLAS variables unset, as for every CPU benchmark)::
 
@@ -103,12 +104,18 @@ BEYOND_UP_TO = 1 << 17
 FLUSH = (2, 3, 4, 5, 6, 7, 20, 24, 30, 36, 40, 48, *LENGTHS)
 
 
-def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = False) -> list[dict[str, Any]]:
+def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = False,
+                passes: int = 1) -> list[dict[str, Any]]:
     """Seconds of the first call on a length neither side has transformed in this process.
 
     Per case, ``rounds`` lengths; each is transformed once by each side (a paired design: both
     sides see the same mix of lengths, so a prime among a dozen powers of two weighs on both),
-    the side going first alternating. Before each timed call both sides transform every length
+    the side going first alternating; ``passes`` times over the same lengths (small lengths, not
+    ``cold``: before each timed call nvmathpy's quick-path runners are dropped, its runner
+    families kept - what a program that has not yet called that length holds -, so each pass's
+    call is again a first call on both sides; beyond the small lengths one-call plans are kept,
+    and a cold call would find the code of a first call warmed by the flush's, so there only
+    one pass is made). Before each timed call both sides transform every length
     of :data:`FLUSH` (untimed; so each side's code is about as warm, but for what only a new
     length runs): both sides may run one kernel, SciPy's pocketfft, whose plan cache would
     otherwise serve the second side the plan the first one made. Then (unless ``cold``) the side
@@ -122,6 +129,10 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = F
     thread, larger ones may not) are both kept.
     ``beyond``: lengths of 1025 to :data:`BEYOND_UP_TO` points (:data:`BEYOND`'s cases), else
     9 to 1023 (but :data:`FLUSH` and :data:`LENGTHS`)."""
+    from nvmathpy.fft._driver import runner_cache
+
+    if (beyond or cold) and passes != 1:
+        raise ValueError("first calls beyond the small lengths, and cold ones, are made in one pass")
     rng = np.random.default_rng(seed)
     needed = rounds * (1 if cold else 2) * sum(map(len, (BEYOND if beyond else FUNCTIONS).values()))
     if beyond:
@@ -142,13 +153,15 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = F
                 fn(_operand(rng, (LENGTHS[-1],), what))
             times: tuple[list[float], list[float]] = ([], [])
             cpu: tuple[list[float], list[float]] = ([], [])
-            for r in range(rounds):
-                x = _operand(rng, (next(pool),), what)
-                warm = None if cold else _operand(rng, (next(pool),), what)
+            lengths = [(_operand(rng, (next(pool),), what), None if cold else _operand(rng, (next(pool),), what))
+                       for _ in range(rounds)]
+            for r, (x, warm) in enumerate(lengths * passes):
                 for side in ((0, 1) if r % 2 == 0 else (1, 0)):
                     for f in flush:  # (both sides: the code of each is as warm before its timed call)
                         pair[0](f)
                         pair[1](f)
+                    if passes > 1:
+                        runner_cache().clear(families=False)
                     if warm is not None:
                         pair[side](warm)
                     start, start_cpu = time.perf_counter(), time.thread_time()
@@ -160,6 +173,13 @@ def first_calls(rounds: int, seed: int = 1, beyond: bool = False, cold: bool = F
     return cases
 
 
+def _paired(mine: list[float], ref: list[float]) -> float:
+    """The median of the per-pair ratios ``ref / mine`` (each pair: one round of repeated calls,
+    or one length's first call on both sides), which keeps what is common to a pair - a costly
+    length, a burst of load - out of the ratio."""
+    return statistics.median(r / m for m, r in zip(mine, ref))
+
+
 def summarize(case: dict[str, Any]) -> dict[str, Any]:
     mine, ref = case["times"]
     med_mine, med_ref = statistics.median(mine), statistics.median(ref)
@@ -168,8 +188,8 @@ def summarize(case: dict[str, Any]) -> dict[str, Any]:
             "shape": "x".join(map(str, case["shape"])),
             "nvmathpy_us": 1e6 * med_mine, "nvmathpy_spread_us": [1e6 * min(mine), 1e6 * max(mine)],
             "reference_us": 1e6 * med_ref, "reference_spread_us": [1e6 * min(ref), 1e6 * max(ref)],
-            "ratio": med_ref / med_mine,
-            **({"cpu_ratio": statistics.median(case["cpu"][1]) / statistics.median(case["cpu"][0])} if "cpu" in case else {})}
+            "ratio": _paired(mine, ref),
+            **({"cpu_ratio": _paired(*case["cpu"])} if "cpu" in case else {})}
 
 
 def table(rows: list[dict[str, Any]], title: str) -> str:
@@ -197,11 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds per case (default 9)")
     parser.add_argument("--calls", type=int, default=200, help="calls per burst of repeated calls (default 200)")
     parser.add_argument("--first-rounds", type=int, default=41, help="new lengths per first-call case (default 41)")
+    parser.add_argument("--first-passes", type=int, default=3,
+                        help="first calls on each small new length, per side (default 3; cold: 1; see first_calls)")
     parser.add_argument("--cold-first", action="store_true",
                         help="no untimed first call before each timed one (see first_calls)")
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
-    first = [summarize(c) for c in first_calls(args.first_rounds, cold=args.cold_first)]  # before anything else plans
+    first = [summarize(c) for c in first_calls(args.first_rounds, cold=args.cold_first,  # before anything else plans
+                                               passes=1 if args.cold_first else args.first_passes)]
     beyond = [summarize(c) for c in first_calls(args.first_rounds, beyond=True, cold=args.cold_first)]
     again = [summarize(c) for c in repeated(args.rounds, args.calls)]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
@@ -209,8 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(again, f"repeated calls ({args.rounds} rounds of {args.calls} calls)"))
     print()
     regime = "cold: no untimed first call before" if args.cold_first else "each after an untimed first call"
-    print(table(first, f"first call on a new length ({args.first_rounds} lengths per case, each timed on both sides, "
-                       f"{regime}; ratio of the median wall times, and of the calling thread's CPU times)"))
+    print(table(first, f"first call on a new length ({args.first_rounds} lengths per case, each timed on both sides "
+                       f"{1 if args.cold_first else args.first_passes} times, {regime}; ratio: the median of the "
+                       "per-length ratios of wall "
+                       "times, and of the calling thread's CPU times)"))
     print()
     print(table(beyond, f"first call on a new length of 1025-{BEYOND_UP_TO} points ({args.first_rounds} lengths per "
                         "case, each timed on both sides; the target: wall ratio >= 0.5)"))

@@ -406,6 +406,30 @@ def test_wisdom_entries_of_members(fresh, band_library, described, wisdom) -> No
     assert described == [32, 48, 50, 52]
 
 
+def test_the_inline_answer_for_a_new_length_yields_to_wisdom(fresh, band_library, described, wisdom,
+                                                             monkeypatch) -> None:
+    """The driver answers a new length of a known family inline (no call of the member) only
+    while the store holds no FFT entry and its re-check is not due: an entry of one length's
+    problem, once the store has been read, is taken as a plan takes it, re-check due or not;
+    the lengths without one keep the family's bits."""
+    rng = np.random.default_rng(8)
+    nfft.rfft(rng.standard_normal(32))  # makes the family
+    x = rng.standard_normal(56)
+    budget = _engines_cpu.cores()
+    device = _engines_cpu._device(_engines_cpu.installed_libraries())
+    wisdom.record(_engines_cpu.fft_problem(describe(x.shape, x.dtype, kind="r2c"), budget), device,
+                  {"label": "scipy", "params": {"threads": 1}})
+    seen = rng.standard_normal(58)
+    assert np.array_equal(nfft.rfft(seen), FFT(seen, kind="r2c").plan().execute())  # (re-check due: the store read)
+    monkeypatch.setattr(_quick, "WISDOM_RECHECK", 3600.0)  # no re-check due from here on
+    got = nfft.rfft(x)
+    plan = FFT(x, kind="r2c").plan()
+    assert plan.chosen_by == "wisdom" and np.array_equal(got, plan.execute())
+    other = rng.standard_normal(60)
+    assert np.array_equal(nfft.rfft(other), FFT(other, kind="r2c").plan().execute())
+    assert described == [32, 56]
+
+
 @pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst"])
 def test_trig_members_and_their_wisdom(fresh, wisdom, name) -> None:
     """DCT/DST families: each length gives scipy's numbers and its plan's bits; a stale or
@@ -452,6 +476,9 @@ def test_runner_cache_bounds_families() -> None:
     assert len(cache) == 2 and cache.misses == 3
     cache.resize(1)
     assert cache.family("b") is None and cache.family("c") is len
+    cache.put("c", len)
+    cache.clear(families=False)  # the runners only: the families stay
+    assert cache.family("c") is len and cache.lookup("c") is None and cache.misses == 0 and len(cache) == 0
     cache.clear()
     assert cache.family("c") is None and cache.lookup("c") is None and cache.misses == 0
 

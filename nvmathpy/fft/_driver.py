@@ -9,6 +9,7 @@ to the cache - without references to the caller's arrays - when the call ends.
 from __future__ import annotations
 
 import operator
+import time
 from typing import Any, Callable, Union
 
 import numpy as np
@@ -17,14 +18,17 @@ from ..errors import InvalidOperandError, InvalidOptionError
 from ..execution import ExecutionCPU
 from ..operands import Operand, to_package, wrap
 from ..plan import PlanCache
+from . import _quick as quick_path
+from ._heuristic import SMALL, THREADED_FROM
 from ._layout import c2r_lengths, check_norm, describe, no_axes
-from ._quick import RunnerCache, conjugate_mirror, one_call_engines, quick_runner
+from ._quick import _WISDOM_MEMO, RunnerCache, conjugate_mirror, one_call_engines, quick_runner
 from .fft_plan import FFT
 
 __all__ = ["plan_cache", "runner_cache", "lookup_runner", "Threads", "transform", "real_forward", "wrap_input", "as_scipy_input", "c2r_lengths"]
 
 _CACHE = PlanCache(maxsize=256)
 _RUNNERS = RunnerCache(maxsize=2048)
+_monotonic = time.monotonic
 #: The quick-path runner of a call signature (``False``: plans run it; ``None``: not seen yet).
 lookup_runner = _RUNNERS.lookup
 #: A thread budget: a count, ``None`` (every core) or a function returning the count.
@@ -213,6 +217,17 @@ def _quick(key: tuple, a: np.ndarray, kind: str, direction: str, s: Any, axes: A
     that one's family (:func:`~nvmathpy.fft._quick.quick_runner`) without describing the call."""
     family_key = (kind, direction, full, a.ndim, a.dtype, axes, norm, threads, s is None)
     family = _RUNNERS.family(family_key)
+    if family is not None and s is None and a.ndim and a.size:
+        # the member's answer for a call without ``n`` (the common first call of a new length),
+        # with its checks inline and no call made: small band, no wisdom entry to look up
+        m = a.shape[-1]
+        n = 2 * (m - 1) if kind == "c2r" else m
+        memo = _WISDOM_MEMO
+        if (0 < n <= SMALL and a.size // m * n < THREADED_FROM and not memo["problems"]
+                and _monotonic() - memo["checked"] < quick_path.WISDOM_RECHECK):
+            run = family.any_length or family.of_length(n)
+            _RUNNERS.put(key, run)
+            return run
     run = None if family is None else family(a, s)
     if run is None:
         run, family = quick_runner(a, kind=kind, direction=direction, s=s, axes=axes, norm=norm, threads=threads,

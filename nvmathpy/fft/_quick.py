@@ -66,7 +66,9 @@ _DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 Runner = Callable[[np.ndarray], np.ndarray]
 #: The runners of one call signature but for the transform's length: ``family(a, s)`` gives
 #: the runner of the exact signature of ``a`` and ``s`` (the call's ``s``/``n``), or ``None``
-#: when they fall outside the family (then :func:`quick_runner` decides).
+#: when they fall outside the family (then :func:`quick_runner` decides). Its attributes
+#: ``any_length`` (the runner of every length, or ``None``) and ``of_length(n)`` (a c2r's
+#: runner of output length ``n``) let the driver answer a call without ``n`` inline.
 Family = Callable[[np.ndarray, Any], "Runner | None"]
 
 
@@ -139,10 +141,12 @@ class RunnerCache:
         for kept in (self._runners, self._families):
             _trim(kept, maxsize)
 
-    def clear(self) -> None:
-        """Drop every runner and family and reset the miss counter."""
+    def clear(self, families: bool = True) -> None:
+        """Drop every runner and (``families``) every family, and reset the miss counter: the next
+        call of a kept family's signature on any length is then a first call that finds its family."""
         self._runners.clear()
-        self._families.clear()
+        if families:
+            self._families.clear()
         self.misses = 0
 
 
@@ -323,6 +327,8 @@ def _length_family(layout: Layout, candidate: Any, direction: str, full: bool, l
         fill = _filler(in_shape, in_dtype, x.shape)
         return lambda y: call(fill(y))
 
+    # for the driver's first call of a new length without ``n`` (the member's answer, no call)
+    member.any_length, member.of_length = shared, of_length  # type: ignore[attr-defined]
     return member
 
 
