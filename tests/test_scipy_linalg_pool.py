@@ -22,6 +22,8 @@ from test_solvers_helpers import rand, relerr, spd, tol, well, wide
 import nvmathpy.scipy.linalg as nsl
 from nvmathpy.linalg import lapack
 from nvmathpy.linalg.solvers.cpu import _calibrate, _numpy_lapack as numpy_lapack
+from nvmathpy.linalg.solvers.cpu._recursive_lu import UP_TO as RECURSIVE_UP_TO
+from nvmathpy.linalg.solvers.cpu._recursive_lu import scipy_recursive_available, scipy_recursive_getrf
 from nvmathpy.plan import calibration
 
 NAMES = ("getrf", "getrs", "potrf", "potrs")
@@ -91,8 +93,86 @@ def test_while_only_scipys_pool_spins_its_routines_run(isolated_cache, monkeypat
     assert lapack.routines(d, n, *NAMES) == numpy_lapack.routines(d, *NAMES)
     assert not lapack.scipys(d, n, "getrf")
     hot.append(1)
-    assert lapack.routines(d, n, *NAMES) == scipys
-    assert lapack.scipys(d, n, "getrf") and lapack.scipys(d, n, "potrf")
+    hot_routines = lapack.routines(d, n, *NAMES)
+    if scipy_recursive_available(d):  # getrf: the recursion on SciPy's pool (see below)
+        assert hot_routines == (scipy_recursive_getrf(d), *scipys[1:])
+        assert not lapack.scipys(d, n, "getrf")
+    else:
+        assert hot_routines == scipys and lapack.scipys(d, n, "getrf")
+    assert lapack.scipys(d, n, "potrf")
+
+
+needs_scipy_recursion = pytest.mark.skipif(not scipy_recursive_available(np.dtype("float64")),
+                                           reason="SciPy's OpenBLAS exports no LAPACK here")
+
+
+@needs_scipy_recursion
+@pytest.mark.parametrize("choice", ["uncalibrated", "scipy", None])
+def test_while_only_scipys_pool_spins_getrf_is_the_recursion_there(isolated_cache, monkeypatch, choice):
+    """Hot SciPy pool: real ``getrf`` from the first calibrated order up to the recursion's last
+    runs as the recursive LU on SciPy's OpenBLAS, whatever the calibrated choice; complex
+    dtypes and larger orders keep SciPy's routine; a pool that is not hot, the calibrated one."""
+    if choice != "uncalibrated":
+        calibration.record("getrf.float64.512", {"first": choice}, {}, 0.1)
+    hot = [1]
+    monkeypatch.setattr(lapack, "only_hot", lambda pool: bool(hot) and pool is lapack.SCIPY)
+    d = np.dtype("float64")
+    for n in (lapack.SCIPY_BELOW, 613, RECURSIVE_UP_TO):
+        getrs = get_lapack_funcs(("getrs",), dtype=d)[0]
+        assert lapack.routines(d, n, "getrf", "getrs") == (scipy_recursive_getrf(d), getrs)
+        assert not lapack.scipys(d, n, "getrf")
+    assert lapack.routines(d, RECURSIVE_UP_TO + 1, "getrf")[0] is not scipy_recursive_getrf(d)
+    assert lapack.routines(d, lapack.SCIPY_BELOW - 1, "getrf") == tuple(get_lapack_funcs(("getrf",), dtype=d))
+    z = np.dtype("complex128")
+    assert lapack.routines(z, 613, "getrf") == tuple(get_lapack_funcs(("getrf",), dtype=z))
+    hot.clear()
+    assert lapack.scipys(d, 613, "getrf") == (choice != None)  # noqa: E711  (None: NumPy's pool calibrated)
+    assert lapack.routines(d, 613, "getrf")[0] is not scipy_recursive_getrf(d)
+
+
+@needs_scipy_recursion
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("shape, order", [((263, 263), "F"), ((263, 263), "C"), ((300, 211), "F"), ((211, 300), "C")])
+def test_the_recursion_on_scipys_pool_gives_getrfs_factors(dtype, shape, order):
+    rng = np.random.default_rng(sum(shape))
+    a = np.array(rand(rng, shape, dtype), order=order)
+    before = a.copy()
+    lu, piv, info = scipy_recursive_getrf(a.dtype)(a)
+    ref_lu, ref_piv, ref_info = get_lapack_funcs(("getrf",), dtype=a.dtype)[0](a)
+    assert np.array_equal(a, before)  # not overwritten unless asked
+    assert piv.dtype == np.int32 and np.array_equal(piv, ref_piv) and info == ref_info == 0
+    assert relerr(lu, ref_lu) < tol(dtype, max(shape)) * 10
+
+
+@needs_scipy_recursion
+def test_the_recursion_on_scipys_pool_reports_the_first_zero_pivot():
+    a = np.asfortranarray(np.random.default_rng(3).standard_normal((300, 300)))
+    a[:, 200] = 0.0  # stays exactly zero through the elimination: U's 201st pivot (1-based) is 0
+    lu, piv, info = scipy_recursive_getrf(a.dtype)(a)
+    assert info == get_lapack_funcs(("getrf",), dtype=a.dtype)[0](a)[2] == 201
+
+
+@needs_scipy_recursion
+def test_the_drop_in_factors_with_the_recursion_right_after_a_scipy_call(monkeypatch):
+    """``lu_factor``, ``lu`` and ``solve`` of a 613 x 613 matrix while SciPy's pool is hot: the
+    recursion on SciPy's pool runs, and the results are SciPy's."""
+    import nvmathpy.linalg.solvers.cpu._recursive_lu as recursion
+
+    monkeypatch.setattr(lapack, "only_hot", lambda pool: pool is lapack.SCIPY)
+    ran = []
+    real = recursion._recursive_getrf("float64", "scipy")
+    monkeypatch.setattr(recursion, "_recursive_getrf",
+                        lambda name, library: lambda *args, **kwargs: ran.append(1) or real(*args, **kwargs))
+    n = 613
+    rng = np.random.default_rng(n)
+    a, b = well(rng, n, np.float64), rand(rng, (n, 3), np.float64)
+    lu, piv = nsl.lu_factor(a)
+    ref = sla.lu_factor(a)
+    assert np.array_equal(piv, ref[1]) and relerr(lu, ref[0]) < tol(np.float64, n) * 10
+    p, low, up = nsl.lu(a)
+    assert relerr(p @ low @ up, a) < tol(np.float64, n) * 10
+    assert relerr(nsl.solve(a, b), sla.solve(a, b)) < tol(np.float64, n) * 100
+    assert len(ran) == 3
 
 
 def test_only_hot_needs_the_pools_known_workers_running_alone(monkeypatch):

@@ -50,6 +50,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
     for each in pool.POOLS:
         monkeypatch.setattr(each, "workers", None)
+        monkeypatch.setattr(each, "_probes", (0, 0))
     return count
 
 
@@ -88,25 +89,81 @@ def test_a_probe_that_shows_other_threads_teaches_nothing(fake, monkeypatch):
     assert pool.NUMPY.workers is None
 
 
-def test_the_other_pools_workers_are_learned_beside_a_known_spinning_worker(fake, monkeypatch):
-    """NumPy's known worker spins: SciPy's pool is probed and its new running thread learned;
-    a thread of unknown origin running prevents any probe."""
+def _scipy_pool(monkeypatch) -> list[int]:
+    """SciPy's pool present with two threads and NumPy's worker "101" known; the probes made."""
     scipy_count = FakeCount(2)
     monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
     monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
-    probes = []
+    probes: list[int] = []
     monkeypatch.setattr(pool.SCIPY, "probe", lambda: probes.append(1))
-    running(monkeypatch, frozenset({"303"}))
-    pool.stepped_down(fake.call, pool.POOLS)
-    assert probes == [] and pool.SCIPY.workers is None
+    return probes
+
+
+def test_the_other_pools_workers_are_learned_beside_a_known_spinning_worker(fake, monkeypatch):
+    """NumPy's known worker spins: SciPy's pool is probed and its new running thread learned."""
+    probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"101"}), frozenset({"101"}), frozenset({"101", "202"}))
     pool.stepped_down(fake.call, pool.POOLS)
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
 
 
+def test_workers_spinning_already_are_learned_when_the_probe_wakes_none(fake, monkeypatch):
+    """Right after a SciPy call its worker spins: a probe of SciPy's pool wakes no other thread,
+    so the unknown thread running before and after it is SciPy's worker (a foreign thread
+    would have left SciPy's sleeping worker to wake and show up as new)."""
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303"}))  # before the look, the probe, and after it
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"303"}))
+
+
+def test_a_foreign_thread_beside_the_probe_is_not_learned(fake, monkeypatch):
+    """A foreign thread spins while SciPy's worker sleeps: the probe wakes the worker, which
+    is learned, and the foreign thread still steps the call down."""
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset({"303", "202"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
+    assert fake.sets == [1, 2]  # NumPy's count: "303" and SciPy's worker "202" hold the cores
+
+
+def test_more_unknown_threads_than_workers_prevent_any_probe(fake, monkeypatch):
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303", "404"}))  # SciPy's pool has one worker: not all can be its
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [] and pool.SCIPY.workers is None
+
+
+def test_a_thread_that_stops_during_the_probe_is_not_learned(fake, monkeypatch):
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset())
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [1] and pool.SCIPY.workers is None
+
+
+def test_probes_stop_after_a_few_that_show_nothing(fake, monkeypatch):
+    """A pool whose probes keep showing nothing usable is probed at most PROBES times."""
+    probes = _scipy_pool(monkeypatch)
+    woken = []  # each probe leaves two new threads running where SciPy's pool has one worker
+    monkeypatch.setattr(pool.SCIPY, "probe", lambda: (probes.append(1), woken.append(1)))
+    monkeypatch.setattr(pool, "running_threads",
+                        lambda: frozenset({"101", "202", "203"}) if woken and not woken.clear() else frozenset({"101"}))
+    for _ in range(pool.PROBES + 3):
+        pool.stepped_down(fake.call, pool.POOLS)
+    assert len(probes) == pool.PROBES and pool.SCIPY.workers is None
+
+
+def test_no_probe_while_another_caller_changes_counts(fake, monkeypatch):
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303"}))
+    with pool.THREAD_COUNT:
+        pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [] and pool.SCIPY.workers is None
+
+
 def test_a_foreign_running_thread_steps_down_to_one_and_restores(fake, monkeypatch):
     running(monkeypatch, frozenset({"202"}))
-    assert pool.stepped_down(fake.call) == "result"
+    assert pool.stepped_down(fake.call, learn=False) == "result"
     assert (fake.seen, fake.sets, fake.count) == (1, [1, 2], 2)
 
 
@@ -136,7 +193,7 @@ def test_each_pool_counts_the_others_workers_as_foreign(fake, monkeypatch):
 def test_workers_learned_in_another_process_count_as_foreign(fake, monkeypatch):
     monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid() + 1, frozenset({"101"})))
     running(monkeypatch, frozenset({"101"}))
-    pool.stepped_down(fake.call)
+    pool.stepped_down(fake.call, learn=False)
     assert fake.seen == 1
 
 
@@ -231,6 +288,7 @@ def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkey
     seen = []
     monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"foreign"}))
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"its worker"})))  # "foreign" is not
     real_get = get
     monkeypatch.setattr(pool, "thread_count_functions", lambda: (real_get, lambda n: (put(n), seen.append(n))))
     try:
@@ -264,6 +322,7 @@ def test_scipys_pool_is_looked_for_until_scipy_linalg_is_loaded(monkeypatch):
 
     looks = []
     monkeypatch.setattr(pool, "_scipy_functions", [])
+    monkeypatch.setattr(pool, "_scipy_library", [])
     monkeypatch.setattr(pool, "_loaded_openblas_files", lambda dirs: looks.append(1) or [])
     monkeypatch.delitem(sys.modules, "scipy.linalg", raising=False)
     assert pool.scipy_thread_count_functions() is None and pool.scipy_thread_count_functions() is None

@@ -7,7 +7,9 @@
   choice of this machine - NumPy's OpenBLAS (the thread pool of NumPy's products and of
   nvmathpy's plans) with nvmathpy's own recursive and look-ahead ``getrf``/``potrf``, called
   with the wrappers' signatures, or, uncalibrated or while SciPy's pool alone spins (right
-  after a SciPy call), SciPy's wrappers again.
+  after a SciPy call), SciPy's wrappers again - but for ``getrf`` of real matrices up to
+  order 1024 while that pool spins: nvmathpy's recursive LU on SciPy's OpenBLAS, on the
+  threads SciPy's call left spinning.
 - :func:`fast_module` is the compiled extension that runs a whole call on one matrix in one C
   call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` and
   ``cho_solve(c, b, lower, check_finite)`` return ``x`` (order up to :data:`MAX_ORDER`);
@@ -42,6 +44,8 @@ from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._pool_threads import POOLS, SCIPY, only_hot, stepped_down
+from .solvers.cpu._recursive_lu import UP_TO as RECURSIVE_UP_TO
+from .solvers.cpu._recursive_lu import scipy_recursive_available, scipy_recursive_getrf
 
 __all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores",
            "routines", "scipys"]
@@ -74,7 +78,8 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     below :data:`SCIPY_BELOW`, from there on those the CPU solvers' calibrated choice runs -
     except while SciPy's thread pool alone is running (right after a SciPy call: its threads
     still spin, and SciPy's routines start on every core at once where the others would
-    share a core with them).
+    share a core with them; ``getrf`` of a real matrix is then nvmathpy's recursive LU on
+    SciPy's OpenBLAS up to the recursion's last order).
 
     Parameters
     ----------
@@ -101,9 +106,25 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
     """
     if order >= SCIPY_BELOW:
         found = for_order(order, dtype, *names)
-        if found and not only_hot(SCIPY):  # the threads looked at only where the choice is not SciPy's anyway
+        recursion = _hot_recursion(dtype, order, names)
+        # the threads looked at only where the answer depends on it
+        hot = (found or recursion) and only_hot(SCIPY)
+        if found and not hot:
             return found
+        if hot and recursion:
+            scipys_ = _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
+            return tuple(scipy_recursive_getrf(dtype) if name == "getrf" else fn for name, fn in zip(names, scipys_))
     return _SCIPY[dtype.char].get(names) or _scipy_routines(dtype, names)
+
+
+def _hot_recursion(dtype: np.dtype, order: int, names: tuple[str, ...]) -> bool:
+    """Whether ``getrf`` among ``names`` runs as the recursive LU on SciPy's OpenBLAS while
+    SciPy's pool alone spins: real dtypes up to the recursion's last order
+    (:data:`~.solvers.cpu._recursive_lu.UP_TO`), where it puts the work into the products and
+    triangular solves that OpenBLAS runs on every thread (``benchmarks/bench_linalg.py --only
+    targets --mode interleaved`` measures the drop-in right after SciPy's calls)."""
+    return ("getrf" in names and dtype.kind == "f" and order <= RECURSIVE_UP_TO
+            and scipy_recursive_available(dtype))
 
 
 def scipys(dtype: np.dtype, order: int, name: str) -> bool:
@@ -118,7 +139,12 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
     >>> scipys(np.dtype(np.float64), 300, "getrf")
     True
     """
-    return order < SCIPY_BELOW or not for_order(order, dtype, name) or only_hot(SCIPY)
+    if order < SCIPY_BELOW:
+        return True
+    calibrated = for_order(order, dtype, name) is not None
+    if _hot_recursion(dtype, order, (name,)):
+        return not calibrated and not only_hot(SCIPY)  # hot: the recursion on SciPy's pool
+    return not calibrated or only_hot(SCIPY)
 
 
 #: From this many elements of its first operand on, a call wrapped by :func:`on_free_cores` looks

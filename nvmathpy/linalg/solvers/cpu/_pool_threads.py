@@ -14,10 +14,11 @@ interleaved`` and ``benchmarks/bench_scipy_mix.py`` measure such programs.
 running count of ``/proc/loadavg`` (one small read; when the caller is the only thread running
 anywhere, that is all), else this process's running threads and, per pool, those that are not
 its own workers, and sets each pool to the cores left for it (at least one) for the call,
-restoring the counts after it. A pool's workers are learned once per process, at a call that
-finds no thread of the process running other than the other pool's known workers: a small
-product on that pool (:data:`PROBE_ORDER`) and the threads it leaves spinning. Until then
-every running thread counts as taking a core.
+restoring the counts after it. A pool's workers are learned once per process by a small
+product on that pool (:data:`PROBE_ORDER`): the threads it leaves spinning, or, where the
+pool's workers were spinning already (right after a SciPy call, in a program that alternates
+SciPy's calls and nvmathpy's), the threads that ran before it and still run. Until then every
+running thread counts as taking a core.
 
 OpenBLAS's results can differ in the last bits between thread counts, so a stepped-down call
 gives the bits the same routine gives on that many threads. ``NVMATHPY_FREE_CORES=off`` (read at
@@ -39,8 +40,8 @@ from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["ENABLED", "NUMPY", "POOLS", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot", "runnable_elsewhere",
-           "stepped_down", "thread_count_functions"]
+__all__ = ["ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot",
+           "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -54,6 +55,10 @@ ENABLED = os.environ.get("NVMATHPY_FREE_CORES", "on").strip().lower() not in ("o
 #: The order of the product that shows a pool's workers: large enough that OpenBLAS runs it on
 #: every thread, small enough to cost well under a millisecond.
 PROBE_ORDER = 128
+#: The most probes per pool and process: a pool whose workers a few probes do not show (a
+#: build that runs the product on one thread, threads that come and go) stays unknown, and its
+#: calls keep counting every running thread as taking a core.
+PROBES = 4
 
 
 def _count_functions(lib: Any) -> tuple[Any, Any] | None:
@@ -78,26 +83,39 @@ def thread_count_functions() -> tuple[Any, Any] | None:
     return _count_functions(_numpy_blas())
 
 
+_scipy_library: list[Any] = []
 _scipy_functions: list[tuple[Any, Any] | None] = []
 
 
-def scipy_thread_count_functions() -> tuple[Any, Any] | None:
-    """The same in SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``:
-    asked again next time while ``scipy.linalg`` is not imported (loading it is SciPy's business,
-    not this module's), remembered once it is (also a SciPy linked to a BLAS outside its wheel,
-    which has none of its own to find)."""
-    if _scipy_functions:
-        return _scipy_functions[0]
+def scipy_openblas() -> ctypes.CDLL | None:
+    """SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``: asked again
+    next time while ``scipy.linalg`` is not imported (loading it is SciPy's business, not this
+    module's), remembered once it is (also a SciPy linked to a BLAS outside its wheel, which
+    has none of its own to find)."""
+    if _scipy_library:
+        return _scipy_library[0]
     loaded = "scipy.linalg" in sys.modules
     found = _loaded_openblas_files(_package_dirs("scipy"))
-    functions = None
+    library = None
     if len(found) == 1:
         try:
-            functions = _count_functions(ctypes.CDLL(found[0]))
+            library = ctypes.CDLL(found[0])
         except OSError:
             pass
-    if functions is not None or loaded:
-        _scipy_functions.append(functions)
+    if library is not None or loaded:
+        _scipy_library.append(library)
+    return library
+
+
+def scipy_thread_count_functions() -> tuple[Any, Any] | None:
+    """The count functions of :func:`scipy_openblas`, or ``None`` (remembered as it is)."""
+    if _scipy_functions:
+        return _scipy_functions[0]
+    library = scipy_openblas()
+    if library is None and not _scipy_library:
+        return None  # not loaded yet
+    functions = _count_functions(library)
+    _scipy_functions.append(functions)
     return functions
 
 
@@ -120,6 +138,17 @@ class Pool:
     def __init__(self, name: str, functions: Callable[[], tuple[Any, Any] | None], probe: Callable[[], None]) -> None:
         self.name, self.functions, self.probe = name, functions, probe
         self.workers: tuple[int, frozenset[str]] | None = None
+        self._probes: tuple[int, int] = (0, 0)  # (process, probes made there)
+
+    def probes_left(self) -> int:
+        """How many more probes this process may make to learn the workers (:data:`PROBES`)."""
+        pid, made = self._probes
+        return PROBES - (made if pid == os.getpid() else 0)
+
+    def probed(self) -> None:
+        """Count one probe of this process."""
+        pid, made = self._probes
+        self._probes = (os.getpid(), made + 1 if pid == os.getpid() else 1)
 
     def known_workers(self) -> frozenset[str] | None:
         known = self.workers
@@ -137,21 +166,34 @@ POOLS = (NUMPY, SCIPY)
 
 def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str]) -> bool:
     """Learn the workers of the pools in ``present`` (with their thread ``counts``) not yet
-    known, when the threads ``running`` now are all known workers of the other pools: the
-    threads a small product on the pool leaves running, less those, are its own. Returns
-    whether it probed (the probed pools' workers then spin)."""
+    known, by a small product on each such pool: the threads it leaves running that did not run
+    before are its workers, or, where it wakes none, the unknown threads that were already
+    running are (that pool's workers still spinning after a call: a product on all its threads
+    would have woken a sleeping one). Tried only where the unknown threads ``running`` now
+    could all be such workers, under :data:`THREAD_COUNT` (no count changes meanwhile), and at
+    most :data:`PROBES` times per pool and process. Returns whether it probed (the probed
+    pools' workers then spin)."""
     unknown = [(pool, count) for (pool, _), count in zip(present, counts)
-               if count >= 2 and pool.known_workers() is None]
+               if count >= 2 and pool.known_workers() is None and pool.probes_left() > 0]
     known = frozenset().union(*(pool.known_workers() or () for pool in POOLS))
-    if not unknown or not running <= known:
+    if not unknown or len(running - known) > sum(count - 1 for _, count in unknown):
         return False
-    for pool, count in unknown:
-        before = running_threads()
-        pool.probe()
-        seen = running_threads() - before - known
-        if len(seen) == count - 1:
-            pool.workers = (os.getpid(), seen)
-            known |= seen
+    if not THREAD_COUNT.acquire(blocking=False):
+        return False
+    try:
+        for pool, count in unknown:
+            before = running_threads() - known
+            pool.probed()
+            pool.probe()
+            after = running_threads()
+            seen = after - before - known
+            if not seen and len(before) == count - 1 and before <= after:
+                seen = before  # the pool's workers were the threads spinning already
+            if len(seen) == count - 1:
+                pool.workers = (os.getpid(), seen)
+                known |= seen
+    finally:
+        THREAD_COUNT.release()
     return True
 
 

@@ -26,9 +26,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available, dtype_name
-from ._pool_threads import stepped_down
+from ._pool_threads import NUMPY, SCIPY, scipy_openblas, stepped_down
 
-__all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf"]
+__all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf", "scipy_recursive_available",
+           "scipy_recursive_getrf"]
 
 #: Columns of the panels handed to ``?getrf`` itself (narrower panels do not time better).
 LEAF = 128
@@ -48,6 +49,57 @@ def recursive_available(dtype: Any) -> bool:
     """Whether NumPy's OpenBLAS exports what the recursion calls for ``dtype``."""
     return available(dtype, "getrf") and all(_symbol(_PREFIX[dtype_name(dtype)] + r) is not None
                                              for r in _ROUTINES[1:])
+
+
+def _scipy_symbol(name: str) -> tuple[Any, type] | None:
+    """The Fortran entry point ``name`` of SciPy's OpenBLAS (32-bit integers, as SciPy's wheels
+    and a system OpenBLAS export them) once SciPy has loaded it, else ``None``."""
+    library = scipy_openblas()
+    if library is None:
+        return None
+    for symbol in (f"scipy_{name}_", f"{name}_"):
+        fn = getattr(library, symbol, None)
+        if fn is not None:
+            fn.restype = None
+            return fn, ctypes.c_int32
+    return None
+
+
+_SCIPY_AVAILABLE: set[str] = set()  # the dtypes found available (not before SciPy loads its OpenBLAS)
+
+
+def scipy_recursive_available(dtype: Any) -> bool:
+    """Whether SciPy's OpenBLAS is loaded and exports what the recursion calls for ``dtype``
+    (real and complex LAPACK dtypes)."""
+    name = dtype_name(dtype)
+    if name in _SCIPY_AVAILABLE:
+        return True
+    prefix = _PREFIX.get(name)
+    if prefix is None or any(_scipy_symbol(prefix + r) is None for r in _ROUTINES):
+        return False
+    _SCIPY_AVAILABLE.add(name)
+    return True
+
+
+def scipy_recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """:func:`recursive_getrf` on SciPy's OpenBLAS: for a factorization that starts while
+    SciPy's pool alone spins (right after a SciPy call), where SciPy's own ``?getrf`` would run
+    on the same threads with the panels that keep them waiting. Check
+    :func:`scipy_recursive_available` first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.linalg  # noqa: F401  (SciPy's OpenBLAS loaded)
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]], order="F")
+    >>> if scipy_recursive_available(a.dtype):
+    ...     lu, piv, info = scipy_recursive_getrf(a.dtype)(a)
+    ... else:
+    ...     (lu, piv), info = scipy.linalg.lu_factor(a), 0
+    >>> piv.tolist(), info
+    ([1, 1], 0)
+    """
+    return _recursive_getrf(dtype_name(dtype), "scipy")
 
 
 def recursive_first(n: int, dtype: Any) -> bool:
@@ -79,14 +131,16 @@ def recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
     >>> piv.tolist(), info, np.round(lu, 12).tolist()
     ([1, 1], 0, [[3.0, 4.0], [0.333333333333, 0.666666666667]])
     """
-    return _recursive_getrf(dtype_name(dtype))
+    return _recursive_getrf(dtype_name(dtype), "numpy")
 
 
 @functools.lru_cache(maxsize=None)
-def _recursive_getrf(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+def _recursive_getrf(dtype_name: str, library: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """The recursion on ``library``'s OpenBLAS (``"numpy"`` or ``"scipy"``)."""
     dtype = np.dtype(dtype_name)
     prefix = _PREFIX[dtype_name]
-    (getrf, integer), (laswp, _), (trsm, _), (gemm, _) = (_symbol(prefix + r) for r in _ROUTINES)
+    symbol, pools = (_symbol, (NUMPY,)) if library == "numpy" else (_scipy_symbol, (SCIPY,))
+    (getrf, integer), (laswp, _), (trsm, _), (gemm, _) = (symbol(prefix + r) for r in _ROUTINES)
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
     item = dtype.itemsize
     one, minus_one = ctypes.byref(_scalar(prefix, 1.0)), ctypes.byref(_scalar(prefix, -1.0))
@@ -94,7 +148,7 @@ def _recursive_getrf(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndar
     step = ctypes.byref(integer(1))
 
     def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-        return stepped_down(lambda: recursive(a, overwrite_a))
+        return stepped_down(lambda: recursive(a, overwrite_a), pools)
 
     def recursive(a: np.ndarray, overwrite_a: int) -> tuple[np.ndarray, np.ndarray, int]:
         lu = _fortran(a, dtype, bool(overwrite_a))
