@@ -372,3 +372,26 @@ def test_a_warning_from_a_large_stepped_down_call_names_the_callers_frame(monkey
         nsl.solve(ill, np.ones(side), assume_a="gen")
     ill_warnings = [w for w in caught if issubclass(w.category, LinAlgWarning)]
     assert ill_warnings and ill_warnings[0].filename == __file__
+
+
+@needs_scipy_recursion
+@pytest.mark.parametrize("hot", [True, False])
+def test_an_lu_plan_on_scipys_getrf_factors_with_the_recursion_right_after_a_scipy_call(isolated_cache, monkeypatch,
+                                                                                       hot):
+    """``nvmathpy.linalg.LU`` planned on SciPy's ``getrf`` (calibrated so): a factorization that
+    starts while SciPy's pool alone spins runs as the recursion on SciPy's OpenBLAS."""
+    import nvmathpy.linalg as nl
+    import nvmathpy.linalg.solvers.cpu._recursive_lu as recursion
+
+    calibration.record("getrf.float64.512", {"first": "scipy"}, {}, 0.1)
+    monkeypatch.setattr(recursion, "only_hot", lambda pool: hot and pool is recursion.SCIPY)
+    ran = []
+    real = recursion.scipy_recursive_getrf
+    monkeypatch.setattr(recursion, "scipy_recursive_getrf",
+                        lambda dtype: (lambda a, overwrite_a=0: ran.append(1) or real(dtype)(a, overwrite_a)))
+    n = 613
+    rng = np.random.default_rng(n)
+    a, b = well(rng, n, np.float64), rand(rng, (n, 2), np.float64)
+    x = nl.LU(a).solve(b)
+    assert relerr(x, sla.solve(a, b)) < tol(np.float64, n) * 100
+    assert len(ran) == (1 if hot else 0)

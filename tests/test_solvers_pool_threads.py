@@ -161,6 +161,46 @@ def test_no_probe_while_another_caller_changes_counts(fake, monkeypatch):
     assert probes == [] and pool.SCIPY.workers is None
 
 
+def test_while_scipys_pool_alone_spins_the_call_runs_on_it_instead(fake, monkeypatch):
+    """SciPy's known worker alone running: the call's SciPy twin runs, on SciPy's full count;
+    with a foreign thread beside it, or with no twin, NumPy's call runs stepped down."""
+    scipy_count = FakeCount(2)
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"202"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
+    running(monkeypatch, frozenset({"202"}))
+    assert pool.stepped_down(fake.call, instead=scipy_count.call) == "result"
+    assert (scipy_count.seen, fake.seen, fake.sets, scipy_count.sets) == (2, None, [], [])
+    running(monkeypatch, frozenset({"202", "303"}))
+    pool.stepped_down(fake.call, instead=scipy_count.call)
+    assert fake.seen == 1 and scipy_count.seen == 2 and scipy_count.sets == []
+    running(monkeypatch, frozenset({"202"}))
+    fake.seen = None
+    pool.stepped_down(fake.call)
+    assert fake.seen == 1
+
+
+def test_a_call_with_a_twin_learns_scipys_workers_too(fake, monkeypatch):
+    """A NumPy's-pool call with a SciPy twin, SciPy's worker spinning unknown: SciPy's pool is
+    probed (its worker learned as the one already running) and the twin runs."""
+    probes = _scipy_pool(monkeypatch)
+    twin = FakeCount(2)
+    running(monkeypatch, frozenset({"202"}))
+    assert pool.stepped_down(fake.call, instead=twin.call) == "result"
+    assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
+    assert twin.seen == 2 and fake.seen is None
+
+
+def test_the_twin_on_scipys_pool_steps_down_for_other_processes(fake, monkeypatch):
+    scipy_count = FakeCount(2)
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"202"})))
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 3)  # the caller, SciPy's worker, one elsewhere
+    running(monkeypatch, frozenset({"202"}))
+    pool.stepped_down(fake.call, instead=scipy_count.call, learn=False)
+    assert (scipy_count.seen, scipy_count.sets, scipy_count.count) == (1, [1, 2], 2)
+
+
 def test_a_foreign_running_thread_steps_down_to_one_and_restores(fake, monkeypatch):
     running(monkeypatch, frozenset({"202"}))
     assert pool.stepped_down(fake.call, learn=False) == "result"
@@ -288,7 +328,8 @@ def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkey
     seen = []
     monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"foreign"}))
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
-    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"its worker"})))  # "foreign" is not
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"its worker"})))  # "foreign" is not,
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"scipy's worker"})))  # nor SciPy's
     real_get = get
     monkeypatch.setattr(pool, "thread_count_functions", lambda: (real_get, lambda n: (put(n), seen.append(n))))
     try:
@@ -313,6 +354,63 @@ def test_stepped_down_factorizations_are_right_and_leave_the_count(dtype, monkey
     finally:
         put(before)
 
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.dtype(np.float64), "getrf", "potrf"),
+                    reason="NumPy's OpenBLAS does not export LAPACK here")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_right_after_a_scipy_call_numpys_factorizations_run_on_scipys_openblas(dtype, monkeypatch):
+    """SciPy's known worker alone spinning: NumPy's-pool getrf, potrf, getrs, potrs (more
+    columns than it solves one by one) and the recursive LU run the same routines on SciPy's
+    OpenBLAS (seen by the entry points called), with SciPy's wrappers' results up to rounding."""
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    from nvmathpy.linalg.solvers.cpu import _recursive_lu as recursion
+
+    if pool.SCIPY.functions() is None or numpy_lapack._scipy_symbol("dgetrf") is None:
+        pytest.skip("SciPy's OpenBLAS is not found here")
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"its worker"})))
+    monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"its worker"}))
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
+    called = []
+    real_symbol = numpy_lapack._scipy_symbol
+
+    def spied(name):
+        found = real_symbol(name)
+        return found and ((lambda *args: called.append(name) or found[0](*args)), found[1])
+
+    monkeypatch.setattr(numpy_lapack, "_scipy_symbol", spied)
+    monkeypatch.setattr(numpy_lapack, "_SCIPY_CALLS", {})
+    rng = np.random.default_rng(11)
+    n = 263
+    a = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if dtype.startswith("complex") else 0)
+    a = a.astype(dtype)
+    spd = (a @ a.conj().T + n * np.eye(n)).astype(dtype)
+    getrf, potrf = numpy_lapack.routines(a.dtype, "getrf", "potrf")
+    ref_getrf, ref_potrf = get_lapack_funcs(("getrf", "potrf"), dtype=a.dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    lu, piv, info = getrf(a)
+    ref = ref_getrf(a)
+    assert info == 0 and np.array_equal(piv, ref[1])
+    assert np.linalg.norm(lu - ref[0]) / np.linalg.norm(ref[0]) < tol
+    c, info = potrf(spd, lower=1)
+    assert info == 0 and np.linalg.norm(c - ref_potrf(spd, lower=1)[0]) / np.linalg.norm(c) < tol
+    b = rng.standard_normal((n, numpy_lapack.POTRS_BY_COLUMN + 1)).astype(dtype)
+    getrs, potrs = numpy_lapack.routines(a.dtype, "getrs", "potrs")
+    x, info = getrs(lu, piv, b)
+    assert info == 0 and np.linalg.norm(a @ x - b) / np.linalg.norm(b) < tol * 100
+    x, info = potrs(c, b, lower=1)
+    assert info == 0 and np.linalg.norm(spd @ x - b) / np.linalg.norm(b) < tol * 100
+    prefix = {"float32": "s", "float64": "d", "complex128": "z"}[dtype]
+    assert called == [prefix + name for name in ("getrf", "potrf", "getrs", "potrs")]
+    if dtype != "complex128" and recursion.recursive_available(a.dtype):
+        factor, ran = recursion.recursive_getrf(a.dtype), []  # built (on NumPy's OpenBLAS) before the spy
+        real_recursion = recursion._recursion
+        monkeypatch.setattr(recursion, "_recursion", lambda name, library: ran.append(library) or
+                            real_recursion(name, library))
+        lu, piv, info = factor(a)
+        assert ran == ["scipy"] and info == 0 and np.array_equal(piv, ref[1])
+        assert np.linalg.norm(lu - ref[0]) / np.linalg.norm(ref[0]) < tol
 
 
 def test_scipys_pool_is_looked_for_until_scipy_linalg_is_loaded(monkeypatch):

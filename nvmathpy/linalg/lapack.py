@@ -44,8 +44,7 @@ from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._pool_threads import POOLS, SCIPY, only_hot, stepped_down
-from .solvers.cpu._recursive_lu import UP_TO as RECURSIVE_UP_TO
-from .solvers.cpu._recursive_lu import scipy_recursive_available, scipy_recursive_getrf
+from .solvers.cpu._recursive_lu import scipy_recursion_fits, scipy_recursive_getrf
 
 __all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores",
            "routines", "scipys"]
@@ -118,13 +117,9 @@ def routines(dtype: np.dtype, order: int, *names: str) -> tuple[Callable[..., An
 
 
 def _hot_recursion(dtype: np.dtype, order: int, names: tuple[str, ...]) -> bool:
-    """Whether ``getrf`` among ``names`` runs as the recursive LU on SciPy's OpenBLAS while
-    SciPy's pool alone spins: real dtypes up to the recursion's last order
-    (:data:`~.solvers.cpu._recursive_lu.UP_TO`), where it puts the work into the products and
-    triangular solves that OpenBLAS runs on every thread (``benchmarks/bench_linalg.py --only
-    targets --mode interleaved`` measures the drop-in right after SciPy's calls)."""
-    return ("getrf" in names and dtype.kind == "f" and order <= RECURSIVE_UP_TO
-            and scipy_recursive_available(dtype))
+    """Whether ``getrf`` is among ``names`` and runs as the recursive LU on SciPy's OpenBLAS
+    while SciPy's pool alone spins (:func:`~.solvers.cpu._recursive_lu.scipy_recursion_fits`)."""
+    return "getrf" in names and scipy_recursion_fits(order, dtype)
 
 
 def scipys(dtype: np.dtype, order: int, name: str) -> bool:

@@ -17,7 +17,9 @@ from ....plan import Candidate, Problem
 from . import _numpy_lapack as numpy_lapack
 from ._fast_lapack import MAX_ORDER as SMALL_COMPILED, fast_module
 from ._lapack import routines
+from ._calibrate import COVERED_FROM
 from ._numpy_algorithms import ALGORITHMS, SCIPY
+from ._recursive_lu import scipy_recursion_fits, scipys_getrf_or_recursion
 from .._operands import as_rhs, batch_index, host_arrays, stack_of
 
 __all__ = ["TRANS", "check_trans", "one_call_solve", "solver_closure", "stack_factors", "view_candidates",
@@ -51,7 +53,9 @@ def view_candidates(label: str, solve: str) -> Callable[[Problem], list[Candidat
 
 def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[str, Any]]:
     """The engine setup of such a factorization: its two LAPACK routines (SciPy's, or NumPy's
-    OpenBLAS for ``lapack="numpy"``) and the view flag."""
+    OpenBLAS for ``lapack="numpy"``) and the view flag. SciPy's ``getrf`` of the orders
+    calibration covers runs as the recursive LU on SciPy's OpenBLAS when a call starts while
+    SciPy's pool alone spins (:func:`._recursive_lu.scipys_getrf_or_recursion`)."""
 
     def setup(problem: Problem, candidate: Candidate) -> dict[str, Any]:
         dtype = np.dtype(problem.get("dtype"))
@@ -59,6 +63,9 @@ def view_setup(factor: str, solve: str) -> Callable[[Problem, Candidate], dict[s
         f, s = numpy_lapack.routines(dtype, factor, solve) if on_numpy else routines(dtype, factor, solve)
         if candidate.params.get("algorithm"):
             f = ALGORITHMS[factor][1](candidate.params["algorithm"], dtype)
+        elif factor == "getrf" and not on_numpy and COVERED_FROM <= (problem.get("n") or 0) \
+                and scipy_recursion_fits(problem.get("n"), dtype):
+            f = scipys_getrf_or_recursion(f, dtype)  # right after a SciPy call: the recursion on SciPy's pool
         return {factor: f, solve: s, "transpose": candidate.params["view"] == "transpose"}
 
     return setup

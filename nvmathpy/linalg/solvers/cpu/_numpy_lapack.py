@@ -12,6 +12,9 @@ integers), found among the loaded libraries as :mod:`nvmathpy.linalg.gemm.cpu._c
 
 The Fortran entry points are called (not LAPACKE, which may scan the input for NaN first): the
 results equal the f2py wrappers', with their calling conventions, so the plans take either.
+``getrf`` and ``potrf`` started while SciPy's pool alone spins (right after a SciPy call) run
+the same routine on SciPy's OpenBLAS instead, on the threads that spin there
+(:func:`._pool_threads.stepped_down`).
 Each call costs a few microseconds of ctypes, which is why small matrices stay on SciPy's
 wrappers.
 
@@ -29,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
-from ._pool_threads import stepped_down
+from ._pool_threads import scipy_openblas, stepped_down
 
 try:  # NumPy 2: the module numpy.linalg's functions live in
     from numpy.linalg import _linalg as numpy_linalg
@@ -68,6 +71,20 @@ def dtype_name(dtype: Any) -> str:
     return np.dtype(dtype).name
 
 
+def _scipy_symbol(name: str) -> tuple[Any, type] | None:
+    """The Fortran entry point ``name`` of SciPy's OpenBLAS (32-bit integers, as SciPy's wheels
+    and a system OpenBLAS export them) once SciPy has loaded it, else ``None``."""
+    library = scipy_openblas()
+    if library is None:
+        return None
+    for symbol in (f"scipy_{name}_", f"{name}_"):
+        fn = getattr(library, symbol, None)
+        if fn is not None:
+            fn.restype = None
+            return fn, ctypes.c_int32
+    return None
+
+
 def available(dtype: np.dtype, *names: str) -> bool:
     """Whether NumPy's OpenBLAS exports every routine of ``names`` for ``dtype`` and this
     module wraps each with SciPy's signature (:func:`routines`)."""
@@ -88,29 +105,65 @@ def _readable(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x if x.dtype == dtype and x.flags.f_contiguous else np.asfortranarray(x, dtype)
 
 
-def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
-    fn, integer = _symbol(_PREFIX[dtype.name] + "getrf")
+def _getrf_call(dtype: np.dtype, symbol: Callable[[str], tuple[Any, type] | None]
+                ) -> Callable[[np.ndarray], tuple[np.ndarray, int]] | None:
+    """``run(lu) -> (piv, info)``: ``?getrf`` in place on the Fortran-ordered ``lu`` through the
+    entry point ``symbol`` finds (``piv`` 0-based int32, as SciPy's); ``None`` where it finds none."""
+    found = symbol(_PREFIX[dtype.name] + "getrf")
+    if found is None:
+        return None
+    fn, integer = found
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
 
-    def getrf(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-        lu = _fortran(a, dtype, bool(overwrite_a))
+    def run(lu: np.ndarray) -> tuple[np.ndarray, int]:
         m, n = lu.shape
         ipiv = np.empty(min(m, n), index)
         info = integer(0)
-        stepped_down(lambda: fn(ctypes.byref(integer(m)), ctypes.byref(integer(n)), ctypes.c_void_p(lu.ctypes.data),
-                                ctypes.byref(integer(max(1, m))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.byref(info)))
-        return lu, (ipiv - 1).astype(np.int32), int(info.value)  # 0-based int32, as SciPy's
+        fn(ctypes.byref(integer(m)), ctypes.byref(integer(n)), ctypes.c_void_p(lu.ctypes.data),
+           ctypes.byref(integer(max(1, m))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.byref(info))
+        return (ipiv - 1).astype(np.int32), int(info.value)
+
+    return run
+
+
+def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    run = _getrf_call(dtype, _symbol)
+
+    def getrf(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        lu = _fortran(a, dtype, bool(overwrite_a))
+        piv, info = stepped_down(lambda: run(lu), instead=_on_scipys_pool(_getrf_call, dtype, lu))
+        return lu, piv, info
 
     return getrf
 
 
-def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
-    fn, integer = _symbol(_PREFIX[dtype.name] + "getrs")
+def _on_scipys_pool(make: Callable[..., Any], dtype: np.dtype, *args: Any) -> Callable[[], Any] | None:
+    """The call ``make(dtype, symbol)(*args)`` on SciPy's OpenBLAS, for :func:`stepped_down` to
+    run instead while SciPy's pool alone spins (``None`` where SciPy's OpenBLAS has not the
+    routine); the call is made once per dtype."""
+    run = _SCIPY_CALLS.get((make, dtype.name), False)
+    if run is False:
+        run = make(dtype, _scipy_symbol)
+        if run is not None or scipy_openblas() is not None:  # not loaded yet: asked again
+            _SCIPY_CALLS[make, dtype.name] = run
+    return None if run is None else lambda: run(*args)
+
+
+_SCIPY_CALLS: dict[tuple[Any, str], Any] = {}
+
+
+def _getrs_call(dtype: np.dtype, symbol: Callable[[str], tuple[Any, type] | None]
+                ) -> Callable[[np.ndarray, np.ndarray, np.ndarray, int], int] | None:
+    """``run(lu, piv, x, trans) -> info``: ``?getrs`` in place on the Fortran-ordered ``x`` with
+    the Fortran-ordered factors ``lu`` and 0-based pivots ``piv``, through the entry point
+    ``symbol`` finds; ``None`` where it finds none."""
+    found = symbol(_PREFIX[dtype.name] + "getrs")
+    if found is None:
+        return None
+    fn, integer = found
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
 
-    def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0,
-              overwrite_b: int = 0) -> tuple[np.ndarray, int]:
-        lu, x = _readable(lu, dtype), _fortran(b, dtype, bool(overwrite_b))
+    def run(lu: np.ndarray, piv: np.ndarray, x: np.ndarray, trans: int) -> int:
         n = lu.shape[0]
         ipiv = (np.asarray(piv) + 1).astype(index)
         info = integer(0)
@@ -118,23 +171,51 @@ def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
            ctypes.byref(integer(x.shape[1] if x.ndim == 2 else 1)), ctypes.c_void_p(lu.ctypes.data),
            ctypes.byref(integer(max(1, n))), ctypes.c_void_p(ipiv.ctypes.data), ctypes.c_void_p(x.ctypes.data),
            ctypes.byref(integer(max(1, n))), ctypes.byref(info))
-        return x, int(info.value)
+        return int(info.value)
+
+    return run
+
+
+def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
+    run = _getrs_call(dtype, _symbol)
+
+    def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0,
+              overwrite_b: int = 0) -> tuple[np.ndarray, int]:
+        lu, x = _readable(lu, dtype), _fortran(b, dtype, bool(overwrite_b))
+        info = stepped_down(lambda: run(lu, piv, x, trans), instead=_on_scipys_pool(_getrs_call, dtype, lu, piv, x, trans))
+        return x, info
 
     return getrs
 
 
+def _potrf_call(dtype: np.dtype, symbol: Callable[[str], tuple[Any, type] | None]
+                ) -> Callable[[np.ndarray, int], int] | None:
+    """``run(c, lower) -> info``: ``?potrf`` in place on the Fortran-ordered ``c`` through the
+    entry point ``symbol`` finds; ``None`` where it finds none."""
+    found = symbol(_PREFIX[dtype.name] + "potrf")
+    if found is None:
+        return None
+    fn, integer = found
+
+    def run(c: np.ndarray, lower: int) -> int:
+        n = c.shape[0]
+        info = integer(0)
+        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
+        return int(info.value)
+
+    return run
+
+
 def _potrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
-    fn, integer = _symbol(_PREFIX[dtype.name] + "potrf")
+    run = _potrf_call(dtype, _symbol)
 
     def potrf(a: np.ndarray, lower: int = 0, clean: int = 1, overwrite_a: int = 0) -> tuple[np.ndarray, int]:
         c = _fortran(a, dtype, bool(overwrite_a))
-        n = c.shape[0]
-        info = integer(0)
-        stepped_down(lambda: fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)),
-                                ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))), ctypes.byref(info)))
-        if clean and info.value == 0:  # zero the other triangle, as SciPy's clean=1 does
+        info = stepped_down(lambda: run(c, lower), instead=_on_scipys_pool(_potrf_call, dtype, c, lower))
+        if clean and info == 0:  # zero the other triangle, as SciPy's clean=1 does
             _zero_other_triangle(c, bool(lower))
-        return c, int(info.value)
+        return c, info
 
     return potrf
 
@@ -158,14 +239,37 @@ def _zero_other_triangle(c: np.ndarray, lower: bool) -> None:
 POTRS_BY_COLUMN = 4
 
 
+def _potrs_call(dtype: np.dtype, symbol: Callable[[str], tuple[Any, type] | None]
+                ) -> Callable[[np.ndarray, np.ndarray, int], int] | None:
+    """``run(c, x, lower) -> info``: ``?potrs`` in place on the Fortran-ordered ``x`` with the
+    Fortran-ordered factor ``c``, through the entry point ``symbol`` finds; ``None`` where it
+    finds none."""
+    found = symbol(_PREFIX[dtype.name] + "potrs")
+    if found is None:
+        return None
+    fn, integer = found
+
+    def run(c: np.ndarray, x: np.ndarray, lower: int) -> int:
+        n = c.shape[0]
+        info = integer(0)
+        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)),
+           ctypes.byref(integer(x.shape[1] if x.ndim == 2 else 1)), ctypes.c_void_p(c.ctypes.data),
+           ctypes.byref(integer(max(1, n))), ctypes.c_void_p(x.ctypes.data), ctypes.byref(integer(max(1, n))),
+           ctypes.byref(info))
+        return int(info.value)
+
+    return run
+
+
 def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
     prefix = _PREFIX[dtype.name]
-    fn, integer = _symbol(prefix + "potrs")
-    trsv = (_symbol(prefix + "trsv") or (None,))[0]
+    run = _potrs_call(dtype, _symbol)
+    trsv, integer = _symbol(prefix + "trsv") or (None, None)
     adjoint = b"C" if prefix in "cz" else b"T"
 
     def by_column(c: np.ndarray, x: np.ndarray, lower: int) -> None:
-        """``x <- A^-1 x`` for ``A = L L^H`` (``lower``) or ``U^H U``, one column at a time."""
+        """``x <- A^-1 x`` for ``A = L L^H`` (``lower``) or ``U^H U``, one column at a time (on
+        one thread: no pool's workers woken)."""
         n, item = c.shape[0], x.dtype.itemsize
         first, second = (b"N", adjoint) if lower else (adjoint, b"N")
         args = (ctypes.byref(integer(n)), ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))))
@@ -177,16 +281,10 @@ def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
 
     def potrs(c: np.ndarray, b: np.ndarray, lower: int = 0, overwrite_b: int = 0) -> tuple[np.ndarray, int]:
         c, x = _readable(c, dtype), _fortran(b, dtype, bool(overwrite_b))
-        n = c.shape[0]
-        nrhs = x.shape[1] if x.ndim == 2 else 1
-        if trsv is not None and nrhs <= POTRS_BY_COLUMN:
+        if trsv is not None and (x.shape[1] if x.ndim == 2 else 1) <= POTRS_BY_COLUMN:
             by_column(c, x, lower)
             return x, 0
-        info = integer(0)
-        fn(ctypes.c_char_p(b"L" if lower else b"U"), ctypes.byref(integer(n)), ctypes.byref(integer(nrhs)),
-           ctypes.c_void_p(c.ctypes.data), ctypes.byref(integer(max(1, n))), ctypes.c_void_p(x.ctypes.data),
-           ctypes.byref(integer(max(1, n))), ctypes.byref(info))
-        return x, int(info.value)
+        return x, stepped_down(lambda: run(c, x, lower), instead=_on_scipys_pool(_potrs_call, dtype, c, x, lower))
 
     return potrs
 

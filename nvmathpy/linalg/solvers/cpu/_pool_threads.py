@@ -251,12 +251,16 @@ def _all_known(pools: tuple[Pool, ...]) -> bool:
     return all(pool.workers is not None and pool.workers[0] == pid or pool.functions() is None for pool in pools)
 
 
-def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), learn: bool = True) -> T:
+def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), learn: bool = True,
+                 instead: Callable[[], T] | None = None) -> T:
     """``call()`` (a call into the OpenBLAS of ``pools``) with each pool's thread count lowered,
     for its duration, to the cores that no thread other than its own workers holds now (at
     least one); unchanged where all its threads have a core, where its count is one, or while
     another caller has a count changed. ``learn``: whether this call may learn the pools'
     workers first (a small product on each, under a millisecond: for calls long enough to hide it).
+    ``instead``: the same call on SciPy's OpenBLAS, run in its place while SciPy's pool alone
+    spins (right after a SciPy call: its threads start on every core at once, where the call
+    on ``pools`` would be stepped down to the cores they leave).
 
     Examples
     --------
@@ -267,10 +271,12 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     """
     if not ENABLED:
         return call()
+    twin = instead if instead is not None and SCIPY not in pools else None
+    watched = pools + (SCIPY,) if twin is not None else pools  # the pools whose workers are learned
     anywhere = _running_anywhere()
-    if anywhere <= 1 and _all_known(pools):  # nothing else runs: all cores are free
+    if anywhere <= 1 and _all_known(watched):  # nothing else runs: all cores are free
         return call()
-    present = [(pool, functions) for pool in pools if (functions := pool.functions()) is not None]
+    present = [(pool, functions) for pool in watched if (functions := pool.functions()) is not None]
     counts = [functions[0]() for _, functions in present]
     if max(counts, default=1) < 2:
         return call()
@@ -282,10 +288,15 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
         anywhere = min(anywhere, _running_anywhere())
     if anywhere <= 1:
         return call()
+    scipys, called = SCIPY.known_workers(), pools
+    if twin is not None and running and scipys and running <= scipys:
+        call, called = twin, (SCIPY,)
     cores = _cores()
     elsewhere = max(0, anywhere - 1 - len(running))
     changes = []
     for (pool, (_, put)), count in zip(present, counts):
+        if pool not in called:
+            continue
         workers = pool.known_workers()
         holding = len(running - workers) if workers is not None else len(running)
         free = max(1, min(count, cores - holding - elsewhere))

@@ -25,11 +25,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _symbol, available, dtype_name
-from ._pool_threads import NUMPY, SCIPY, scipy_openblas, stepped_down
+from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _scipy_symbol, _symbol, available, dtype_name
+from ._pool_threads import NUMPY, SCIPY, only_hot, stepped_down
 
-__all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf", "scipy_recursive_available",
-           "scipy_recursive_getrf"]
+__all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf", "scipy_recursion_fits",
+           "scipy_recursive_available", "scipy_recursive_getrf", "scipys_getrf_or_recursion"]
 
 #: Columns of the panels handed to ``?getrf`` itself (narrower panels do not time better).
 LEAF = 128
@@ -49,20 +49,6 @@ def recursive_available(dtype: Any) -> bool:
     """Whether NumPy's OpenBLAS exports what the recursion calls for ``dtype``."""
     return available(dtype, "getrf") and all(_symbol(_PREFIX[dtype_name(dtype)] + r) is not None
                                              for r in _ROUTINES[1:])
-
-
-def _scipy_symbol(name: str) -> tuple[Any, type] | None:
-    """The Fortran entry point ``name`` of SciPy's OpenBLAS (32-bit integers, as SciPy's wheels
-    and a system OpenBLAS export them) once SciPy has loaded it, else ``None``."""
-    library = scipy_openblas()
-    if library is None:
-        return None
-    for symbol in (f"scipy_{name}_", f"{name}_"):
-        fn = getattr(library, symbol, None)
-        if fn is not None:
-            fn.restype = None
-            return fn, ctypes.c_int32
-    return None
 
 
 _SCIPY_AVAILABLE: set[str] = set()  # the dtypes found available (not before SciPy loads its OpenBLAS)
@@ -102,6 +88,29 @@ def scipy_recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndar
     return _recursive_getrf(dtype_name(dtype), "scipy")
 
 
+def scipy_recursion_fits(n: int, dtype: Any) -> bool:
+    """Whether an ``n x n`` ``getrf`` of ``dtype`` started while SciPy's pool alone spins runs
+    as the recursion on SciPy's OpenBLAS (:func:`scipy_recursive_getrf`): real dtypes up to
+    :data:`UP_TO`, where the recursion puts the work into products and triangular solves that
+    OpenBLAS runs on every thread (``benchmarks/bench_linalg.py --only targets --mode
+    interleaved`` measures such calls right after SciPy's)."""
+    return np.dtype(dtype).kind == "f" and n <= UP_TO and scipy_recursive_available(dtype)
+
+
+def scipys_getrf_or_recursion(getrf: Callable[..., Any], dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """SciPy's ``getrf`` wrapper ``getrf`` on the cores free at a call's start (which learns
+    SciPy's workers), but a call started while SciPy's pool alone spins runs as
+    :func:`scipy_recursive_getrf` (for orders where :func:`scipy_recursion_fits`)."""
+    recursion = scipy_recursive_getrf(dtype)
+
+    def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        if only_hot(SCIPY):
+            return recursion(a, overwrite_a)
+        return stepped_down(lambda: getrf(a, overwrite_a=overwrite_a), (SCIPY,))
+
+    return factor
+
+
 def recursive_first(n: int, dtype: Any) -> bool:
     """Whether an ``n x n`` factorization of ``dtype`` should try the recursion first (from
     NumPy's threshold :data:`~._numpy_lapack.FROM_ORDER` up to :data:`UP_TO`, real dtypes)."""
@@ -136,19 +145,33 @@ def recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, i
 
 @functools.lru_cache(maxsize=None)
 def _recursive_getrf(dtype_name: str, library: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
-    """The recursion on ``library``'s OpenBLAS (``"numpy"`` or ``"scipy"``)."""
+    """The recursion on ``library``'s OpenBLAS (``"numpy"`` or ``"scipy"``) on the cores free at
+    its start; NumPy's on SciPy's instead while SciPy's pool alone spins."""
+    recursive = _recursion(dtype_name, library)
+    pools = (NUMPY,) if library == "numpy" else (SCIPY,)
+
+    def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        on_scipy = (_recursion(dtype_name, "scipy") if library == "numpy" and scipy_recursive_available(dtype_name)
+                    else None)
+        return stepped_down(lambda: recursive(a, overwrite_a), pools,
+                            instead=on_scipy and (lambda: on_scipy(a, overwrite_a)))
+
+    return factor
+
+
+@functools.lru_cache(maxsize=None)
+def _recursion(dtype_name: str, library: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """``recursive(a, overwrite_a)``: the recursion itself on ``library``'s OpenBLAS, on its
+    threads as they are set."""
     dtype = np.dtype(dtype_name)
     prefix = _PREFIX[dtype_name]
-    symbol, pools = (_symbol, (NUMPY,)) if library == "numpy" else (_scipy_symbol, (SCIPY,))
+    symbol = _symbol if library == "numpy" else _scipy_symbol
     (getrf, integer), (laswp, _), (trsm, _), (gemm, _) = (symbol(prefix + r) for r in _ROUTINES)
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
     item = dtype.itemsize
     one, minus_one = ctypes.byref(_scalar(prefix, 1.0)), ctypes.byref(_scalar(prefix, -1.0))
     left, lower, no, unit = (ctypes.c_char_p(c) for c in (b"L", b"L", b"N", b"U"))
     step = ctypes.byref(integer(1))
-
-    def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-        return stepped_down(lambda: recursive(a, overwrite_a), pools)
 
     def recursive(a: np.ndarray, overwrite_a: int) -> tuple[np.ndarray, np.ndarray, int]:
         lu = _fortran(a, dtype, bool(overwrite_a))
@@ -202,4 +225,4 @@ def _recursive_getrf(dtype_name: str, library: str) -> Callable[..., tuple[np.nd
                      at(0, 0), lda, at(0, m), lda)
         return lu, (ipiv - 1).astype(np.int32), first_zero[0]
 
-    return factor
+    return recursive
