@@ -325,7 +325,8 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     through. Results are the unwrapped function's."""
     asked = []
     real = lapack.stepped_down
-    monkeypatch.setattr(lapack, "stepped_down", lambda call, pools, learn: asked.append(pools) or real(call, pools, learn))
+    monkeypatch.setattr(lapack, "stepped_down",
+                        lambda call, pools, learn, **kwargs: asked.append(pools) or real(call, pools, learn, **kwargs))
     rng = np.random.default_rng(11)
     side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))
     big, small = spd(rng, side, np.float64), spd(rng, side - 1, np.float64)

@@ -113,8 +113,17 @@ def test_workers_spinning_already_are_learned_when_the_probe_wakes_none(fake, mo
     would have left SciPy's sleeping worker to wake and show up as new)."""
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}))  # before the look, the probe, and after it
-    pool.stepped_down(fake.call, pool.POOLS)
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"303"}))
+
+
+def test_a_smaller_call_does_not_probe_beside_an_unknown_running_thread(fake, monkeypatch):
+    """Without ``busy_learn`` (calls below BUSY_LEARN_FROM elements) a thread it cannot place
+    prevents any probe (which could wait for a core): the call steps down instead."""
+    probes = _scipy_pool(monkeypatch)
+    running(monkeypatch, frozenset({"303"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [] and pool.SCIPY.workers is None and fake.seen == 1
 
 
 def test_a_foreign_thread_beside_the_probe_is_not_learned(fake, monkeypatch):
@@ -122,7 +131,7 @@ def test_a_foreign_thread_beside_the_probe_is_not_learned(fake, monkeypatch):
     is learned, and the foreign thread still steps the call down."""
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset({"303", "202"}))
-    pool.stepped_down(fake.call, pool.POOLS)
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
     assert fake.sets == [1, 2]  # NumPy's count: "303" and SciPy's worker "202" hold the cores
 
@@ -130,14 +139,14 @@ def test_a_foreign_thread_beside_the_probe_is_not_learned(fake, monkeypatch):
 def test_more_unknown_threads_than_workers_prevent_any_probe(fake, monkeypatch):
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303", "404"}))  # SciPy's pool has one worker: not all can be its
-    pool.stepped_down(fake.call, pool.POOLS)
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [] and pool.SCIPY.workers is None
 
 
 def test_a_thread_that_stops_during_the_probe_is_not_learned(fake, monkeypatch):
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset())
-    pool.stepped_down(fake.call, pool.POOLS)
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [1] and pool.SCIPY.workers is None
 
 
@@ -157,7 +166,7 @@ def test_no_probe_while_another_caller_changes_counts(fake, monkeypatch):
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}))
     with pool.THREAD_COUNT:
-        pool.stepped_down(fake.call, pool.POOLS)
+        pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [] and pool.SCIPY.workers is None
 
 
@@ -186,7 +195,7 @@ def test_a_call_with_a_twin_learns_scipys_workers_too(fake, monkeypatch):
     probes = _scipy_pool(monkeypatch)
     twin = FakeCount(2)
     running(monkeypatch, frozenset({"202"}))
-    assert pool.stepped_down(fake.call, instead=twin.call) == "result"
+    assert pool.stepped_down(fake.call, instead=twin.call, busy_learn=True) == "result"
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
     assert twin.seen == 2 and fake.seen is None
 

@@ -43,7 +43,7 @@ import numpy as np
 from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
-from .solvers.cpu._pool_threads import POOLS, SCIPY, only_hot, stepped_down
+from .solvers.cpu._pool_threads import BUSY_LEARN_FROM, POOLS, SCIPY, only_hot, stepped_down
 from .solvers.cpu._recursive_lu import scipy_recursion_fits, scipy_recursive_getrf
 
 __all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores",
@@ -173,7 +173,8 @@ def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else next(iter(kwargs.values()), None)
         if type(first) is np.ndarray and first.size >= from_elements:
-            return stepped_down(lambda: fn(*args, **kwargs), POOLS, first.size >= LEARN_FROM)
+            return stepped_down(lambda: fn(*args, **kwargs), POOLS, first.size >= LEARN_FROM,
+                                busy_learn=first.size >= BUSY_LEARN_FROM)
         return fn(*args, **kwargs)
 
     return call  # type: ignore[return-value]

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
-from ._pool_threads import scipy_openblas, stepped_down
+from ._pool_threads import BUSY_LEARN_FROM, scipy_openblas, stepped_down
 
 try:  # NumPy 2: the module numpy.linalg's functions live in
     from numpy.linalg import _linalg as numpy_linalg
@@ -131,7 +131,8 @@ def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]
 
     def getrf(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
         lu = _fortran(a, dtype, bool(overwrite_a))
-        piv, info = stepped_down(lambda: run(lu), instead=_on_scipys_pool(_getrf_call, dtype, lu))
+        piv, info = stepped_down(lambda: run(lu), instead=_on_scipys_pool(_getrf_call, dtype, lu),
+                                 busy_learn=lu.size >= BUSY_LEARN_FROM)
         return lu, piv, info
 
     return getrf
@@ -182,7 +183,8 @@ def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
     def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0,
               overwrite_b: int = 0) -> tuple[np.ndarray, int]:
         lu, x = _readable(lu, dtype), _fortran(b, dtype, bool(overwrite_b))
-        info = stepped_down(lambda: run(lu, piv, x, trans), instead=_on_scipys_pool(_getrs_call, dtype, lu, piv, x, trans))
+        info = stepped_down(lambda: run(lu, piv, x, trans), learn=False,
+                            instead=_on_scipys_pool(_getrs_call, dtype, lu, piv, x, trans))
         return x, info
 
     return getrs
@@ -212,7 +214,8 @@ def _potrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
 
     def potrf(a: np.ndarray, lower: int = 0, clean: int = 1, overwrite_a: int = 0) -> tuple[np.ndarray, int]:
         c = _fortran(a, dtype, bool(overwrite_a))
-        info = stepped_down(lambda: run(c, lower), instead=_on_scipys_pool(_potrf_call, dtype, c, lower))
+        info = stepped_down(lambda: run(c, lower), instead=_on_scipys_pool(_potrf_call, dtype, c, lower),
+                            busy_learn=c.size >= BUSY_LEARN_FROM)
         if clean and info == 0:  # zero the other triangle, as SciPy's clean=1 does
             _zero_other_triangle(c, bool(lower))
         return c, info
@@ -284,7 +287,8 @@ def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
         if trsv is not None and (x.shape[1] if x.ndim == 2 else 1) <= POTRS_BY_COLUMN:
             by_column(c, x, lower)
             return x, 0
-        return x, stepped_down(lambda: run(c, x, lower), instead=_on_scipys_pool(_potrs_call, dtype, c, x, lower))
+        return x, stepped_down(lambda: run(c, x, lower), learn=False,
+                               instead=_on_scipys_pool(_potrs_call, dtype, c, x, lower))
 
     return potrs
 

@@ -40,8 +40,8 @@ from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT", "only_hot",
-           "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
+__all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
+           "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -59,6 +59,11 @@ PROBE_ORDER = 128
 #: build that runs the product on one thread, threads that come and go) stays unknown, and its
 #: calls keep counting every running thread as taking a core.
 PROBES = 4
+#: From this many elements on, a call may learn the workers beside a running thread it cannot
+#: place yet (:func:`_learn`): a probe then may wait for its worker to get a core from a spinning
+#: thread (a millisecond or more), which only a call this large hides; smaller calls learn only
+#: where no unknown thread runs.
+BUSY_LEARN_FROM = 1024 * 1024
 
 
 def _count_functions(lib: Any) -> tuple[Any, Any] | None:
@@ -164,19 +169,20 @@ SCIPY = Pool("scipy", scipy_thread_count_functions, _scipy_probe)
 POOLS = (NUMPY, SCIPY)
 
 
-def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str]) -> bool:
+def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str], busy: bool) -> bool:
     """Learn the workers of the pools in ``present`` (with their thread ``counts``) not yet
     known, by a small product on each such pool: the threads it leaves running that did not run
     before are its workers, or, where it wakes none, the unknown threads that were already
     running are (that pool's workers still spinning after a call: a product on all its threads
     would have woken a sleeping one). Tried only where the unknown threads ``running`` now
-    could all be such workers, under :data:`THREAD_COUNT` (no count changes meanwhile), and at
-    most :data:`PROBES` times per pool and process. Returns whether it probed (the probed
-    pools' workers then spin)."""
+    could all be such workers (and, unless ``busy``, where none runs), under :data:`THREAD_COUNT`
+    (no count changes meanwhile), and at most :data:`PROBES` times per pool and process. Returns
+    whether it probed (the probed pools' workers then spin)."""
     unknown = [(pool, count) for (pool, _), count in zip(present, counts)
                if count >= 2 and pool.known_workers() is None and pool.probes_left() > 0]
     known = frozenset().union(*(pool.known_workers() or () for pool in POOLS))
-    if not unknown or len(running - known) > sum(count - 1 for _, count in unknown):
+    strangers = len(running - known)
+    if not unknown or strangers > (sum(count - 1 for _, count in unknown) if busy else 0):
         return False
     if not THREAD_COUNT.acquire(blocking=False):
         return False
@@ -252,12 +258,14 @@ def _all_known(pools: tuple[Pool, ...]) -> bool:
 
 
 def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), learn: bool = True,
-                 instead: Callable[[], T] | None = None) -> T:
+                 instead: Callable[[], T] | None = None, busy_learn: bool = False) -> T:
     """``call()`` (a call into the OpenBLAS of ``pools``) with each pool's thread count lowered,
     for its duration, to the cores that no thread other than its own workers holds now (at
     least one); unchanged where all its threads have a core, where its count is one, or while
     another caller has a count changed. ``learn``: whether this call may learn the pools'
-    workers first (a small product on each, under a millisecond: for calls long enough to hide it).
+    workers first (a small product on each, under a millisecond: for calls long enough to hide it),
+    ``busy_learn`` also beside a thread it cannot place yet (calls of :data:`BUSY_LEARN_FROM`
+    elements and more).
     ``instead``: the same call on SciPy's OpenBLAS, run in its place while SciPy's pool alone
     spins (right after a SciPy call: its threads start on every core at once, where the call
     on ``pools`` would be stepped down to the cores they leave).
@@ -281,7 +289,7 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     if max(counts, default=1) < 2:
         return call()
     running = running_threads() if anywhere > 1 else frozenset()
-    if learn and _learn(present, counts, running):
+    if learn and _learn(present, counts, running, busy_learn):
         anywhere, running = _running_anywhere(), running_threads()
     elif anywhere > 1:  # read again after the look at the threads: what ran a moment only (the
         # kernel's own short work, a thread ending) is not load that a whole call should yield to

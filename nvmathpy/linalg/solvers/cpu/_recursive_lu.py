@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _scipy_symbol, _symbol, available, dtype_name
-from ._pool_threads import NUMPY, SCIPY, only_hot, stepped_down
+from ._pool_threads import BUSY_LEARN_FROM, NUMPY, SCIPY, only_hot, stepped_down
 
 __all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf", "scipy_recursion_fits",
            "scipy_recursive_available", "scipy_recursive_getrf", "scipys_getrf_or_recursion"]
@@ -97,7 +97,8 @@ def scipy_recursion_fits(n: int, dtype: Any) -> bool:
     return np.dtype(dtype).kind == "f" and n <= UP_TO and scipy_recursive_available(dtype)
 
 
-def scipys_getrf_or_recursion(getrf: Callable[..., Any], dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+def scipys_getrf_or_recursion(getrf: Callable[..., Any], dtype: Any
+                              ) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
     """SciPy's ``getrf`` wrapper ``getrf`` on the cores free at a call's start (which learns
     SciPy's workers), but a call started while SciPy's pool alone spins runs as
     :func:`scipy_recursive_getrf` (for orders where :func:`scipy_recursion_fits`)."""
@@ -106,7 +107,7 @@ def scipys_getrf_or_recursion(getrf: Callable[..., Any], dtype: Any) -> Callable
     def factor(a: np.ndarray, overwrite_a: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
         if only_hot(SCIPY):
             return recursion(a, overwrite_a)
-        return stepped_down(lambda: getrf(a, overwrite_a=overwrite_a), (SCIPY,))
+        return stepped_down(lambda: getrf(a, overwrite_a=overwrite_a), (SCIPY,), busy_learn=a.size >= BUSY_LEARN_FROM)
 
     return factor
 
@@ -154,7 +155,8 @@ def _recursive_getrf(dtype_name: str, library: str) -> Callable[..., tuple[np.nd
         on_scipy = (_recursion(dtype_name, "scipy") if library == "numpy" and scipy_recursive_available(dtype_name)
                     else None)
         return stepped_down(lambda: recursive(a, overwrite_a), pools,
-                            instead=on_scipy and (lambda: on_scipy(a, overwrite_a)))
+                            instead=on_scipy and (lambda: on_scipy(a, overwrite_a)),
+                            busy_learn=a.size >= BUSY_LEARN_FROM)
 
     return factor
 
