@@ -225,6 +225,28 @@ def test_eigh_reads_its_calibration(first):
         assert [c.label for c in eigh_plan._candidates(other)] == built_in[other]
 
 
+@pytest.mark.parametrize("smallest", ["blocked_evd", "evr", "numpy"])
+def test_eigh_carries_the_growing_algorithm_up_from_the_smallest_measured_order(monkeypatch, smallest):
+    """eigh measures only its smallest order on first need; larger orders without a value of
+    their own take the blocked back-transformation where that order chose it, else SciPy's
+    driver; a larger order's own value (stored by tune) wins."""
+    measured = []
+    monkeypatch.setitem(solver_calibration.CALIBRATIONS, "eigh.float64.1024",
+                        lambda seconds: measured.append(1024) or (table("numpy"), {}))
+    monkeypatch.setitem(solver_calibration.CALIBRATIONS, "eigh.float64.512",
+                        lambda seconds: measured.append(512) or (table(smallest), {}))
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
+    expected = "blocked_evd" if smallest == "blocked_evd" else "evr"
+    for n in (1024, 2048, 600):
+        assert solver_calibration.first_choice("eigh", n, "float64") == (True, expected if n > 640 else smallest)
+    assert measured == [512]  # measured once, and never the larger orders
+    calibration.record("eigh.float64.1024", table("numpy"), {}, 0.1)
+    assert solver_calibration.first_choice("eigh", 1024, "float64") == (True, "numpy")
+    assert solver_calibration.first_choice("eigh", 2048, "float64") == (True, "evr")  # 1024's choice is no growing one
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "off")
+    assert solver_calibration.first_choice("eigh", 1536, "float32") == (True, "evr")  # nothing measured: plain
+
+
 @pytest.mark.parametrize("kind, order, plain", [("getrf", getrf_order, SCIPY), ("potrf", potrf_order, SCIPY),
                                                ("eigh", lambda n, dtype: ["numpy"], "evr")])
 def test_measure_names_one_of_the_algorithms_that_run_here(kind, order, plain):

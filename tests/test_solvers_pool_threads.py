@@ -422,6 +422,40 @@ def test_right_after_a_scipy_call_numpys_factorizations_run_on_scipys_openblas(d
         assert np.linalg.norm(lu - ref[0]) / np.linalg.norm(ref[0]) < tol
 
 
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_right_after_a_scipy_call_the_blocked_eigh_runs_on_scipys_openblas(dtype, monkeypatch, request):
+    """SciPy's known worker alone spinning: the blocked eigensolver runs on SciPy's OpenBLAS (its
+    decomposer for "scipy" called), eigenpairs right; with a foreign thread, on NumPy's."""
+    import scipy.linalg
+
+    from nvmathpy.linalg.solvers.cpu import _blocked_eigh as blocked
+
+    if not blocked.blocked_eigh_available(dtype) or not blocked._scipy_available(np.dtype(dtype).name):
+        pytest.skip("the blocked eigensolver does not run on both OpenBLAS builds here")
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"its worker"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"numpy's worker"})))
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
+    used = []
+    real = blocked._decomposer
+    monkeypatch.setattr(blocked, "_decomposer", lambda name, library: (
+        lambda *args: used.append(library) or real(name, library)(*args)))  # the runs, on which OpenBLAS
+    rng = np.random.default_rng(5)
+    n = 131
+    x = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if dtype.startswith("complex") else 0)
+    a = np.asfortranarray((x + x.conj().T).astype(dtype))
+    tol = 1e-4 if dtype == "complex64" else 1e-12
+    blocked._blocked_eigh.cache_clear()  # NumPy's decomposer, too, taken through the spy
+    request.addfinalizer(blocked._blocked_eigh.cache_clear)  # and no spy left behind
+    eigh = blocked.blocked_eigh(dtype)
+    for threads, library in ((frozenset({"its worker"}), "scipy"), (frozenset({"foreign"}), None)):
+        monkeypatch.setattr(pool, "running_threads", lambda threads=threads: threads)
+        used.clear()
+        w, v, info = eigh(a, True, True)
+        assert info == 0 and used == [library or "numpy"]
+        assert np.abs(w - scipy.linalg.eigvalsh(a)).max() < tol * np.abs(w).max()
+        assert np.linalg.norm(a @ v - v * w) / np.linalg.norm(a) < tol * 10
+
+
 def test_scipys_pool_is_looked_for_until_scipy_linalg_is_loaded(monkeypatch):
     """Not found before ``scipy.linalg`` is imported: asked again; found or not after: remembered
     (a SciPy on a BLAS outside its wheel has no pool of its own to find)."""

@@ -13,7 +13,8 @@ eigenvalues are ``?syevd``'s and the eigenvectors equal them to rounding.
 Either triangle is taken as stored (``?sytrd``'s ``'L'`` and ``'U'`` reflectors are applied
 in their own orders), so a C-ordered matrix is read through its Fortran view uncopied.
 Eigenvalues alone are ``?sytrd`` with its blocked workspace followed by ``?sterf``. A call runs
-on the cores free at its start (:func:`._pool_threads.stepped_down`).
+on the cores free at its start (:func:`._pool_threads.stepped_down`), or, started while SciPy's
+pool alone spins (right after a SciPy call), the same on SciPy's OpenBLAS.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ._householder import reflectors, reflectors_available
-from ._numpy_lapack import _PREFIX, _fortran, _symbol
-from ._pool_threads import stepped_down
+from ._numpy_lapack import _PREFIX, _fortran, _scipy_symbol, _symbol
+from ._pool_threads import BUSY_LEARN_FROM, stepped_down
 
 __all__ = ["blocked_eigh", "blocked_eigh_available"]
 
@@ -72,24 +73,53 @@ def _byref(integer: type, value: int) -> Any:
     return ctypes.byref(integer(value))
 
 
+_SCIPY_AVAILABLE: set[str] = set()  # the dtypes found available (not before SciPy loads its OpenBLAS)
+
+
+def _scipy_available(dtype_name: str) -> bool:
+    """Whether SciPy's OpenBLAS is loaded and exports every routine the eigensolver calls."""
+    if dtype_name in _SCIPY_AVAILABLE:
+        return True
+    names = _routine_names(_PREFIX[dtype_name]).values()
+    if not reflectors_available(dtype_name, "scipy") or any(_scipy_symbol(name) is None for name in names):
+        return False
+    _SCIPY_AVAILABLE.add(dtype_name)
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray | None, int]]:
+    """The eigensolver on NumPy's OpenBLAS on the cores free at a call's start, or on SciPy's
+    instead while SciPy's pool alone spins."""
+    decompose = _decomposer(dtype_name, "numpy")
+
+    def eigh(a: np.ndarray, lower: bool, vectors: bool,
+             overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray | None, int]:
+        twin = _decomposer(dtype_name, "scipy") if _scipy_available(dtype_name) else None
+        return stepped_down(lambda: decompose(a, lower, vectors, overwrite_a),
+                            instead=twin and (lambda: twin(a, lower, vectors, overwrite_a)),
+                            busy_learn=a.size >= BUSY_LEARN_FROM)
+
+    return eigh
+
+
+@functools.lru_cache(maxsize=None)
+def _decomposer(dtype_name: str, library: str) -> Callable[..., tuple[np.ndarray, np.ndarray | None, int]]:
+    """``decompose(a, lower, vectors, overwrite_a)`` on ``library``'s OpenBLAS (``"numpy"`` or
+    ``"scipy"``), on its threads as they are set."""
     dtype = np.dtype(dtype_name)
     prefix = _PREFIX[dtype_name]
     real = np.dtype(np.finfo(dtype).dtype)
-    fns = {key: _symbol(name)[0] for key, name in _routine_names(prefix).items()}
-    integer = _symbol(_routine_names(prefix)["reduce"])[1]
+    symbol = _symbol if library == "numpy" else _scipy_symbol
+    fns = {key: symbol(name)[0] for key, name in _routine_names(prefix).items()}
+    integer = symbol(_routine_names(prefix)["reduce"])[1]
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
     complex_ = dtype.kind == "c"
-    householder = reflectors(dtype)
+    householder = reflectors(dtype, library)
     fns["norm"].restype = ctypes.c_float if prefix in "sc" else ctypes.c_double
     # A matrix whose largest entry is tiny or huge is scaled into range first, as ?syevd does (RMIN/RMAX).
     tiny = np.finfo(real).tiny / np.finfo(real).eps
     safe_min, safe_max = np.sqrt(tiny), np.sqrt(1 / tiny)
-
-    def eigh(a: np.ndarray, lower: bool, vectors: bool,
-             overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray | None, int]:
-        return stepped_down(lambda: decompose(a, lower, vectors, overwrite_a))
 
     def decompose(a: np.ndarray, lower: bool, vectors: bool,
                   overwrite_a: bool) -> tuple[np.ndarray, np.ndarray | None, int]:
@@ -133,4 +163,4 @@ def _blocked_eigh(dtype_name: str) -> Callable[..., tuple[np.ndarray, np.ndarray
             d /= sigma
         return d, z, int(info.value)
 
-    return eigh
+    return decompose

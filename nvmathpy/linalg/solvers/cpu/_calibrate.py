@@ -28,8 +28,8 @@ import numpy as np
 from ....plan.calibration import OutOfTime, calibrated, choose_first
 from ._numpy_lapack import dtype_name
 
-__all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "MARGIN", "ORDERS", "OutOfTime", "PLAIN", "first_choice", "measure",
-           "reorder"]
+__all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "GROWING", "MARGIN", "ORDERS", "OutOfTime", "PLAIN",
+           "first_choice", "measure", "reorder"]
 
 #: The orders measured, smallest first.
 ORDERS = (512, 768, 1024, 1536, 2048)
@@ -45,6 +45,12 @@ CALL_SECONDS = 0.02
 #: The call a user would otherwise make, as the algorithm of each kind: SciPy's own
 #: ``lu_factor`` / ``cho_factor`` (the plans then keep SciPy's wrappers), ``eigh``'s driver.
 PLAIN = {"getrf": "scipy", "potrf": "scipy", "eigh": "evr"}
+#: Per kind, the algorithm whose gain over the plain call grows with the order (``eigh``'s blocked
+#: back-transformation: its share of the work grows with ``n``), and whose larger orders, too
+#: long to time within the automatic bound, are not measured on first need: an order without a
+#: value of its own (``tune`` stores them) takes that algorithm where the next smaller measured
+#: order chose it, else the plain call.
+GROWING = {"eigh": "blocked_evd"}
 #: An order takes the choice of the nearest measured order, within this factor of the
 #: smallest and the largest.
 REACH = 1.25
@@ -127,8 +133,11 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     on and none is stored), else - calibration off, or its measurement failed (a machine too
     busy to measure in time) - :data:`PLAIN`, the call a user would otherwise make: without a
     measurement of this machine nothing is known to beat it, and in calls that alternate with
-    SciPy's and NumPy's the faster algorithms of a quiet machine can lose to it. ``(False,
-    None)`` for orders and dtypes calibration does not cover: the caller keeps its built-in order.
+    SciPy's and NumPy's the faster algorithms of a quiet machine can lose to it. A kind of
+    :data:`GROWING` measures only its smallest order on first need; a larger order without a
+    stored value takes the next smaller order's choice of the growing algorithm, else the plain
+    call. ``(False, None)`` for orders and dtypes calibration does not cover: the caller keeps
+    its built-in order.
 
     Examples
     --------
@@ -141,7 +150,14 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     name = _name(kind, dtype_name(dtype), nearest)
     if name not in CALIBRATIONS:
         return False, None
-    value = calibrated(name, None, CALIBRATIONS[name])
+    if kind in GROWING and nearest > ORDERS[0]:
+        value = calibrated(name, None)  # stored (by tune) or none: not measured on first need
+        if value is None:
+            below = ORDERS[ORDERS.index(nearest) - 1]
+            carried = first_choice(kind, below, dtype)[1]
+            return True, carried if carried == GROWING[kind] else PLAIN[kind]
+    else:
+        value = calibrated(name, None, CALIBRATIONS[name])
     return True, value["first"] if isinstance(value, dict) and "first" in value else PLAIN[kind]
 
 

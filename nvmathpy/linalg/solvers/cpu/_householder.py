@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._numpy_lapack import _PREFIX, _symbol
+from ._numpy_lapack import _PREFIX, _scipy_symbol, _symbol
 
 __all__ = ["BLOCK", "Reflectors", "reflectors", "reflectors_available"]
 
@@ -31,20 +31,24 @@ BLOCK = 128
 _ROUTINES = ("larft", "gemm", "trmm")
 
 
-def reflectors_available(dtype: Any) -> bool:
-    """Whether NumPy's OpenBLAS exports the routines :class:`Reflectors` calls for ``dtype``."""
+def reflectors_available(dtype: Any, library: str = "numpy") -> bool:
+    """Whether ``library``'s OpenBLAS (``"numpy"`` or ``"scipy"``) exports the routines
+    :class:`Reflectors` calls for ``dtype``."""
     prefix = _PREFIX.get(np.dtype(dtype).name)
-    return prefix is not None and all(_symbol(prefix + name) is not None for name in _ROUTINES)
+    symbol = _symbol if library == "numpy" else _scipy_symbol
+    return prefix is not None and all(symbol(prefix + name) is not None for name in _ROUTINES)
 
 
 @functools.lru_cache(maxsize=None)
-def _reflectors(dtype_name: str) -> "Reflectors":
-    return Reflectors(np.dtype(dtype_name))
+def _reflectors(dtype_name: str, library: str) -> "Reflectors":
+    return Reflectors(np.dtype(dtype_name), library)
 
 
-def reflectors(dtype: Any) -> "Reflectors":
-    """The :class:`Reflectors` of ``dtype`` (one per dtype; check :func:`reflectors_available`)."""
-    return _reflectors(np.dtype(dtype).name)
+def reflectors(dtype: Any, library: str = "numpy") -> "Reflectors":
+    """The :class:`Reflectors` of ``dtype`` on ``library``'s OpenBLAS (``"numpy"``, or
+    ``"scipy"`` once SciPy has loaded its own; one per dtype and library; check
+    :func:`reflectors_available`)."""
+    return _reflectors(np.dtype(dtype).name, library)
 
 
 def _int(integer: type, value: int) -> Any:
@@ -69,10 +73,11 @@ class Reflectors:
     True
     """
 
-    def __init__(self, dtype: np.dtype):
+    def __init__(self, dtype: np.dtype, library: str = "numpy"):
         prefix = _PREFIX[dtype.name]
         self.dtype = dtype
-        (self._larft, integer), (self._gemm, _), (self._trmm, _) = (_symbol(prefix + r) for r in _ROUTINES)
+        symbol = _symbol if library == "numpy" else _scipy_symbol
+        (self._larft, integer), (self._gemm, _), (self._trmm, _) = (symbol(prefix + r) for r in _ROUTINES)
         self._integer = integer
         complex_ = dtype.kind == "c"
         scalar = ({"c": ctypes.c_float, "z": ctypes.c_double}[prefix] * 2 if complex_
