@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._householder import reflectors, reflectors_available
-from ._numpy_lapack import _PREFIX, _fortran, _scipy_symbol, _symbol
+from ._numpy_lapack import _PREFIX, _fortran, _scipy_symbol, _symbol, scipy_exports
 from ._pool_threads import BUSY_LEARN_FROM, stepped_down
 
 __all__ = ["blocked_eigh", "blocked_eigh_available"]
@@ -73,18 +73,10 @@ def _byref(integer: type, value: int) -> Any:
     return ctypes.byref(integer(value))
 
 
-_SCIPY_AVAILABLE: set[str] = set()  # the dtypes found available (not before SciPy loads its OpenBLAS)
-
-
 def _scipy_available(dtype_name: str) -> bool:
     """Whether SciPy's OpenBLAS is loaded and exports every routine the eigensolver calls."""
-    if dtype_name in _SCIPY_AVAILABLE:
-        return True
-    names = _routine_names(_PREFIX[dtype_name]).values()
-    if not reflectors_available(dtype_name, "scipy") or any(_scipy_symbol(name) is None for name in names):
-        return False
-    _SCIPY_AVAILABLE.add(dtype_name)
-    return True
+    return (scipy_exports(tuple(_routine_names(_PREFIX[dtype_name]).values()))
+            and reflectors_available(dtype_name, "scipy"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._numpy_lapack import _PREFIX, _scipy_symbol, _symbol
+from ._numpy_lapack import _PREFIX, _scipy_symbol, _symbol, scipy_exports
 
 __all__ = ["BLOCK", "Reflectors", "reflectors", "reflectors_available"]
 
@@ -35,8 +35,11 @@ def reflectors_available(dtype: Any, library: str = "numpy") -> bool:
     """Whether ``library``'s OpenBLAS (``"numpy"`` or ``"scipy"``) exports the routines
     :class:`Reflectors` calls for ``dtype``."""
     prefix = _PREFIX.get(np.dtype(dtype).name)
-    symbol = _symbol if library == "numpy" else _scipy_symbol
-    return prefix is not None and all(symbol(prefix + name) is not None for name in _ROUTINES)
+    if prefix is None:
+        return False
+    if library == "scipy":
+        return scipy_exports(tuple(prefix + name for name in _ROUTINES))
+    return all(_symbol(prefix + name) is not None for name in _ROUTINES)
 
 
 @functools.lru_cache(maxsize=None)

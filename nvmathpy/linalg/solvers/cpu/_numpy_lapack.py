@@ -12,9 +12,9 @@ integers), found among the loaded libraries as :mod:`nvmathpy.linalg.gemm.cpu._c
 
 The Fortran entry points are called (not LAPACKE, which may scan the input for NaN first): the
 results equal the f2py wrappers', with their calling conventions, so the plans take either.
-``getrf`` and ``potrf`` started while SciPy's pool alone spins (right after a SciPy call) run
-the same routine on SciPy's OpenBLAS instead, on the threads that spin there
-(:func:`._pool_threads.stepped_down`).
+``getrf``, ``potrf``, ``getrs`` and ``potrs`` started while SciPy's pool alone spins (right
+after a SciPy call) run the same routine on SciPy's OpenBLAS instead, on the threads that spin
+there (:func:`._pool_threads.stepped_down`).
 Each call costs a few microseconds of ctypes, which is why small matrices stay on SciPy's
 wrappers.
 
@@ -39,7 +39,7 @@ try:  # NumPy 2: the module numpy.linalg's functions live in
 except ImportError:  # NumPy 1.26
     from numpy.linalg import linalg as numpy_linalg  # type: ignore[no-redef]
 
-__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "routines", "suits", "numpy_linalg"]
+__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "numpy_linalg", "routines", "scipy_exports", "suits"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few
@@ -83,6 +83,20 @@ def _scipy_symbol(name: str) -> tuple[Any, type] | None:
             fn.restype = None
             return fn, ctypes.c_int32
     return None
+
+
+_SCIPY_EXPORTS: set[tuple[str, ...]] = set()  # the name sets found (none before SciPy loads its OpenBLAS)
+
+
+def scipy_exports(names: tuple[str, ...]) -> bool:
+    """Whether SciPy's OpenBLAS is loaded and exports every Fortran entry point of ``names``
+    (e.g. ``("dgetrf", "dgemm")``); a yes is remembered."""
+    if names in _SCIPY_EXPORTS:
+        return True
+    if any(_scipy_symbol(name) is None for name in names):
+        return False
+    _SCIPY_EXPORTS.add(names)
+    return True
 
 
 def available(dtype: np.dtype, *names: str) -> bool:
@@ -138,19 +152,19 @@ def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]
     return getrf
 
 
+_SCIPY_CALLS: dict[tuple[Any, str], Any] = {}
+
+
 def _on_scipys_pool(make: Callable[..., Any], dtype: np.dtype, *args: Any) -> Callable[[], Any] | None:
     """The call ``make(dtype, symbol)(*args)`` on SciPy's OpenBLAS, for :func:`stepped_down` to
     run instead while SciPy's pool alone spins (``None`` where SciPy's OpenBLAS has not the
-    routine); the call is made once per dtype."""
+    routine); ``make``'s SciPy build is made once per dtype."""
     run = _SCIPY_CALLS.get((make, dtype.name), False)
     if run is False:
         run = make(dtype, _scipy_symbol)
         if run is not None or scipy_openblas() is not None:  # not loaded yet: asked again
             _SCIPY_CALLS[make, dtype.name] = run
     return None if run is None else lambda: run(*args)
-
-
-_SCIPY_CALLS: dict[tuple[Any, str], Any] = {}
 
 
 def _getrs_call(dtype: np.dtype, symbol: Callable[[str], tuple[Any, type] | None]

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _scipy_symbol, _symbol, available, dtype_name
+from ._numpy_lapack import FROM_ORDER, _PREFIX, _fortran, _scipy_symbol, _symbol, available, dtype_name, scipy_exports
 from ._pool_threads import BUSY_LEARN_FROM, NUMPY, SCIPY, only_hot, stepped_down
 
 __all__ = ["LEAF", "UP_TO", "recursive_available", "recursive_first", "recursive_getrf", "scipy_recursion_fits",
@@ -51,20 +51,11 @@ def recursive_available(dtype: Any) -> bool:
                                              for r in _ROUTINES[1:])
 
 
-_SCIPY_AVAILABLE: set[str] = set()  # the dtypes found available (not before SciPy loads its OpenBLAS)
-
-
 def scipy_recursive_available(dtype: Any) -> bool:
     """Whether SciPy's OpenBLAS is loaded and exports what the recursion calls for ``dtype``
     (real and complex LAPACK dtypes)."""
-    name = dtype_name(dtype)
-    if name in _SCIPY_AVAILABLE:
-        return True
-    prefix = _PREFIX.get(name)
-    if prefix is None or any(_scipy_symbol(prefix + r) is None for r in _ROUTINES):
-        return False
-    _SCIPY_AVAILABLE.add(name)
-    return True
+    prefix = _PREFIX.get(dtype_name(dtype))
+    return prefix is not None and scipy_exports(tuple(prefix + r for r in _ROUTINES))
 
 
 def scipy_recursive_getrf(dtype: Any) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
