@@ -179,15 +179,19 @@ def test_only_hot_needs_the_pools_known_workers_running_alone(monkeypatch):
     from nvmathpy.linalg.solvers.cpu import _pool_threads
 
     pool = _pool_threads.Pool("test", lambda: None, lambda: None)
+    threads, anywhere = [frozenset({"7"})], [2]
     monkeypatch.setattr(_pool_threads, "ENABLED", True)
-    monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: 2)
-    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"7"}))
+    monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: anywhere[0])
+    monkeypatch.setattr(_pool_threads, "running_threads", lambda: threads[0])
+    monkeypatch.setattr(_pool_threads, "all_running", lambda names: names <= threads[0])
     assert not _pool_threads.only_hot(pool)  # workers not known
     pool.workers = (os.getpid(), frozenset({"7"}))
-    assert _pool_threads.only_hot(pool)
-    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset({"7", "8"}))
+    assert _pool_threads.only_hot(pool) and _pool_threads.only_hot(pool, scan=False)  # all that runs anywhere
+    anywhere[0], threads[0] = 3, frozenset({"7", "8"})
     assert not _pool_threads.only_hot(pool)  # another thread runs too
-    monkeypatch.setattr(_pool_threads, "running_threads", lambda: frozenset())
+    threads[0] = frozenset({"7"})  # the third runnable thread is another process's
+    assert _pool_threads.only_hot(pool) and not _pool_threads.only_hot(pool, scan=False)  # told only by a scan
+    threads[0] = frozenset()
     assert not _pool_threads.only_hot(pool)  # its workers asleep
 
 

@@ -380,6 +380,7 @@ def test_right_after_a_scipy_call_numpys_factorizations_run_on_scipys_openblas(d
         pytest.skip("SciPy's OpenBLAS is not found here")
     monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"its worker"})))
     monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"its worker"}))
+    monkeypatch.setattr(pool, "all_running", lambda names: names <= {"its worker"})
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
     called = []
     real_symbol = numpy_lapack._scipy_symbol
@@ -485,3 +486,25 @@ def test_a_thread_runnable_at_one_look_only_is_not_load(fake, monkeypatch):
     reads = iter([2, 2])
     pool.stepped_down(fake.call, learn=False)
     assert (fake.seen, fake.sets) == (1, [1, 2])
+
+
+@pytest.mark.skipif(not numpy_lapack.available(np.dtype(np.float64), "getrs", "potrs"),
+                    reason="NumPy's OpenBLAS does not export LAPACK here")
+def test_small_solves_do_not_look_at_the_pools(monkeypatch):
+    """Solves with fewer than HOT_SOLVE_FROM right-hand side elements run on NumPy's pool without
+    looking whether SciPy's spins (a look costs more than it could save there); larger ones look."""
+    looks = []
+    monkeypatch.setattr(numpy_lapack, "only_hot", lambda pool, scan=True: looks.append(scan) and False)
+    n = 263
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    getrf, getrs, potrf, potrs = numpy_lapack.routines(a.dtype, "getrf", "getrs", "potrf", "potrs")
+    lu, piv, _ = getrf(a)
+    c, _ = potrf(a @ a.T + n * np.eye(n), lower=1)
+    small, large = np.ones(n), np.ones((n, -(-numpy_lapack.HOT_SOLVE_FROM // n)))
+    getrs(lu, piv, small)
+    potrs(c, np.ones((n, numpy_lapack.POTRS_BY_COLUMN + 1))[:, :1], lower=1)
+    assert looks == []
+    getrs(lu, piv, large)
+    potrs(c, np.ones((n, numpy_lapack.POTRS_BY_COLUMN + 1)), lower=1)
+    assert looks == [False, False]  # without the scan of every thread

@@ -47,7 +47,7 @@ import numpy as np
 from . import cpu_jit
 from .emit_c import C_PRELUDE
 
-__all__ = ["fused_gemm", "fused_gemm_available", "others_running", "running_threads"]
+__all__ = ["all_running", "fused_gemm", "fused_gemm_available", "others_running", "running_threads"]
 
 #: The activations the kernel applies (after the bias), in the C source's order.
 ACTIVATIONS = (None, "relu", "gelu")
@@ -359,24 +359,45 @@ def running_threads() -> frozenset[str]:
             _close_stat_files(list(files))
             _STAT_PID[0] = os.getpid()
         for name in names:
-            if name == me:
-                continue
-            fd = files.get(name)
-            try:
-                if fd is None:
-                    fd = files[name] = os.open(f"/proc/self/task/{name}/stat", os.O_RDONLY)
-                text = os.pread(fd, 512, 0)
-            except OSError:  # the thread has just ended
-                _close_stat_files([name])
-                continue
-            end = text.rfind(b")")  # the thread's name, in parentheses, may hold anything
-            if end < 0:  # nothing read: a thread gone (its id may come back with another)
-                _close_stat_files([name])
-            elif text[end + 2:end + 3] == b"R":
+            if name != me and _state(name) == b"R":
                 running.append(name)
         if len(files) > len(names):
             _close_stat_files(list(files.keys() - set(names)))
     return frozenset(running)
+
+
+def all_running(names: frozenset[str]) -> bool:
+    """Whether every thread of this process named in ``names`` is running now (one read of a
+    small file per thread: cheaper than :func:`running_threads` where a few threads matter).
+
+    Examples
+    --------
+    >>> all_running(frozenset({str(threading.get_native_id())}))  # the caller runs
+    True
+    """
+    with _STAT_LOCK:
+        if _STAT_PID[0] != os.getpid():
+            _close_stat_files(list(_STAT_FILES))
+            _STAT_PID[0] = os.getpid()
+        return all(_state(name) == b"R" for name in names)
+
+
+def _state(name: str) -> bytes:
+    """The state letter of thread ``name`` of this process (``b""`` where it has ended), from its
+    kept stat file (opened on first read; under ``_STAT_LOCK``)."""
+    fd = _STAT_FILES.get(name)
+    try:
+        if fd is None:
+            fd = _STAT_FILES[name] = os.open(f"/proc/self/task/{name}/stat", os.O_RDONLY)
+        text = os.pread(fd, 512, 0)
+    except OSError:  # the thread has just ended
+        _close_stat_files([name])
+        return b""
+    end = text.rfind(b")")  # the thread's name, in parentheses, may hold anything
+    if end < 0:  # nothing read: a thread gone (its id may come back with another)
+        _close_stat_files([name])
+        return b""
+    return text[end + 2:end + 3]
 
 
 def _close_stat_files(names: list[str]) -> None:

@@ -32,14 +32,14 @@ from typing import Any, Callable
 import numpy as np
 
 from ...gemm.cpu._cblas import _numpy_blas
-from ._pool_threads import BUSY_LEARN_FROM, scipy_openblas, stepped_down
+from ._pool_threads import BUSY_LEARN_FROM, SCIPY, only_hot, scipy_openblas, stepped_down
 
 try:  # NumPy 2: the module numpy.linalg's functions live in
     from numpy.linalg import _linalg as numpy_linalg
 except ImportError:  # NumPy 1.26
     from numpy.linalg import linalg as numpy_linalg  # type: ignore[no-redef]
 
-__all__ = ["FROM_ORDER", "POTRS_BY_COLUMN", "available", "numpy_linalg", "routines", "scipy_exports", "suits"]
+__all__ = ["FROM_ORDER", "HOT_SOLVE_FROM", "POTRS_BY_COLUMN", "available", "numpy_linalg", "routines", "scipy_exports", "suits"]
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few
@@ -155,6 +155,24 @@ def _getrf(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]
 _SCIPY_CALLS: dict[tuple[Any, str], Any] = {}
 
 
+#: From this many right-hand side elements on, a solve looks whether SciPy's pool alone spins
+#: (two small reads, a few microseconds: smaller solves run on NumPy's pool as it is set).
+HOT_SOLVE_FROM = 1024
+
+
+def _solve_on_hot_pool(run: Callable[..., int], make: Callable[..., Any], dtype: np.dtype, x: np.ndarray,
+                       *args: Any) -> int:
+    """A solve ``run(*args)`` for the right-hand sides ``x`` on NumPy's OpenBLAS as it is set (a
+    solve is too short to step down or to learn the pools' workers), or, while SciPy's pool
+    alone spins, the same on SciPy's (``make``'s SciPy build): a solve there leaves no NumPy
+    worker spinning into the program's next SciPy call."""
+    if x.size >= HOT_SOLVE_FROM and only_hot(SCIPY, scan=False):
+        twin = _on_scipys_pool(make, dtype, *args)
+        if twin is not None:
+            return twin()
+    return run(*args)
+
+
 def _on_scipys_pool(make: Callable[..., Any], dtype: np.dtype, *args: Any) -> Callable[[], Any] | None:
     """The call ``make(dtype, symbol)(*args)`` on SciPy's OpenBLAS, for :func:`stepped_down` to
     run instead while SciPy's pool alone spins (``None`` where SciPy's OpenBLAS has not the
@@ -197,9 +215,7 @@ def _getrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
     def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0,
               overwrite_b: int = 0) -> tuple[np.ndarray, int]:
         lu, x = _readable(lu, dtype), _fortran(b, dtype, bool(overwrite_b))
-        info = stepped_down(lambda: run(lu, piv, x, trans), learn=False,
-                            instead=_on_scipys_pool(_getrs_call, dtype, lu, piv, x, trans))
-        return x, info
+        return x, _solve_on_hot_pool(run, _getrs_call, dtype, x, lu, piv, x, trans)
 
     return getrs
 
@@ -301,8 +317,7 @@ def _potrs(dtype: np.dtype) -> Callable[..., tuple[np.ndarray, int]]:
         if trsv is not None and (x.shape[1] if x.ndim == 2 else 1) <= POTRS_BY_COLUMN:
             by_column(c, x, lower)
             return x, 0
-        return x, stepped_down(lambda: run(c, x, lower), learn=False,
-                               instead=_on_scipys_pool(_potrs_call, dtype, c, x, lower))
+        return x, _solve_on_hot_pool(run, _potrs_call, dtype, x, c, x, lower)
 
     return potrs
 

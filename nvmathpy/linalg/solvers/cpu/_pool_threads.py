@@ -37,7 +37,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ....execution import _loaded_openblas_files, _package_dirs
-from ....kernels.cpu_gemm import running_threads
+from ....kernels.cpu_gemm import all_running, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
@@ -203,9 +203,11 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
     return True
 
 
-def only_hot(pool: Pool) -> bool:
+def only_hot(pool: Pool, scan: bool = True) -> bool:
     """Whether ``pool``'s (known) workers are running now and no other thread of the process
-    is: right after a call on that pool, whose next call starts on every core at once.
+    is: right after a call on that pool, whose next call starts on every core at once. Without
+    ``scan`` (for short calls), where something else runs too, the answer is no rather than a
+    look at every thread of the process.
 
     Examples
     --------
@@ -213,10 +215,12 @@ def only_hot(pool: Pool) -> bool:
     True
     """
     workers = pool.known_workers()
-    if not ENABLED or not workers or _running_anywhere() <= 1:
-        return False
-    running = running_threads()
-    return bool(running) and running <= workers
+    anywhere = _running_anywhere() if ENABLED and workers else 1
+    if anywhere <= 1 or not all_running(workers):
+        return False  # (its workers looked at first: a few reads, where the scan reads every thread)
+    if anywhere - 1 == len(workers):  # they are all that runs on the machine
+        return True
+    return scan and running_threads() <= workers
 
 
 def runnable_elsewhere(running_here: int) -> int:
