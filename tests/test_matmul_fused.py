@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nvmathpy.linalg as la
@@ -33,7 +33,12 @@ def rel_err(got, want):
 
 
 def gelu(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    """The tanh-approximated GELU, ``0.5 x (1 + tanh z)``, as ``x / (1 + exp(-2 z))``: the same
+    value without the cancellation of ``1 + tanh z`` in the negative tail (there the sum form
+    loses up to 1e-11 relative; hypothesis found an m=1, n=2 product with both outputs there)."""
+    z = np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)
+    with np.errstate(over="ignore"):  # exp(-2z) = inf: x / inf, the -0.0 of the limit
+        return x / (1 + np.exp(-2 * z))
 
 
 def reference(a, b, bias, activation):
@@ -127,6 +132,7 @@ def test_relu_keeps_nan_and_infinity_as_numpy():
 @given(m=st.integers(1, 40), k=st.integers(1, 70), n=st.integers(1, 80), a_f=st.booleans(), b_f=st.booleans(),
        a_step=st.integers(1, 2), b_step=st.integers(1, 2), threads=st.integers(1, 3),
        activation=st.sampled_from([None, "relu", "gelu"]), dtype=st.sampled_from(["float32", "float64"]))
+@example(m=1, k=2, n=2, a_f=False, b_f=False, a_step=2, b_step=1, threads=1, activation="gelu", dtype="float64")
 def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, threads, activation, dtype):
     """Any shape, either order, every other row or column of a larger array."""
     rng = np.random.default_rng(m * 7919 + k * 104729 + n)
