@@ -183,14 +183,20 @@ def test_only_hot_needs_the_pools_known_workers_running_alone(monkeypatch):
     monkeypatch.setattr(_pool_threads, "ENABLED", True)
     monkeypatch.setattr(_pool_threads, "_running_anywhere", lambda: anywhere[0])
     monkeypatch.setattr(_pool_threads, "running_threads", lambda: threads[0])
-    monkeypatch.setattr(_pool_threads, "all_running", lambda names: names <= threads[0])
+    monkeypatch.setattr(_pool_threads, "running_among", lambda names: names & threads[0])
     assert not _pool_threads.only_hot(pool)  # workers not known
     pool.workers = (os.getpid(), frozenset({"7"}))
     assert _pool_threads.only_hot(pool) and _pool_threads.only_hot(pool, scan=False)  # all that runs anywhere
     anywhere[0], threads[0] = 3, frozenset({"7", "8"})
     assert not _pool_threads.only_hot(pool)  # another thread runs too
+    assert _pool_threads.only_hot(pool, scan=False)  # without the scan an unknown thread goes unseen
     threads[0] = frozenset({"7"})  # the third runnable thread is another process's
-    assert _pool_threads.only_hot(pool) and not _pool_threads.only_hot(pool, scan=False)  # told only by a scan
+    assert _pool_threads.only_hot(pool) and _pool_threads.only_hot(pool, scan=False)
+    other = _pool_threads.Pool("other", lambda: None, lambda: None)
+    other.workers = (os.getpid(), frozenset({"9"}))
+    monkeypatch.setattr(_pool_threads, "POOLS", (pool, other))
+    threads[0] = frozenset({"7", "9"})  # the other pool's known worker runs too
+    assert not _pool_threads.only_hot(pool) and not _pool_threads.only_hot(pool, scan=False)
     threads[0] = frozenset()
     assert not _pool_threads.only_hot(pool)  # its workers asleep
 

@@ -380,7 +380,7 @@ def test_right_after_a_scipy_call_numpys_factorizations_run_on_scipys_openblas(d
         pytest.skip("SciPy's OpenBLAS is not found here")
     monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"its worker"})))
     monkeypatch.setattr(pool, "running_threads", lambda: frozenset({"its worker"}))
-    monkeypatch.setattr(pool, "all_running", lambda names: names <= {"its worker"})
+    monkeypatch.setattr(pool, "running_among", lambda names: names & {"its worker"})
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)
     called = []
     real_symbol = numpy_lapack._scipy_symbol

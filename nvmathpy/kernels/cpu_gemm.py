@@ -47,7 +47,7 @@ import numpy as np
 from . import cpu_jit
 from .emit_c import C_PRELUDE
 
-__all__ = ["all_running", "fused_gemm", "fused_gemm_available", "others_running", "running_threads"]
+__all__ = ["fused_gemm", "fused_gemm_available", "others_running", "running_among", "running_threads"]
 
 #: The activations the kernel applies (after the bias), in the C source's order.
 ACTIVATIONS = (None, "relu", "gelu")
@@ -366,20 +366,21 @@ def running_threads() -> frozenset[str]:
     return frozenset(running)
 
 
-def all_running(names: frozenset[str]) -> bool:
-    """Whether every thread of this process named in ``names`` is running now (one read of a
-    small file per thread: cheaper than :func:`running_threads` where a few threads matter).
+def running_among(names: frozenset[str]) -> frozenset[str]:
+    """The threads of this process named in ``names`` that are running now (one read of a small
+    file per thread: cheaper than :func:`running_threads` where a few threads matter).
 
     Examples
     --------
-    >>> all_running(frozenset({str(threading.get_native_id())}))  # the caller runs
+    >>> me = str(threading.get_native_id())
+    >>> running_among(frozenset({me})) == {me}  # the caller runs
     True
     """
     with _STAT_LOCK:
         if _STAT_PID[0] != os.getpid():
             _close_stat_files(list(_STAT_FILES))
             _STAT_PID[0] = os.getpid()
-        return all(_state(name) == b"R" for name in names)
+        return frozenset(name for name in names if _state(name) == b"R")
 
 
 def _state(name: str) -> bytes:

@@ -37,7 +37,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ....execution import _loaded_openblas_files, _package_dirs
-from ....kernels.cpu_gemm import all_running, running_threads
+from ....kernels.cpu_gemm import running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
@@ -206,8 +206,8 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
 def only_hot(pool: Pool, scan: bool = True) -> bool:
     """Whether ``pool``'s (known) workers are running now and no other thread of the process
     is: right after a call on that pool, whose next call starts on every core at once. Without
-    ``scan`` (for short calls), where something else runs too, the answer is no rather than a
-    look at every thread of the process.
+    ``scan`` (for short calls), where something else runs too, only the other pools' known
+    workers are looked at, not every thread of the process.
 
     Examples
     --------
@@ -216,11 +216,14 @@ def only_hot(pool: Pool, scan: bool = True) -> bool:
     """
     workers = pool.known_workers()
     anywhere = _running_anywhere() if ENABLED and workers else 1
-    if anywhere <= 1 or not all_running(workers):
+    if anywhere <= 1 or running_among(workers) != workers:
         return False  # (its workers looked at first: a few reads, where the scan reads every thread)
     if anywhere - 1 == len(workers):  # they are all that runs on the machine
         return True
-    return scan and running_threads() <= workers
+    if scan:
+        return running_threads() <= workers
+    others = frozenset().union(*(other.known_workers() or () for other in POOLS if other is not pool))
+    return not running_among(others)
 
 
 def runnable_elsewhere(running_here: int) -> int:
