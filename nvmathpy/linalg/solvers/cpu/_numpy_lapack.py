@@ -53,11 +53,14 @@ _TRANS = {0: b"N", 1: b"T", 2: b"C"}
 @functools.lru_cache(maxsize=None)
 def _symbol(name: str) -> tuple[Any, type] | None:
     """The Fortran entry point ``name`` (e.g. ``"dgetrf"``) of NumPy's OpenBLAS and its integer type."""
-    lib = _numpy_blas()
-    if lib is None:
-        return None
-    for symbol, integer in ((f"scipy_{name}_64_", ctypes.c_int64), (f"{name}_64_", ctypes.c_int64)):
-        fn = getattr(lib, symbol, None)
+    return _entry(_numpy_blas(), (f"scipy_{name}_64_", f"{name}_64_"), ctypes.c_int64)
+
+
+def _entry(library: Any, symbols: tuple[str, ...], integer: type) -> tuple[Any, type] | None:
+    """The first of ``symbols`` that ``library`` (a loaded OpenBLAS, or ``None``) exports, as a
+    function returning nothing, with the ``integer`` type of its build; ``None`` if none."""
+    for symbol in symbols if library is not None else ():
+        fn = getattr(library, symbol, None)
         if fn is not None:
             fn.restype = None
             return fn, integer
@@ -74,15 +77,7 @@ def dtype_name(dtype: Any) -> str:
 def _scipy_symbol(name: str) -> tuple[Any, type] | None:
     """The Fortran entry point ``name`` of SciPy's OpenBLAS (32-bit integers, as SciPy's wheels
     and a system OpenBLAS export them) once SciPy has loaded it, else ``None``."""
-    library = scipy_openblas()
-    if library is None:
-        return None
-    for symbol in (f"scipy_{name}_", f"{name}_"):
-        fn = getattr(library, symbol, None)
-        if fn is not None:
-            fn.restype = None
-            return fn, ctypes.c_int32
-    return None
+    return _entry(scipy_openblas(), (f"scipy_{name}_", f"{name}_"), ctypes.c_int32)
 
 
 _SCIPY_EXPORTS: set[tuple[str, ...]] = set()  # the name sets found (none before SciPy loads its OpenBLAS)
