@@ -195,9 +195,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from .execution import cpu_description
     from .fft._calibrate import CALIBRATIONS as FFT_CALIBRATIONS
     from .linalg.solvers.cpu._calibrate import CALIBRATIONS as SOLVER_CALIBRATIONS
+    from .linalg.solvers.cpu._routine_threads import CALIBRATIONS as THREAD_CALIBRATIONS
     from .plan.calibration import OutOfTime, record
 
-    CALIBRATIONS = {**SOLVER_CALIBRATIONS, **FFT_CALIBRATIONS}
+    CALIBRATIONS = {**SOLVER_CALIBRATIONS, **FFT_CALIBRATIONS, **THREAD_CALIBRATIONS}
 
     # measured in this process's environment (OPENBLAS_CORETYPE included), which the key names
     asked = args.only or [""]

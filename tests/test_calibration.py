@@ -68,6 +68,32 @@ def test_a_value_of_another_machine_is_ignored(monkeypatch):
     assert len(default_wisdom().entries()) == 1  # still stored, for that machine
 
 
+def test_prefetch_reads_a_family_in_one_pass_as_the_lookups_would(monkeypatch):
+    here = calibration.cpu_description
+    calibration.record("family.mine", table("a"), {}, 0.1)
+    monkeypatch.setattr(calibration, "cpu_description", lambda: {**here(), "cpu": "another CPU"})
+    calibration.record("family.other_machine", table("b"), {}, 0.1)
+    monkeypatch.setattr(calibration, "cpu_description", here)
+    calibration.forget()
+    calibration.prefetch("family", ["family.mine", "family.other_machine", "family.none"])
+    monkeypatch.setattr(default_wisdom(), "lookup", lambda *args: pytest.fail("looked up one by one"))
+    assert calibration.calibrated("family.mine", None) == table("a")
+    assert calibration.calibrated("family.other_machine", "default") == "default"
+    assert calibration.calibrated("family.none", "default") == "default"
+    calibration.prefetch("family", ["family.mine"])  # once per store and process
+
+
+@pytest.mark.parametrize("every_round, first", [(False, "faster"), (True, "plain")])
+def test_a_contender_that_lost_a_round_is_first_only_without_every_round(monkeypatch, every_round, first):
+    rounds = {"faster": [1.5, 1.6, 0.9], "plain": [1.0, 1.0, 1.0]}  # per round: the reference's time over its
+    contenders = {name: (lambda: None) for name in rounds}
+    monkeypatch.setattr(calibration, "interleaved_ratios",
+                        lambda call, reference, n, calls: rounds[next(k for k, c in contenders.items() if c is call)])
+    best, medians = calibration.choose_first(contenders, lambda: None, "plain", 5.0, rounds=3, min_rounds=3,
+                                             call_seconds=1e-4, max_calls=1, margin=1.1, every_round=every_round)
+    assert best == first and medians == {"faster": 1.5, "plain": 1.0}
+
+
 def test_a_corrupt_store_gives_the_defaults_and_is_rebuilt(isolated_cache):
     isolated_cache.mkdir(parents=True, exist_ok=True)
     (isolated_cache / "wisdom.json").write_bytes(b"\xff{not json")

@@ -332,11 +332,15 @@ def test_lu_on_numpys_pool_is_scipys(monkeypatch, choice):
 def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypatch):
     """The drop-in's heavy functions look at the free cores (both pools) for NumPy matrices of
     FREE_CORES_FROM elements and more; smaller ones and the factors-taking solves go straight
-    through. Results are the unwrapped function's."""
-    asked = []
+    through. Those that make SciPy's own SVD, general eigenproblem and QR calls run them on the
+    thread count calibrated for the routine instead. Results are the unwrapped function's."""
+    asked, calibrated = [], []
     real = lapack.stepped_down
     monkeypatch.setattr(lapack, "stepped_down",
                         lambda call, pools, learn, **kwargs: asked.append(pools) or real(call, pools, learn, **kwargs))
+    on_threads = lapack.on_calibrated_threads
+    monkeypatch.setattr(lapack, "on_calibrated_threads",
+                        lambda routine, *args: calibrated.append(routine) or on_threads(routine, *args))
     rng = np.random.default_rng(11)
     side = int(np.ceil(np.sqrt(lapack.FREE_CORES_FROM)))
     big, small = spd(rng, side, np.float64), spd(rng, side - 1, np.float64)
@@ -358,10 +362,14 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
              "pinvh": lambda: nsl.pinvh(big), "orth": lambda: nsl.orth(big), "null_space": lambda: nsl.null_space(big),
              "eig": lambda: nsl.eig(big), "eigvals": lambda: nsl.eigvals(big), "rq": lambda: nsl.rq(big),
              "expm": lambda: nsl.expm(big / side), "ldl": lambda: nsl.ldl(big)}
+    routine = {"qr": "geqrf", "svd": "gesdd", "svdvals": "gesdd", "pinv": "gesdd", "orth": "gesdd",
+               "null_space": "gesdd", "eig": "geev", "eigvals": "geev"}
     for name, call in calls.items():
         before = len(asked)
+        calibrated.clear()
         call()
-        assert len(asked) == before + 1, name
+        assert len(asked) == before + (name not in routine), name
+        assert calibrated == ([routine[name]] if name in routine else []), name
 
 
 def test_a_warning_from_a_large_stepped_down_call_names_the_callers_frame(monkeypatch):

@@ -28,6 +28,9 @@
   ``NotImplemented`` for operands it does not take (other types, dtypes, layouts, orders;
   ``svd`` also for NaN/Inf without ``check_finite`` and LAPACK's failures), which the caller
   then solves by other means.
+- :func:`on_calibrated_threads` runs a call of ``?gesdd``/``?gesvd``, ``?geev`` or ``?geqrf``
+  (with ``?orgqr``) on SciPy's OpenBLAS on the thread count this machine's calibration chose
+  for that routine and order (:mod:`~nvmathpy.linalg.solvers.cpu._routine_threads`).
 - :func:`on_free_cores` wraps a layer's function so that its calls on large NumPy matrices run
   NumPy's and SciPy's OpenBLAS on the cores free at the call's start
   (:func:`~nvmathpy.linalg.solvers.cpu._pool_threads.stepped_down`).
@@ -45,11 +48,13 @@ from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._pool_threads import BUSY_LEARN_FROM, POOLS, SCIPY, only_hot, stepped_down
 from .solvers.cpu._recursive_lu import scipy_recursion_fits, scipy_recursive_getrf
+from .solvers.cpu._routine_threads import on_calibrated_threads
 
-__all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module", "on_free_cores",
-           "routines", "scipys"]
+__all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module",
+           "on_calibrated_threads", "on_free_cores", "routines", "scipys", "threaded"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 #: Below this order (every order calibration does not cover) :func:`routines` and the compiled
 #: calls give SciPy's own routines, on SciPy's thread pool: the routine a SciPy user's call
@@ -178,3 +183,18 @@ def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
         return fn(*args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def threaded(routine: str, a: Any, call: Callable[[], T]) -> T:
+    """``call()``, a call of ``routine`` on ``a``, through :func:`on_calibrated_threads` where
+    ``a`` is a NumPy matrix (what the compiled extension takes), else as it is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> threaded("gesdd", np.eye(2), lambda: "called")
+    'called'
+    """
+    if type(a) is np.ndarray and a.ndim == 2:
+        return on_calibrated_threads(routine, a.shape[0], a.shape[1], a.dtype, call)
+    return call()

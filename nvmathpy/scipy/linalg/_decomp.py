@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ... import linalg as nl
-from ...linalg.lapack import SCIPY_BELOW, fast_module, routines, scipys
+from ...linalg.lapack import SCIPY_BELOW, fast_module, routines, scipys, threaded
 from ...linalg.validation import factor_pair, lu_factors
 from ._validate import (
     LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_one, linalg_warning, over_batch,
@@ -360,7 +360,7 @@ def qr(a: Any, overwrite_a: bool = False, lwork: int | None = None, mode: str = 
     if not (pivoting or overwrite_a) and lwork is None:
         fast = fast_module()
         if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
-            out = fast.qr(a, code, check_finite)
+            out = threaded("geqrf", a, lambda: fast.qr(a, code, check_finite))
             if out is not NotImplemented:
                 return out
     a1 = as_array(a, check_finite, "a")
@@ -545,7 +545,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
         raise ValueError(f'lapack_driver must be "gesdd" or "gesvd", not "{lapack_driver}"')
     fast = fast_module()
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
-        out = fast.svd(a, full_matrices, compute_uv, lapack_driver == "gesvd", check_finite)
+        out = threaded("gesdd", a, lambda: fast.svd(a, full_matrices, compute_uv, lapack_driver == "gesvd",
+                                                     check_finite))
         if out is not NotImplemented:
             return out
     a1 = as_array(a, check_finite, "a")
@@ -570,7 +571,8 @@ def svd_matrix(a: np.ndarray, full_matrices: bool, driver: str) -> tuple:
     infinity, by ``driver`` (``"gesdd"`` or ``"gesvd"``): the compiled extension's one C call
     where it is available, else :func:`nvmathpy.linalg.svd`."""
     fast = fast_module()
-    out = NotImplemented if fast is None else fast.svd(a, full_matrices, True, driver == "gesvd", False)
+    out = NotImplemented if fast is None else threaded("gesdd", a, lambda: fast.svd(a, full_matrices, True,
+                                                                                   driver == "gesvd", False))
     return tuple(nl.svd(a, full_matrices=full_matrices, driver=driver)) if out is NotImplemented else out
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...linalg.lapack import routines
+from ...linalg.lapack import routines, threaded
 from ._validate import LinAlgError, all_finite, over_batch, refuse_cuda, scipy_own
 
 __all__ = ["eig", "eigvals", "lapack_input", "lapack_lwork"]
@@ -156,10 +156,11 @@ def _empty(a: np.ndarray, left: bool, right: bool, homogeneous: bool) -> Any:
 def _standard(a: np.ndarray, left: bool, right: bool, overwrite_a: bool, homogeneous: bool) -> Any:
     char = a.dtype.char
     geev, lwork = _geev(char, a.shape[0], left, right)
+    out = threaded("geev", a, lambda: geev(a, lwork=lwork, compute_vl=left, compute_vr=right, overwrite_a=overwrite_a))
     if char in "FD":
-        w, vl, vr, info = geev(a, lwork=lwork, compute_vl=left, compute_vr=right, overwrite_a=overwrite_a)
+        w, vl, vr, info = out
     else:
-        wr, wi, vl, vr, info = geev(a, lwork=lwork, compute_vl=left, compute_vr=right, overwrite_a=overwrite_a)
+        wr, wi, vl, vr, info = out
         w = wr + _I * wi
     w = _eigvals(w, None, homogeneous)
     _check_info(info, "eig algorithm (geev)", "did not converge (only eigenvalues with order >= %d have converged)")

@@ -1,0 +1,197 @@
+"""Thread counts for the LAPACK routines that the ``scipy.linalg`` drop-in calls as SciPy does,
+calibrated per machine (:mod:`nvmathpy.plan.calibration`).
+
+``svd`` (and ``svdvals``, ``orth``, ``null_space``, ``pinv``), ``eig``/``eigvals`` and ``qr``
+make the very LAPACK calls SciPy makes (``?gesdd``/``?gesvd``, ``?geev``, ``?geqrf`` with
+``?orgqr``), on SciPy's OpenBLAS. What is left to choose is the thread count: these routines
+spend much of their time in matrix-vector steps and small products, where OpenBLAS's threads
+can cost more in synchronisation than they bring, and by how much depends on the machine
+(cores, caches, a virtual machine's scheduling) and the order. So it is measured:
+``threads.<routine>.<dtype>.<order>`` (:data:`ROUTINES`, float32 and float64, the orders
+:data:`ORDERS`) holds ``{"first": 1}`` where one thread beat SciPy's own call (all of its
+pool's threads) in calls alternating with it, in every round and by the solvers' margin
+(:data:`._calibrate.MARGIN`) in the median, else ``{"first": "library"}``: the pool's count,
+SciPy's own call. Orders between take the
+nearest measured order's value; other orders, dtypes and a machine without a value run as
+SciPy does.
+
+``benchmarks/bench_scipy_mix.py`` shows what this gives.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+from ....plan import calibration
+from ....plan.calibration import OutOfTime, auto_enabled, calibrated, choose_first, prefetch
+from ._calibrate import MARGIN, MIN_ROUNDS, ROUNDS
+from ._numpy_lapack import dtype_name
+from ._pool_threads import THREAD_COUNT, scipy_thread_count_functions
+
+__all__ = ["CALIBRATIONS", "LIBRARY", "ORDERS", "ROUTINES", "equivalent_order", "measure", "on_calibrated_threads",
+           "threads_for"]
+
+T = TypeVar("T")
+
+#: The routines whose thread count is calibrated, each with the SciPy call that measures it.
+ROUTINES = ("gesdd", "geev", "geqrf")
+#: The orders measured, smallest first.
+ORDERS = (64, 96, 128, 192, 256, 384, 512, 768)
+#: The dtypes measured.
+DTYPES = ("float64", "float32")
+#: An order takes the value of the nearest measured order within this factor of the smallest and
+#: the largest; beyond, the library's own count.
+REACH = 1.25
+#: The value that keeps the pool's own thread count (SciPy's call as SciPy makes it).
+LIBRARY = "library"
+#: About how long each timed pass lasts at least (several calls of the smaller orders per pass).
+CALL_SECONDS = 0.01
+#: The calls the shortest measurement makes, as many as the call that asks for it (each of the
+#: two contenders beside the reference, over :data:`._calibrate.MIN_ROUNDS` rounds): a call this
+#: many times longer than the automatic bound is not measured on first need.
+MEASURED_CALLS = 4 * MIN_ROUNDS
+
+
+def _scipy_call(routine: str, a: np.ndarray) -> Callable[[], Any]:
+    """The call of SciPy's own function that runs ``routine`` on ``a`` (in the module that
+    defines it: :func:`nvmathpy.patch` may have replaced the public names)."""
+    from scipy.linalg import _decomp, _decomp_qr, _decomp_svd
+
+    if routine == "gesdd":
+        return lambda: _decomp_svd.svd(a)
+    if routine == "geev":
+        return lambda: _decomp.eig(a)
+    return lambda: _decomp_qr.qr(a)
+
+
+def _on_threads(count: int, call: Callable[[], T]) -> T:
+    """``call()`` with SciPy's pool set to ``count`` threads (unchanged where another caller
+    holds a changed count, or where the pool has no more than ``count``)."""
+    functions = scipy_thread_count_functions()
+    if functions is None:
+        return call()
+    get, put = functions
+    before = get()
+    if before <= count or not THREAD_COUNT.acquire(blocking=False):
+        return call()
+    try:
+        put(count)
+        try:
+            return call()
+        finally:
+            put(before)
+    finally:
+        THREAD_COUNT.release()
+
+
+def measure(routine: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
+    """Time ``routine`` (SciPy's call of it) in ``dtype`` at order ``n`` on fewer threads than
+    SciPy's pool has (one, and half of them where that is more) against SciPy's own call, in
+    alternating calls: ``({"first": count or LIBRARY}, {contender: median ratio})``.
+    :class:`~nvmathpy.plan.calibration.OutOfTime` where :data:`._calibrate.MIN_ROUNDS` rounds
+    would not fit ``seconds``, or SciPy's pool has a single thread (nothing to choose)."""
+    functions = scipy_thread_count_functions()
+    pool = functions[0]() if functions is not None else 1
+    if pool < 2:
+        raise OutOfTime("SciPy's OpenBLAS runs on one thread: no thread count to choose")
+    rng = np.random.default_rng(n)
+    reference = _scipy_call(routine, rng.standard_normal((n, n)).astype(dtype))
+    counts = sorted({1, pool // 2} - {pool})
+    contenders: dict[Any, Callable[[], Any]] = {count: (lambda k=count: _on_threads(k, reference)) for count in counts}
+    contenders[LIBRARY] = reference
+    try:
+        best, medians = choose_first(contenders, reference, LIBRARY, seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
+                                     call_seconds=CALL_SECONDS, max_calls=8, margin=MARGIN, every_round=True)
+    except OutOfTime as exc:
+        raise OutOfTime(f"threads of {routine} {dtype} n={n}: {exc}") from None
+    return {"first": best}, medians
+
+
+def _name(routine: str, dtype: str, n: int) -> str:
+    return f"threads.{routine}.{dtype}.{n}"
+
+
+#: Every calibrated thread count: name -> the measurement (given a time bound), smaller orders first.
+CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
+    _name(routine, dtype, n): (lambda seconds, routine=routine, dtype=dtype, n=n: measure(routine, dtype, n, seconds))
+    for routine in ROUTINES for dtype in DTYPES for n in ORDERS
+}
+
+
+def equivalent_order(m: int, n: int) -> int:
+    """The order of the square matrix whose factorization does the work of an ``m x n`` one
+    (``m n min(m, n)`` multiplications, as QR, SVD and Hessenberg reduction).
+
+    Examples
+    --------
+    >>> equivalent_order(100, 100), equivalent_order(400, 25)
+    (100, 63)
+    """
+    return round((m * n * min(m, n)) ** (1 / 3))
+
+
+def _name_for(routine: str, n: int, dtype: Any) -> str | None:
+    """The calibrated value's name for ``routine`` at about order ``n`` in ``dtype`` (the nearest
+    measured order), or ``None`` where calibration does not cover them."""
+    if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+        return None
+    name = _name(routine, dtype_name(dtype), min(ORDERS, key=lambda order: abs(math.log(n / order))))
+    return name if name in CALIBRATIONS else None
+
+
+def threads_for(routine: str, n: int, dtype: Any) -> tuple[bool, int | None]:
+    """``(known, count)``: whether this machine has a value for ``routine`` at about order ``n``
+    in ``dtype`` (stored, not measured now), and the thread count it chose (``None``: the
+    library's own count, also where nothing is known).
+
+    Examples
+    --------
+    >>> threads_for("gesdd", 5, "float64")
+    (False, None)
+    """
+    name = _name_for(routine, n, dtype)
+    if name is None:
+        return False, None
+    prefetch("threads", CALIBRATIONS)
+    value = calibrated(name, None)
+    if not isinstance(value, dict):
+        return False, None
+    first = value.get("first")
+    return True, first if isinstance(first, int) and first >= 1 else None
+
+
+def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callable[[], T]) -> T:
+    """``call()`` (``routine`` of an ``m x n`` matrix of ``dtype`` on SciPy's OpenBLAS) on the
+    thread count this machine's calibration chose for it (:func:`threads_for`), else as it is.
+
+    Where no value is stored yet and automatic calibration is on, the call runs as it is and is
+    timed, and the value is measured right after it (:func:`measure`, within
+    :data:`~nvmathpy.plan.calibration.AUTO_SECONDS`) when its rounds would fit that bound (the
+    longer calls, whose measurement would not, keep SciPy's own count until ``python -m
+    nvmathpy tune`` measures them), and only while SciPy's pool has its own count (not one
+    lowered by another caller, which holds :data:`._pool_threads.THREAD_COUNT`).
+
+    Examples
+    --------
+    >>> on_calibrated_threads("geev", 3, 3, "float64", lambda: "called")
+    'called'
+    """
+    order = equivalent_order(m, n)
+    name = _name_for(routine, order, dtype)
+    functions = scipy_thread_count_functions() if name is not None else None
+    pool = functions[0]() if functions is not None else 1
+    if pool < 2:
+        return call()
+    known, count = threads_for(routine, order, dtype)
+    if known:
+        return call() if count is None or count >= pool else _on_threads(count, call)
+    start = time.perf_counter()
+    out = call()
+    seconds = time.perf_counter() - start
+    if seconds * MEASURED_CALLS < calibration.AUTO_SECONDS and not THREAD_COUNT.locked() and auto_enabled():
+        calibrated(name, None, CALIBRATIONS[name])
+    return out
