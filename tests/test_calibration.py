@@ -320,11 +320,14 @@ def run_cli(*args, cache):
 
 
 @pytest.mark.parametrize("name, choices", [("potrf.float32.512", {"lookahead", "None", SCIPY}),
-                                           ("fft.c2c.double.16384", {"scipy", "pocketfft", "ducc0", "pyfftw", "mkl_fft"})])
+                                           ("fft.c2c.double.16384", {"scipy", "pocketfft", "ducc0", "pyfftw", "mkl_fft"}),
+                                           ("threads.geqrf.float64.64", {"1", "library"})])
 def test_tune_stores_what_info_shows(isolated_cache, name, choices):
     tuned = run_cli("tune", name, "--seconds", "30", cache=isolated_cache)
     assert tuned.returncode == 0, tuned.stderr
     assert name in tuned.stdout
+    if name.startswith("threads.") and (os.cpu_count() or 1) > 1:  # tune loads SciPy's OpenBLAS before asking
+        assert "one thread" not in tuned.stdout
     values = json.loads(run_cli("info", "--json", cache=isolated_cache).stdout)["calibration"]["values"]
     if "not measured" in tuned.stdout:  # a machine too busy for 3 rounds in 30 s: nothing stored
         assert values == []

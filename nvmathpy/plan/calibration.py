@@ -157,7 +157,8 @@ def prefetch(family: str, names: Iterable[str]) -> None:
     >>> prefetch("example", ["example.a", "example.b"])
     >>> calibrated("example.a", None)
     """
-    done = (_memo_key(family)[0], family)
+    store = _memo_key(family)[0]
+    done = (store, family)
     if done in _PREFETCHED:
         return
     wanted = set(names)
@@ -170,7 +171,7 @@ def prefetch(family: str, names: Iterable[str]) -> None:
             found[name] = entry.get("choice")
     for name in wanted:  # as _choice would find each
         choice = found.get(name)
-        _MEMO.setdefault(_memo_key(name), choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict)
+        _MEMO.setdefault((store, name), choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict)
                          else None)
     _PREFETCHED.add(done)
 
@@ -300,7 +301,7 @@ def choose_first(contenders: dict[Any, Callable[[], Any]], reference: Callable[[
     >>> first, sorted(ratios)
     ('a', ['a', 'b'])
     """
-    for attempt in range(2):  # the first call may carry one-time costs (imports, workspaces): a second look
+    for _ in range(2):  # the first call may carry one-time costs (imports, workspaces): a second look
         start = time.perf_counter()
         reference()
         once = max(time.perf_counter() - start, 1e-7)

@@ -37,10 +37,11 @@ from ._solve import det, inv, lstsq, solve, solve_triangular
 
 # Large NumPy matrices: OpenBLAS on the cores free at the call's start (nvmathpy.linalg.lapack.on_free_cores);
 # the LU family from LEARN_FROM elements (below, its first calls lost more to the look than they gained).
-# Not svd, svdvals, qr, eig, eigvals, orth, null_space, pinv: they make SciPy's own LAPACK calls, on the
-# thread count calibrated for their routine (nvmathpy.linalg.lapack.on_calibrated_threads), measured in calls
-# alternating with SciPy's: a look at the free cores would count SciPy's own spinning workers as load.
-(lstsq, cholesky, cho_factor, eigh, eigvalsh) = map(_on_free_cores, (lstsq, cholesky, cho_factor, eigh, eigvalsh))
+# svd, svdvals, qr, eig, eigvals, orth, null_space and pinv, which make SciPy's own LAPACK calls, then run on
+# the thread count calibrated for their routine where the look left the count as it was
+# (nvmathpy.linalg.lapack.on_calibrated_threads).
+(lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals) = map(
+    _on_free_cores, (lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals))
 solve, inv, det, lu, lu_factor = (_on_free_cores(fn, _LEARN_FROM) for fn in (solve, inv, det, lu, lu_factor))
 # CUDA operands (CuPy arrays, torch CUDA tensors) go to the cuSOLVER engine with SciPy's conventions (._cuda).
 (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals,
@@ -56,7 +57,7 @@ __all__ = [
 from ._norms import norm  # noqa: E402
 from ._pseudo import null_space, orth, pinv, pinvh  # noqa: E402
 
-pinvh = _on_free_cores(pinvh)
+null_space, orth, pinv, pinvh = map(_on_free_cores, (null_space, orth, pinv, pinvh))
 
 __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
 
@@ -64,7 +65,7 @@ __all__ += ["norm", "pinv", "pinvh", "orth", "null_space"]
 from ._eig import eig, eigvals  # noqa: E402
 from ._rq import rq  # noqa: E402
 
-rq = _on_free_cores(rq)
+eig, eigvals, rq = map(_on_free_cores, (eig, eigvals, rq))
 
 __all__ += ["eig", "eigvals", "rq"]
 

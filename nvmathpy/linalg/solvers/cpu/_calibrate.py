@@ -29,7 +29,7 @@ from ....plan.calibration import OutOfTime, calibrated, choose_first
 from ._numpy_lapack import dtype_name
 
 __all__ = ["CALIBRATIONS", "COVERED_FROM", "COVERED_TO", "GROWING", "MARGIN", "ORDERS", "OutOfTime", "PLAIN",
-           "first_choice", "measure", "reorder"]
+           "first_choice", "first_of", "measure", "measurements", "name_of", "reorder"]
 
 #: The orders measured, smallest first.
 ORDERS = (512, 768, 1024, 1536, 2048)
@@ -108,23 +108,43 @@ def measure(kind: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, An
     workspaces); :class:`~nvmathpy.plan.calibration.OutOfTime` when not even
     :data:`MIN_ROUNDS` would."""
     algorithms, reference = _contenders(kind, n, dtype)
+    return first_of(f"{kind} {dtype} n={n}", algorithms, reference, PLAIN[kind], seconds)
+
+
+def first_of(label: str, contenders: dict[Any, Callable[[], Any]], reference: Callable[[], Any], keep: Any,
+             seconds: float, *, call_seconds: float = CALL_SECONDS, max_calls: int = 4,
+             every_round: bool = False) -> tuple[dict[str, Any], dict[str, float]]:
+    """``({"first": contender}, {contender: median ratio})`` by
+    :func:`~nvmathpy.plan.calibration.choose_first` with this module's rounds and
+    :data:`MARGIN` (``keep`` unless another contender beats it by that); its
+    :class:`~nvmathpy.plan.calibration.OutOfTime` names ``label``, the value measured."""
     try:
-        best, medians = choose_first(algorithms, reference, PLAIN[kind], seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
-                                     call_seconds=CALL_SECONDS, max_calls=4, margin=MARGIN)
+        best, medians = choose_first(contenders, reference, keep, seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
+                                     call_seconds=call_seconds, max_calls=max_calls, margin=MARGIN,
+                                     every_round=every_round)
     except OutOfTime as exc:
-        raise OutOfTime(f"{kind} {dtype} n={n}: {exc}") from None
+        raise OutOfTime(f"{label}: {exc}") from None
     return {"first": best}, medians
 
 
-def _name(kind: str, dtype: str, n: int) -> str:
+def name_of(kind: str, dtype: str, n: int) -> str:
+    """A calibrated value's name: ``<kind>.<dtype>.<order>``."""
     return f"{kind}.{dtype}.{n}"
 
 
+def measurements(kinds: tuple[str, ...], orders: tuple[int, ...],
+                 measure: Callable[[str, str, int, float], tuple[Any, dict]],
+                 prefix: str = "") -> dict[str, Callable[[float], tuple[Any, dict]]]:
+    """``{name: measurement given a time bound}`` of ``measure(kind, dtype, order, seconds)`` for
+    each of ``kinds`` (``prefix`` before each), float64 and float32, and ``orders``, smaller
+    orders first."""
+    return {name_of(prefix + kind, dtype, n): (lambda seconds, kind=kind, dtype=dtype, n=n: measure(kind, dtype, n,
+                                                                                                   seconds))
+            for kind in kinds for dtype in ("float64", "float32") for n in orders}
+
+
 #: Every calibrated solver value: name -> the measurement (given a time bound), smaller orders first.
-CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
-    _name(kind, dtype, n): (lambda seconds, kind=kind, dtype=dtype, n=n: measure(kind, dtype, n, seconds))
-    for kind in ("getrf", "potrf", "eigh") for dtype in ("float64", "float32") for n in ORDERS
-}
+CALIBRATIONS = measurements(("getrf", "potrf", "eigh"), ORDERS, measure)
 
 
 def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
@@ -147,7 +167,7 @@ def first_choice(kind: str, n: int, dtype: Any) -> tuple[bool, Any]:
     if not COVERED_FROM <= n <= COVERED_TO:
         return False, None
     nearest = min(ORDERS, key=lambda order: abs(math.log(n / order)))
-    name = _name(kind, dtype_name(dtype), nearest)
+    name = name_of(kind, dtype_name(dtype), nearest)
     if name not in CALIBRATIONS:
         return False, None
     if kind in GROWING and nearest > ORDERS[0]:

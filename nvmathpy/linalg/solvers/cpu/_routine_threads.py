@@ -11,9 +11,9 @@ can cost more in synchronisation than they bring, and by how much depends on the
 :data:`ORDERS`) holds ``{"first": 1}`` where one thread beat SciPy's own call (all of its
 pool's threads) in calls alternating with it, in every round and by the solvers' margin
 (:data:`._calibrate.MARGIN`) in the median, else ``{"first": "library"}``: the pool's count,
-SciPy's own call. Orders between take the
-nearest measured order's value; other orders, dtypes and a machine without a value run as
-SciPy does.
+SciPy's own call. Orders between take the nearest measured order's value (``?gesvd``, where
+asked for, takes ``?gesdd``'s); other orders, dtypes and a machine without a value run as SciPy
+does.
 
 ``benchmarks/bench_scipy_mix.py`` shows what this gives.
 """
@@ -27,8 +27,8 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ....plan import calibration
-from ....plan.calibration import OutOfTime, auto_enabled, calibrated, choose_first, prefetch
-from ._calibrate import MARGIN, MIN_ROUNDS, ROUNDS
+from ....plan.calibration import OutOfTime, auto_enabled, calibrated, prefetch
+from ._calibrate import MIN_ROUNDS, first_of, measurements, name_of
 from ._numpy_lapack import dtype_name
 from ._pool_threads import THREAD_COUNT, scipy_thread_count_functions
 
@@ -41,8 +41,8 @@ T = TypeVar("T")
 ROUTINES = ("gesdd", "geev", "geqrf")
 #: The orders measured, smallest first.
 ORDERS = (64, 96, 128, 192, 256, 384, 512, 768)
-#: The dtypes measured.
-DTYPES = ("float64", "float32")
+#: What the values' names start with (``threads.<routine>.<dtype>.<order>``).
+PREFIX = "threads."
 #: An order takes the value of the nearest measured order within this factor of the smallest and
 #: the largest; beyond, the library's own count.
 REACH = 1.25
@@ -50,9 +50,9 @@ REACH = 1.25
 LIBRARY = "library"
 #: About how long each timed pass lasts at least (several calls of the smaller orders per pass).
 CALL_SECONDS = 0.01
-#: The calls the shortest measurement makes, as many as the call that asks for it (each of the
-#: two contenders beside the reference, over :data:`._calibrate.MIN_ROUNDS` rounds): a call this
-#: many times longer than the automatic bound is not measured on first need.
+#: How many calls as long as the one asking the shortest measurement makes (a contender's and the
+#: reference's, for each of two contenders, over :data:`._calibrate.MIN_ROUNDS` rounds): a call
+#: longer than the automatic bound divided by this is not measured on first need.
 MEASURED_CALLS = 4 * MIN_ROUNDS
 
 
@@ -94,32 +94,21 @@ def measure(routine: str, dtype: str, n: int, seconds: float) -> tuple[dict[str,
     alternating calls: ``({"first": count or LIBRARY}, {contender: median ratio})``.
     :class:`~nvmathpy.plan.calibration.OutOfTime` where :data:`._calibrate.MIN_ROUNDS` rounds
     would not fit ``seconds``, or SciPy's pool has a single thread (nothing to choose)."""
+    rng = np.random.default_rng(n)
+    reference = _scipy_call(routine, rng.standard_normal((n, n)).astype(dtype))  # (SciPy loads its OpenBLAS)
     functions = scipy_thread_count_functions()
     pool = functions[0]() if functions is not None else 1
     if pool < 2:
         raise OutOfTime("SciPy's OpenBLAS runs on one thread: no thread count to choose")
-    rng = np.random.default_rng(n)
-    reference = _scipy_call(routine, rng.standard_normal((n, n)).astype(dtype))
     counts = sorted({1, pool // 2} - {pool})
     contenders: dict[Any, Callable[[], Any]] = {count: (lambda k=count: _on_threads(k, reference)) for count in counts}
     contenders[LIBRARY] = reference
-    try:
-        best, medians = choose_first(contenders, reference, LIBRARY, seconds, rounds=ROUNDS, min_rounds=MIN_ROUNDS,
-                                     call_seconds=CALL_SECONDS, max_calls=8, margin=MARGIN, every_round=True)
-    except OutOfTime as exc:
-        raise OutOfTime(f"threads of {routine} {dtype} n={n}: {exc}") from None
-    return {"first": best}, medians
-
-
-def _name(routine: str, dtype: str, n: int) -> str:
-    return f"threads.{routine}.{dtype}.{n}"
+    return first_of(f"threads of {routine} {dtype} n={n}", contenders, reference, LIBRARY, seconds,
+                    call_seconds=CALL_SECONDS, max_calls=8, every_round=True)
 
 
 #: Every calibrated thread count: name -> the measurement (given a time bound), smaller orders first.
-CALIBRATIONS: dict[str, Callable[[float], tuple[Any, dict]]] = {
-    _name(routine, dtype, n): (lambda seconds, routine=routine, dtype=dtype, n=n: measure(routine, dtype, n, seconds))
-    for routine in ROUTINES for dtype in DTYPES for n in ORDERS
-}
+CALIBRATIONS = measurements(ROUTINES, ORDERS, measure, prefix=PREFIX)
 
 
 def equivalent_order(m: int, n: int) -> int:
@@ -139,7 +128,7 @@ def _name_for(routine: str, n: int, dtype: Any) -> str | None:
     measured order), or ``None`` where calibration does not cover them."""
     if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
         return None
-    name = _name(routine, dtype_name(dtype), min(ORDERS, key=lambda order: abs(math.log(n / order))))
+    name = name_of(PREFIX + routine, dtype_name(dtype), min(ORDERS, key=lambda order: abs(math.log(n / order))))
     return name if name in CALIBRATIONS else None
 
 
@@ -156,7 +145,7 @@ def threads_for(routine: str, n: int, dtype: Any) -> tuple[bool, int | None]:
     name = _name_for(routine, n, dtype)
     if name is None:
         return False, None
-    prefetch("threads", CALIBRATIONS)
+    prefetch(PREFIX, CALIBRATIONS)
     value = calibrated(name, None)
     if not isinstance(value, dict):
         return False, None
@@ -182,11 +171,13 @@ def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callab
     """
     order = equivalent_order(m, n)
     name = _name_for(routine, order, dtype)
-    functions = scipy_thread_count_functions() if name is not None else None
+    if name is None:
+        return call()
+    known, count = threads_for(routine, order, dtype)  # (looked up first: the first look reads the store)
+    functions = scipy_thread_count_functions()
     pool = functions[0]() if functions is not None else 1
     if pool < 2:
         return call()
-    known, count = threads_for(routine, order, dtype)
     if known:
         return call() if count is None or count >= pool else _on_threads(count, call)
     start = time.perf_counter()
