@@ -321,7 +321,7 @@ def run_cli(*args, cache):
 
 @pytest.mark.parametrize("name, choices", [("potrf.float32.512", {"lookahead", "None", SCIPY}),
                                            ("fft.c2c.double.16384", {"scipy", "pocketfft", "ducc0", "pyfftw", "mkl_fft"}),
-                                           ("threads.geqrf.float64.64", {"1", "library"})])
+                                           ("threads.geqrf.float64.96", {"1", "library"})])
 def test_tune_stores_what_info_shows(isolated_cache, name, choices):
     tuned = run_cli("tune", name, "--seconds", "30", cache=isolated_cache)
     assert tuned.returncode == 0, tuned.stderr

@@ -37,7 +37,7 @@ from .problem import Problem
 from .wisdom import default_wisdom
 
 __all__ = ["AUTO_SECONDS", "RETRY_SECONDS", "OutOfTime", "alternating_rounds", "auto_enabled", "calibrated", "choose_first", "entries",
-           "forget", "interleaved_ratios", "prefetch", "record"]
+           "forget", "interleaved_ratios", "prefetch", "record", "stored_in"]
 
 #: Seconds an automatic calibration of one value may take (``tune`` takes a bound of its own).
 AUTO_SECONDS = 1.0
@@ -174,6 +174,23 @@ def prefetch(family: str, names: Iterable[str]) -> None:
         _MEMO.setdefault((store, name), choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict)
                          else None)
     _PREFETCHED.add(done)
+
+
+def stored_in(family: str, names: Iterable[str], name: str) -> Any:
+    """The value stored for ``name``, one of ``names`` (a ``family`` read together by
+    :func:`prefetch` on its first look), else ``None``: what ``calibrated(name, None)`` gives,
+    at the cost of a few dict accesses (the calls of a small routine ask it each time).
+
+    Examples
+    --------
+    >>> stored_in("example", ["example.a"], "example.a") is None
+    True
+    """
+    store = _memo_key(name)[0]
+    if (store, family) not in _PREFETCHED:
+        prefetch(family, names)
+    choice = _MEMO.get((store, name)) if (store, name) in _MEMO else _choice(name)
+    return choice["params"].get("value") if choice and choice.get("label") == "calibrated" else None
 
 
 def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, dict[str, Any]]] | None = None) -> Any:

@@ -27,7 +27,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ....plan import calibration
-from ....plan.calibration import OutOfTime, auto_enabled, calibrated, prefetch
+from ....plan.calibration import OutOfTime, auto_enabled, calibrated, stored_in
 from ._calibrate import MIN_ROUNDS, first_of, measurements, name_of
 from ._numpy_lapack import dtype_name
 from ._pool_threads import THREAD_COUNT, scipy_thread_count_functions
@@ -39,8 +39,8 @@ T = TypeVar("T")
 
 #: The routines whose thread count is calibrated, each with the SciPy call that measures it.
 ROUTINES = ("gesdd", "geev", "geqrf")
-#: The orders measured, smallest first.
-ORDERS = (64, 96, 128, 192, 256, 384, 512, 768)
+#: The orders measured, smallest first (below, a call is short enough for the look-up to show).
+ORDERS = (96, 128, 192, 256, 384, 512, 768)
 #: What the values' names start with (``threads.<routine>.<dtype>.<order>``).
 PREFIX = "threads."
 #: An order takes the value of the nearest measured order within this factor of the smallest and
@@ -123,12 +123,18 @@ def equivalent_order(m: int, n: int) -> int:
     return round((m * n * min(m, n)) ** (1 / 3))
 
 
+#: The nearest measured order of each order calibration covers (index: the order; 0: not covered).
+_NEAREST = [min(ORDERS, key=lambda order: abs(math.log(n / order))) if ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH
+            else 0 for n in range(math.floor(ORDERS[-1] * REACH) + 1)]
+
+
 def _name_for(routine: str, n: int, dtype: Any) -> str | None:
     """The calibrated value's name for ``routine`` at about order ``n`` in ``dtype`` (the nearest
     measured order), or ``None`` where calibration does not cover them."""
-    if not ORDERS[0] / REACH <= n <= ORDERS[-1] * REACH:
+    nearest = _NEAREST[n] if 0 <= n < len(_NEAREST) else 0
+    if not nearest:
         return None
-    name = name_of(PREFIX + routine, dtype_name(dtype), min(ORDERS, key=lambda order: abs(math.log(n / order))))
+    name = name_of(PREFIX + routine, dtype_name(dtype), nearest)
     return name if name in CALIBRATIONS else None
 
 
@@ -142,11 +148,12 @@ def threads_for(routine: str, n: int, dtype: Any) -> tuple[bool, int | None]:
     >>> threads_for("gesdd", 5, "float64")
     (False, None)
     """
-    name = _name_for(routine, n, dtype)
-    if name is None:
-        return False, None
-    prefetch(PREFIX, CALIBRATIONS)
-    value = calibrated(name, None)
+    return _stored_count(_name_for(routine, n, dtype))
+
+
+def _stored_count(name: str | None) -> tuple[bool, int | None]:
+    """:func:`threads_for` of the value ``name`` (``None``: not covered)."""
+    value = stored_in(PREFIX, CALIBRATIONS, name) if name is not None else None
     if not isinstance(value, dict):
         return False, None
     first = value.get("first")
@@ -169,17 +176,18 @@ def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callab
     >>> on_calibrated_threads("geev", 3, 3, "float64", lambda: "called")
     'called'
     """
-    order = equivalent_order(m, n)
-    name = _name_for(routine, order, dtype)
+    name = _name_for(routine, equivalent_order(m, n), dtype)
     if name is None:
         return call()
-    known, count = threads_for(routine, order, dtype)  # (looked up first: the first look reads the store)
+    known, count = _stored_count(name)  # (looked up first: the first look reads the store)
+    if known and count is None:
+        return call()
     functions = scipy_thread_count_functions()
     pool = functions[0]() if functions is not None else 1
     if pool < 2:
         return call()
     if known:
-        return call() if count is None or count >= pool else _on_threads(count, call)
+        return call() if count >= pool else _on_threads(count, call)
     start = time.perf_counter()
     out = call()
     seconds = time.perf_counter() - start
