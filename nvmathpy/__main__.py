@@ -277,7 +277,8 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     tune = sub.add_parser("tune", help="measure the CPU heuristics' crossovers on this machine, kept in wisdom")
     tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64, "
-                                              "getrf.float64.1024 or fft.c2c.double; default: all)")
+                                              "getrf.float64.1024, threads.gesdd or fft.c2c.double; "
+                                              "default: all)")
     tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
     tune.set_defaults(func=_cmd_tune)
     return parser
