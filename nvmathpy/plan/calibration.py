@@ -83,19 +83,27 @@ def _store(*settings: str | None) -> str:
     return str(wisdom.path) if wisdom.enabled else ""
 
 
+def _usable(choice: Any) -> dict[str, Any] | None:
+    """A stored entry's choice as memoised: itself where it has the expected form, else ``None``."""
+    return choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict) else None
+
+
 def _choice(name: str) -> dict[str, Any] | None:
     key = _memo_key(name)
     if key not in _MEMO:
         entry = default_wisdom().lookup(_problem(name), cpu_description())
-        choice = entry.get("choice") if entry else None
-        _MEMO[key] = choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict) else None
+        _MEMO[key] = _usable(entry.get("choice") if entry else None)
     return _MEMO[key]
+
+
+def _value(choice: dict[str, Any] | None) -> Any:
+    """The calibrated value of a memoised choice (``None``: none, or only a failed measurement)."""
+    return choice["params"].get("value") if choice and choice.get("label") == "calibrated" else None
 
 
 def _stored(name: str) -> Any:
     """The value stored for ``name`` (``None``: none, or only a failed measurement)."""
-    choice = _choice(name)
-    return choice["params"].get("value") if choice and choice.get("label") == "calibrated" else None
+    return _value(_choice(name))
 
 
 def _failed_lately(name: str) -> bool:
@@ -170,9 +178,7 @@ def prefetch(family: str, names: Iterable[str]) -> None:
         if name in wanted and entry.get("device") == here and entry.get("nvmathpy") == __version__:
             found[name] = entry.get("choice")
     for name in wanted:  # as _choice would find each
-        choice = found.get(name)
-        _MEMO.setdefault((store, name), choice if isinstance(choice, dict) and isinstance(choice.get("params"), dict)
-                         else None)
+        _MEMO.setdefault((store, name), _usable(found.get(name)))
     _PREFETCHED.add(done)
 
 
@@ -189,8 +195,7 @@ def stored_in(family: str, names: Iterable[str], name: str) -> Any:
     store = _memo_key(name)[0]
     if (store, family) not in _PREFETCHED:
         prefetch(family, names)
-    choice = _MEMO.get((store, name)) if (store, name) in _MEMO else _choice(name)
-    return choice["params"].get("value") if choice and choice.get("label") == "calibrated" else None
+    return _value(_MEMO[(store, name)] if (store, name) in _MEMO else _choice(name))
 
 
 def calibrated(name: str, default: Any, measure: Callable[[float], tuple[Any, dict[str, Any]]] | None = None) -> Any:

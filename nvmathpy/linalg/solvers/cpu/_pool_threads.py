@@ -41,7 +41,7 @@ from ....kernels.cpu_gemm import running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
-           "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
+           "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -317,15 +317,28 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
         free = max(1, min(count, cores - holding - elsewhere))
         if free < count:
             changes.append((put, free, count))
+    return on_counts(changes, call)
+
+
+def on_counts(changes: list[tuple[Callable[[int], None], int, int]], call: Callable[[], T]) -> T:
+    """``call()`` with each ``(put, count, before)`` of ``changes`` applied (``put(count)``) for its
+    duration and undone after (``put(before)``), under :data:`THREAD_COUNT`; as it is where
+    there is nothing to change or another caller holds a changed count.
+
+    Examples
+    --------
+    >>> on_counts([], lambda: "called")
+    'called'
+    """
     if not changes or not THREAD_COUNT.acquire(blocking=False):
         return call()
     try:
-        for put, free, _ in changes:
-            put(free)
+        for put, count, _ in changes:
+            put(count)
         try:
             return call()
         finally:
-            for put, _, count in changes:
-                put(count)
+            for put, _, before in changes:
+                put(before)
     finally:
         THREAD_COUNT.release()

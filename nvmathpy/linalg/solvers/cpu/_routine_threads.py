@@ -30,7 +30,7 @@ from ....plan import calibration
 from ....plan.calibration import OutOfTime, auto_enabled, calibrated, stored_in
 from ._calibrate import MIN_ROUNDS, first_of, measurements, name_of
 from ._numpy_lapack import dtype_name
-from ._pool_threads import THREAD_COUNT, scipy_thread_count_functions
+from ._pool_threads import THREAD_COUNT, on_counts, scipy_thread_count_functions
 
 __all__ = ["CALIBRATIONS", "LIBRARY", "ORDERS", "ROUTINES", "equivalent_order", "measure", "on_calibrated_threads",
            "threads_for"]
@@ -76,16 +76,7 @@ def _on_threads(count: int, call: Callable[[], T]) -> T:
         return call()
     get, put = functions
     before = get()
-    if before <= count or not THREAD_COUNT.acquire(blocking=False):
-        return call()
-    try:
-        put(count)
-        try:
-            return call()
-        finally:
-            put(before)
-    finally:
-        THREAD_COUNT.release()
+    return on_counts([(put, count, before)] if count < before else [], call)
 
 
 def measure(routine: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
@@ -180,17 +171,13 @@ def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callab
     if name is None:
         return call()
     known, count = _stored_count(name)  # (looked up first: the first look reads the store)
-    if known and count is None:
-        return call()
-    functions = scipy_thread_count_functions()
-    pool = functions[0]() if functions is not None else 1
-    if pool < 2:
-        return call()
     if known:
-        return call() if count >= pool else _on_threads(count, call)
+        return call() if count is None else _on_threads(count, call)
+    functions = scipy_thread_count_functions()
+    own_count = functions is not None and functions[0]() >= 2 and not THREAD_COUNT.locked()
     start = time.perf_counter()
     out = call()
     seconds = time.perf_counter() - start
-    if seconds * MEASURED_CALLS < calibration.AUTO_SECONDS and not THREAD_COUNT.locked() and auto_enabled():
+    if own_count and seconds * MEASURED_CALLS < calibration.AUTO_SECONDS and auto_enabled():
         calibrated(name, None, CALIBRATIONS[name])
     return out
