@@ -59,6 +59,26 @@ def _cases():
 
 
 @needs_fast
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [65, 131, 463])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_cho_solve_of_larger_orders_is_compiled_and_agrees(dtype, n, layout, monkeypatch):
+    """Beyond the compiled lu_solve's orders, cho_solve stays one C call of SciPy's potrs (also
+    from the order where the drop-in's routines may be calibrated, while potrs is SciPy's),
+    with the result bits of the Python path."""
+    rng = np.random.default_rng(n)
+    a, b = spd(rng, n, dtype), rand(rng, (n, 3), dtype)
+    for lower in (False, True):
+        c = (_layout(nla.cho_factor(a, lower=lower)[0], layout), lower)
+        assert FAST.cho_solve(c[0], b, lower, True) is not NotImplemented
+        x = nla.cho_solve(c, b[:, 0])
+        _check(x, sla.cho_solve((wide(c[0]), lower), wide(b[:, 0])), dtype, n)
+        with monkeypatch.context() as m:
+            _fallback(m)
+            np.testing.assert_array_equal(x, nla.cho_solve(c, b[:, 0]))
+
+
+@needs_fast
 @pytest.mark.parametrize("dtype,n,layout,b_layout", _cases())
 def test_cho_solve(dtype, n, layout, b_layout, monkeypatch):
     rng = np.random.default_rng(n)
@@ -200,12 +220,16 @@ def test_declined_operands_use_the_fallback():
     b65 = rand(rng, (65, 2), np.float64)
     c65 = sla.cho_factor(s65)
     lu65 = sla.lu_factor(a65)
-    assert FAST.cho_solve(c65[0], b65, False, True) is NotImplemented
     assert FAST.lu_solve(lu65[0], lu65[1], b65, 0, True) is NotImplemented
     assert FAST.solve_gen(a65, b65, False, True) is not NotImplemented  # solve_gen: up to LU_MAX_ORDER
+    assert FAST.cho_solve(c65[0], b65, False, True) is not NotImplemented  # cho_solve too
     above = _fast.LU_MAX_ORDER + 1
     assert FAST.solve_gen(well(rng, above, np.float64), rand(rng, (above,), np.float64), False, True) \
         is NotImplemented
+    s_above = spd(rng, above, np.float64)
+    assert FAST.cho_solve(sla.cho_factor(s_above)[0], rand(rng, (above,), np.float64), False, True) \
+        is NotImplemented
+    assert FAST.cho_solve(np.ones((65, 64)), b65, False, True) is NotImplemented  # not square
     np.testing.assert_allclose(nla.cho_solve(c65, b65), sla.cho_solve(c65, b65), rtol=1e-10)
     np.testing.assert_allclose(nla.lu_solve(lu65, b65), sla.lu_solve(lu65, b65), rtol=1e-10)
     np.testing.assert_allclose(nla.solve(a65, b65), sla.solve(a65, b65), rtol=1e-10)

@@ -337,7 +337,7 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     asked, calibrated = [], []
     real = lapack.stepped_down
     monkeypatch.setattr(lapack, "stepped_down",
-                        lambda call, pools, learn, **kwargs: asked.append(pools) or real(call, pools, learn, **kwargs))
+                        lambda call, pools, **kwargs: asked.append(pools) or real(call, pools, **kwargs))
     on_threads = lapack.on_calibrated_threads
     monkeypatch.setattr(lapack, "on_calibrated_threads",
                         lambda routine, *args: calibrated.append(routine) or on_threads(routine, *args))
@@ -350,9 +350,9 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     nsl.cholesky(small)
     nsl.cho_solve((c, False), np.ones(side))
     nsl.lu_solve(nsl.lu_factor(small), np.ones(side - 1))
-    nsl.lu_factor(big)  # the LU family asks from LEARN_FROM elements
+    nsl.lu_factor(big)  # the LU family asks from LU_FREE_CORES_FROM elements
     assert len(asked) == 1
-    side = int(np.ceil(np.sqrt(lapack.LEARN_FROM)))
+    side = int(np.ceil(np.sqrt(lapack.LU_FREE_CORES_FROM)))
     big = spd(rng, side, np.float64)
     calls = {"solve": lambda: nsl.solve(big, np.ones(side)), "inv": lambda: nsl.inv(big), "det": lambda: nsl.det(big),
              "lstsq": lambda: nsl.lstsq(big, np.ones(side)), "lu": lambda: nsl.lu(big),

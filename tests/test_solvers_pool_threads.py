@@ -100,30 +100,81 @@ def _scipy_pool(monkeypatch) -> list[int]:
 
 
 def test_the_other_pools_workers_are_learned_beside_a_known_spinning_worker(fake, monkeypatch):
-    """NumPy's known worker spins: SciPy's pool is probed and its new running thread learned."""
+    """NumPy's known worker spins: a busy call probes SciPy's pool and learns its new running
+    thread; a smaller one probes nothing (SciPy's worker would wait for the taken core)."""
     probes = _scipy_pool(monkeypatch)
-    running(monkeypatch, frozenset({"101"}), frozenset({"101"}), frozenset({"101", "202"}))
+    running(monkeypatch, frozenset({"101"}))
     pool.stepped_down(fake.call, pool.POOLS)
+    assert probes == [] and pool.SCIPY.workers is None
+    running(monkeypatch, frozenset({"101"}), frozenset({"101"}), frozenset({"101", "202"}))
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
 
 
-def test_workers_spinning_already_are_learned_when_the_probe_wakes_none(fake, monkeypatch):
+@pytest.mark.parametrize("busy", [False, True])
+def test_workers_spinning_already_are_learned_when_the_probe_wakes_none(fake, monkeypatch, busy):
     """Right after a SciPy call its worker spins: a probe of SciPy's pool wakes no other thread,
     so the unknown thread running before and after it is SciPy's worker (a foreign thread
-    would have left SciPy's sleeping worker to wake and show up as new)."""
+    would have left SciPy's sleeping worker to wake and show up as new); any call may learn so."""
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}))  # before the look, the probe, and after it
-    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=busy)
     assert probes == [1] and pool.SCIPY.workers == (os.getpid(), frozenset({"303"}))
 
 
-def test_a_smaller_call_does_not_probe_beside_an_unknown_running_thread(fake, monkeypatch):
-    """Without ``busy_learn`` (calls below BUSY_LEARN_FROM elements) a thread it cannot place
-    prevents any probe (which could wait for a core): the call steps down instead."""
+def test_a_smaller_call_probes_only_scipys_pool_beside_an_unknown_running_thread(fake, monkeypatch):
+    """Without ``busy_learn`` (calls below BUSY_LEARN_FROM elements) an unknown running thread
+    allows no probe of NumPy's pool (whose worker would wait for a core the thread may hold):
+    SciPy's alone is probed, and the call steps down beside the thread it did not place."""
     probes = _scipy_pool(monkeypatch)
-    running(monkeypatch, frozenset({"303"}))
+    monkeypatch.setattr(pool.NUMPY, "workers", None)
+    numpy_probes: list[int] = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: numpy_probes.append(1))
+    running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset({"303", "202"}))
     pool.stepped_down(fake.call, pool.POOLS)
-    assert probes == [] and pool.SCIPY.workers is None and fake.seen == 1
+    assert (probes, numpy_probes) == ([1], []) and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
+    assert pool.NUMPY.workers is None and fake.seen == 1
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: None)  # NumPy's pool alone
+    running(monkeypatch, frozenset({"303"}))
+    pool.stepped_down(fake.call)
+    assert numpy_probes == [] and fake.seen == 1
+
+
+def test_a_quiet_call_learns_one_pool_scipys_first(fake, monkeypatch):
+    """Nothing running, both pools unknown: a call that is not busy probes one pool (a second
+    probe's worker would wait for the core the first one's spinning worker holds), SciPy's
+    first; a later quiet call learns NumPy's."""
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 1)
+    probes = _scipy_pool(monkeypatch)
+    monkeypatch.setattr(pool.NUMPY, "workers", None)
+    numpy_probes: list[int] = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: numpy_probes.append(1))
+    running(monkeypatch, frozenset(), frozenset({"202"}))  # before the probe, and after it
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert (probes, numpy_probes) == ([1], []) and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
+    running(monkeypatch, frozenset(), frozenset({"101"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert (probes, numpy_probes) == ([1], [1]) and pool.NUMPY.workers == (os.getpid(), frozenset({"101"}))
+
+
+def test_known_workers_that_are_all_that_runs_spare_the_scan(fake, monkeypatch):
+    """Every pool's workers known and, by the load count, all that runs: only they are read
+    (a few small files), not every thread of the process; the call keeps its count."""
+    scipy_count = FakeCount(2)
+    monkeypatch.setattr(pool.SCIPY, "functions", lambda: (scipy_count.get, scipy_count.put))
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"202"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", (os.getpid(), frozenset({"101"})))
+    monkeypatch.setattr(pool, "running_among", lambda names: names & {"202"})
+
+    def no_scan():
+        raise AssertionError("every thread was read")
+
+    monkeypatch.setattr(pool, "running_threads", no_scan)
+    seen = pool.stepped_down(lambda: (fake.count, scipy_count.count), pool.POOLS)
+    assert seen == (1, 2) and scipy_count.sets == [] and fake.count == 2
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 3)  # one more thread than the workers
+    with pytest.raises(AssertionError, match="every thread"):
+        pool.stepped_down(fake.call, pool.POOLS)
 
 
 def test_a_foreign_thread_beside_the_probe_is_not_learned(fake, monkeypatch):
@@ -158,7 +209,7 @@ def test_probes_stop_after_a_few_that_show_nothing(fake, monkeypatch):
     monkeypatch.setattr(pool, "running_threads",
                         lambda: frozenset({"101", "202", "203"}) if woken and not woken.clear() else frozenset({"101"}))
     for _ in range(pool.PROBES + 3):
-        pool.stepped_down(fake.call, pool.POOLS)
+        pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
     assert len(probes) == pool.PROBES and pool.SCIPY.workers is None
 
 

@@ -11,13 +11,13 @@
   order 1024 while that pool spins: nvmathpy's recursive LU on SciPy's OpenBLAS, on the
   threads SciPy's call left spinning.
 - :func:`fast_module` is the compiled extension that runs a whole call on one matrix in one C
-  call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` and
-  ``cho_solve(c, b, lower, check_finite)`` return ``x`` (order up to :data:`MAX_ORDER`);
-  ``solve_gen(a, b, transposed, check_finite)`` returns ``(x, rcond)`` (``x`` ``None`` for a
+  call, with SciPy's conventions: ``lu_solve(lu, piv, b, trans, check_finite)`` returns ``x``
+  (order up to :data:`MAX_ORDER`); ``cho_solve(c, b, lower, check_finite)`` returns ``x``,
+  ``solve_gen(a, b, transposed, check_finite)`` ``(x, rcond)`` (``x`` ``None`` for a
   singular ``a``), ``lu(a, permute_l, p_indices, check_finite)`` :func:`scipy.linalg.lu`'s
   tuple and ``cholesky(a, lower, clean, overwrite_a, check_finite)`` the factor (the int
   ``info`` when not positive definite), each up to :data:`LU_MAX_ORDER` rows and columns,
-  with SciPy's ``getrf``/``potrf``: a caller runs them where :func:`scipys` says that routine
+  with SciPy's ``getrf``/``potrf``/``potrs``: a caller runs them where :func:`scipys` says that routine
   is the order's (every order below :data:`SCIPY_BELOW`, and calibrated or uncalibrated
   orders whose choice is SciPy's); ``lu_unpack(lu, piv, permute_l, p_indices)`` is ``lu``'s
   tuple from the factors of any ``getrf`` (Fortran-ordered ``lu``, 0-based int32 ``piv``);
@@ -50,7 +50,7 @@ from .solvers.cpu._pool_threads import BUSY_LEARN_FROM, POOLS, SCIPY, only_hot, 
 from .solvers.cpu._recursive_lu import scipy_recursion_fits, scipy_recursive_getrf
 from .solvers.cpu._routine_threads import on_calibrated_threads
 
-__all__ = ["FREE_CORES_FROM", "LEARN_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module",
+__all__ = ["FREE_CORES_FROM", "LU_FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module",
            "on_calibrated_threads", "on_free_cores", "routines", "scipys", "threaded"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -153,9 +153,9 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
 #: something does (``benchmarks/bench_scipy_mix.py``'s first calls of order 64 lost more to that
 #: than they gained).
 FREE_CORES_FROM = 128 * 128
-#: From this many elements on, such a call may also learn which threads are the pools' own
-#: (once per process; a small product on each pool, which a smaller call would notice).
-LEARN_FROM = 256 * 256
+#: The LU family's (``solve``, ``inv``, ``det``, ``lu``, ``lu_factor``) :data:`FREE_CORES_FROM`:
+#: below it, the mix's first calls lost more to the look than they gained.
+LU_FREE_CORES_FROM = 256 * 256
 
 
 def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
@@ -178,8 +178,7 @@ def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else next(iter(kwargs.values()), None)
         if type(first) is np.ndarray and first.size >= from_elements:
-            return stepped_down(lambda: fn(*args, **kwargs), POOLS, first.size >= LEARN_FROM,
-                                busy_learn=first.size >= BUSY_LEARN_FROM)
+            return stepped_down(lambda: fn(*args, **kwargs), POOLS, busy_learn=first.size >= BUSY_LEARN_FROM)
         return fn(*args, **kwargs)
 
     return call  # type: ignore[return-value]

@@ -29,20 +29,20 @@ Singular and non-positive-definite matrices raise ``numpy.linalg.LinAlgError`` n
 failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarning``.
 """
 
-from ...linalg.lapack import LEARN_FROM as _LEARN_FROM
+from ...linalg.lapack import LU_FREE_CORES_FROM as _LU_FREE_CORES_FROM
 from ...linalg.lapack import on_free_cores as _on_free_cores
 from ._cuda import routed as _routed
 from ._decomp import cho_factor, cho_solve, cholesky, eigh, eigvalsh, lu, lu_factor, lu_solve, qr, svd, svdvals
 from ._solve import det, inv, lstsq, solve, solve_triangular
 
 # Large NumPy matrices: OpenBLAS on the cores free at the call's start (nvmathpy.linalg.lapack.on_free_cores);
-# the LU family from LEARN_FROM elements (below, its first calls lost more to the look than they gained).
+# the LU family from LU_FREE_CORES_FROM elements.
 # svd, svdvals, qr, eig, eigvals, orth, null_space and pinv, which make SciPy's own LAPACK calls, then run on
 # the thread count calibrated for their routine where the look left the count as it was
 # (nvmathpy.linalg.lapack.on_calibrated_threads).
 (lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals) = map(
     _on_free_cores, (lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals))
-solve, inv, det, lu, lu_factor = (_on_free_cores(fn, _LEARN_FROM) for fn in (solve, inv, det, lu, lu_factor))
+solve, inv, det, lu, lu_factor = (_on_free_cores(fn, _LU_FREE_CORES_FROM) for fn in (solve, inv, det, lu, lu_factor))
 # CUDA operands (CuPy arrays, torch CUDA tensors) go to the cuSOLVER engine with SciPy's conventions (._cuda).
 (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals,
  solve_triangular) = map(_routed, (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve,

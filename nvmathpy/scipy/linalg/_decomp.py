@@ -42,8 +42,9 @@ def _square2(a1: np.ndarray, what: str = "expected square matrix") -> None:
 
 
 def _compiled_takes(a: Any, name: str) -> bool:
-    """Whether the compiled call (SciPy's ``name``, ``getrf`` or ``potrf``) may factor ``a``: yes,
-    but for a NumPy matrix of an order from :data:`SCIPY_BELOW` on whose routine is not SciPy's."""
+    """Whether the compiled call (SciPy's ``name``: ``getrf``, ``potrf``, or ``potrs`` of a factor
+    ``a``) may take ``a``: yes, but for a NumPy matrix of an order from :data:`SCIPY_BELOW` on
+    whose routine is not SciPy's."""
     return (type(a) is not np.ndarray or a.ndim != 2 or a.shape[-1] < SCIPY_BELOW
             or scipys(lapack_one(a.dtype), a.shape[-1], name))
 
@@ -295,7 +296,7 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
     (``lower`` may be a batch of flags, as SciPy's batched ``cho_factor`` returns, all alike)."""
     c, lower = factor_pair(c_and_lower, "c_and_lower", "(c, lower)")
     lower = _one_flag(lower)
-    fast = fast_module()
+    fast = fast_module() if _compiled_takes(c, "potrs") else None
     if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
         x = fast.cho_solve(c, b, lower, check_finite)
         if x is not NotImplemented:

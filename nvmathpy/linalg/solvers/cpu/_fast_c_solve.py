@@ -23,8 +23,8 @@ static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_
     int t = kind_of(args[0]);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *c = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = square_order(c);
-    if (n < 0) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp n = PyArray_NDIM(c) == 2 ? dim_within(c, 0, LU_MAXN) : -1;   /* potrs is SciPy's: see cho_solve */
+    if (n < 0 || PyArray_DIMS(c)[1] != n) Py_RETURN_NOTIMPLEMENTED;
     int cview;              /* 1: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
     if (PyArray_IS_F_CONTIGUOUS(c)) cview = 0;
     else if (PyArray_IS_C_CONTIGUOUS(c)) cview = 1;

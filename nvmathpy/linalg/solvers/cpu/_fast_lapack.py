@@ -31,9 +31,9 @@ from ._calibrate import COVERED_TO
 __all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", "reset"]
 
 MODULE_NAME = "_nvmathpy_fast_lapack"
-#: The largest order the compiled ``cho_solve`` and ``lu_solve`` take (larger ones are declined).
+#: The largest order the compiled ``lu_solve`` takes (larger ones are declined).
 MAX_ORDER = 64
-#: The largest row or column count the compiled ``lu``, ``solve_gen`` and ``cholesky`` take:
+#: The largest row or column count the compiled ``lu``, ``solve_gen``, ``cholesky`` and ``cho_solve`` take:
 #: the largest order calibration covers (:data:`._calibrate.COVERED_TO`; beyond it the built-in
 #: choice is NumPy's pool). They run SciPy's own ``getrf``/``potrf``: the scipy.linalg drop-in
 #: calls them where its routine is SciPy's (:func:`nvmathpy.linalg.lapack.scipys`).

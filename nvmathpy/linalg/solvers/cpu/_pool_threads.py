@@ -18,7 +18,8 @@ restoring the counts after it. A pool's workers are learned once per process by 
 product on that pool (:data:`PROBE_ORDER`): the threads it leaves spinning, or, where the
 pool's workers were spinning already (right after a SciPy call, in a program that alternates
 SciPy's calls and nvmathpy's), the threads that ran before it and still run. Until then every
-running thread counts as taking a core.
+running thread counts as taking a core; from then on, where the load count shows nothing but
+the known workers running, only their few files are read.
 
 OpenBLAS's results can differ in the last bits between thread counts, so a stepped-down call
 gives the bits the same routine gives on that many threads. ``NVMATHPY_FREE_CORES=off`` (read at
@@ -59,10 +60,10 @@ PROBE_ORDER = 128
 #: build that runs the product on one thread, threads that come and go) stays unknown, and its
 #: calls keep counting every running thread as taking a core.
 PROBES = 4
-#: From this many elements on, a call may learn the workers beside a running thread it cannot
-#: place yet (:func:`_learn`): a probe then may wait for its worker to get a core from a spinning
-#: thread (a millisecond or more), which only a call this large hides; smaller calls learn only
-#: where no unknown thread runs.
+#: From this many elements on, a call may learn every pool's workers beside running threads
+#: (:func:`_learn`): a probe then may wait for its worker to get a core from a spinning thread (a
+#: millisecond or more), which only a call this large hides; smaller calls learn one pool where
+#: nothing runs, or SciPy's beside threads that may be its own spinning workers.
 BUSY_LEARN_FROM = 1024 * 1024
 
 
@@ -169,20 +170,37 @@ SCIPY = Pool("scipy", scipy_thread_count_functions, _scipy_probe)
 POOLS = (NUMPY, SCIPY)
 
 
+def _workers_of(pools: tuple[Pool, ...]) -> frozenset[str]:
+    """The known workers of ``pools``, together."""
+    return frozenset().union(*(pool.known_workers() or () for pool in pools))
+
+
 def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str], busy: bool) -> bool:
     """Learn the workers of the pools in ``present`` (with their thread ``counts``) not yet
     known, by a small product on each such pool: the threads it leaves running that did not run
     before are its workers, or, where it wakes none, the unknown threads that were already
     running are (that pool's workers still spinning after a call: a product on all its threads
-    would have woken a sleeping one). Tried only where the unknown threads ``running`` now
-    could all be such workers (and, unless ``busy``, where none runs), under :data:`THREAD_COUNT`
-    (no count changes meanwhile), and at most :data:`PROBES` times per pool and process. Returns
-    whether it probed (the probed pools' workers then spin)."""
+    would have woken a sleeping one).
+
+    A probe whose worker finds its core taken waits for it (a few milliseconds on two cores),
+    so a ``busy`` call (long enough to hide that) probes every unknown pool where the unknown
+    threads ``running`` now could all be their workers; any other call probes one pool, and
+    only where that needs no taken core: where no thread of the process runs, or SciPy's pool
+    beside running threads that could all be its own workers (which spin right after every
+    SciPy call, the usual state of a program that calls SciPy and the drop-in in turn: the
+    probe then wakes none and costs a tenth of a millisecond; where they were another's, it
+    waits once and learns the worker it woke). Under :data:`THREAD_COUNT` (no count changes
+    meanwhile), at most :data:`PROBES` times per pool and process. Returns whether it probed
+    (the probed pools' workers then spin)."""
     unknown = [(pool, count) for (pool, _), count in zip(present, counts)
                if count >= 2 and pool.known_workers() is None and pool.probes_left() > 0]
-    known = frozenset().union(*(pool.known_workers() or () for pool in POOLS))
-    strangers = len(running - known)
-    if not unknown or strangers > (sum(count - 1 for _, count in unknown) if busy else 0):
+    known = _workers_of(POOLS)
+    strangers = running - known
+    if not busy:
+        fitting = [(pool, count) for pool, count in unknown if not running
+                   or pool is SCIPY and running == strangers and len(strangers) <= count - 1]
+        unknown = sorted(fitting, key=lambda pool_count: pool_count[0] is not SCIPY)[:1]
+    if not unknown or len(strangers) > sum(count - 1 for _, count in unknown):
         return False
     if not THREAD_COUNT.acquire(blocking=False):
         return False
@@ -222,7 +240,7 @@ def only_hot(pool: Pool, scan: bool = True) -> bool:
         return True
     if scan:
         return running_threads() <= workers
-    others = frozenset().union(*(other.known_workers() or () for other in POOLS if other is not pool))
+    others = _workers_of(tuple(other for other in POOLS if other is not pool))
     return not running_among(others)
 
 
@@ -270,9 +288,9 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     for its duration, to the cores that no thread other than its own workers holds now (at
     least one); unchanged where all its threads have a core, where its count is one, or while
     another caller has a count changed. ``learn``: whether this call may learn the pools'
-    workers first (a small product on each, under a millisecond: for calls long enough to hide it),
-    ``busy_learn`` also beside a thread it cannot place yet (calls of :data:`BUSY_LEARN_FROM`
-    elements and more).
+    workers first (a small product on one pool, a tenth of a millisecond or so, where it needs
+    no core that another thread holds: :func:`_learn`), ``busy_learn`` on every pool and also
+    beside a thread it cannot place yet (calls of :data:`BUSY_LEARN_FROM` elements and more).
     ``instead``: the same call on SciPy's OpenBLAS, run in its place while SciPy's pool alone
     spins (right after a SciPy call: its threads start on every core at once, where the call
     on ``pools`` would be stepped down to the cores they leave).
@@ -295,12 +313,19 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
     counts = [functions[0]() for _, functions in present]
     if max(counts, default=1) < 2:
         return call()
-    running = running_threads() if anywhere > 1 else frozenset()
-    if learn and _learn(present, counts, running, busy_learn):
-        anywhere, running = _running_anywhere(), running_threads()
-    elif anywhere > 1:  # read again after the look at the threads: what ran a moment only (the
-        # kernel's own short work, a thread ending) is not load that a whole call should yield to
-        anywhere = min(anywhere, _running_anywhere())
+    # where all that runs besides the caller is the pools' known workers, only they are read, not
+    # every thread (a busy call that may still learn a pool reads all, to probe beside them)
+    known = _workers_of(watched) if anywhere > 1 and (_all_known(watched) or not busy_learn) else frozenset()
+    hot = running_among(known) if known else frozenset()
+    if known and len(hot) >= anywhere - 1:
+        running = hot
+    else:
+        running = running_threads() if anywhere > 1 else frozenset()
+        if learn and _learn(present, counts, running, busy_learn):
+            anywhere, running = _running_anywhere(), running_threads()
+        elif anywhere > 1:  # read again after the look at the threads: what ran a moment only (the
+            # kernel's own short work, a thread ending) is not load that a whole call should yield to
+            anywhere = min(anywhere, _running_anywhere())
     if anywhere <= 1:
         return call()
     scipys, called = SCIPY.known_workers(), pools
