@@ -379,8 +379,8 @@ def import_pyfftw() -> Any:
 _IMPORTED_FFTW_WISDOM: set[tuple] = set()
 #: Up to this many bytes per array, FFTW runs on the plan's own buffers (see PyfftwLibrary):
 #: beyond it, copying the operand in and the result out costs more than running on the
-#: caller's arrays (65536 complex64 points at 2 threads: 305 us on the buffers, 153 us not;
-#: at 128 KiB the two cost the same).
+#: caller's arrays. Where the two cost the same was measured with ``benchmarks/bench_fft.py``
+#: (nvmathpy beside a ``pyfftw.FFTW`` object on the caller's arrays); not calibrated per machine.
 _FFTW_SMALL_BYTES = 1 << 17
 _FFTW_FLAGS = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
 
