@@ -33,10 +33,11 @@ __all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", 
 MODULE_NAME = "_nvmathpy_fast_lapack"
 #: The largest order the compiled ``lu_solve`` takes (larger ones are declined).
 MAX_ORDER = 64
-#: The largest row or column count the compiled ``lu``, ``solve_gen``, ``cholesky`` and ``cho_solve`` take:
-#: the largest order calibration covers (:data:`._calibrate.COVERED_TO`; beyond it the built-in
-#: choice is NumPy's pool). They run SciPy's own ``getrf``/``potrf``: the scipy.linalg drop-in
-#: calls them where its routine is SciPy's (:func:`nvmathpy.linalg.lapack.scipys`).
+#: The largest row or column count the compiled ``lu``, ``solve_gen``, ``cholesky`` and
+#: ``cho_solve`` take: the largest order calibration covers (:data:`._calibrate.COVERED_TO`;
+#: beyond it the built-in choice is NumPy's pool). They run SciPy's own ``getrf``/``potrf``/
+#: ``potrs``: the scipy.linalg drop-in calls them where its routine is SciPy's
+#: (:func:`nvmathpy.linalg.lapack.scipys`).
 LU_MAX_ORDER = COVERED_TO
 
 _PARTS = (_fast_c_base, _fast_c_solve, _fast_c_factor, _fast_c_svd, _fast_c_expm)
