@@ -154,8 +154,11 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
 #: than they gained).
 FREE_CORES_FROM = 128 * 128
 #: The LU family's (``solve``, ``inv``, ``det``, ``lu``, ``lu_factor``) :data:`FREE_CORES_FROM`:
-#: below it, the mix's first calls lost more to the look than they gained.
-LU_FREE_CORES_FROM = 256 * 256
+#: SciPy's OpenBLAS (0.3.30 on the x86-64 development machines) runs ``?getrf`` of order 141 on
+#: one thread and of order 142 on all (seen as the workers a call leaves spinning), so that
+#: below this the look finds nothing to step down and only costs (``benchmarks/bench_scipy_mix.py``'s
+#: first calls of order 128). A library property observed on one build, not calibrated per machine.
+LU_FREE_CORES_FROM = 20_000
 
 
 def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
