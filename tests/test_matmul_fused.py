@@ -183,7 +183,7 @@ def test_matmul_fused_candidate_is_first_for_large_float32_epilogues(dtype, epil
 
 def test_matmul_fused_candidate_falls_back_while_another_thread_runs(monkeypatch):
     """With another thread of the process running (OpenBLAS's spinning worker), a call runs
-    ?gemm and the compiled pass instead of the fused kernel, with the same result - unless it
+    NumPy's product and the compiled pass instead of the fused kernel, with the same result - unless it
     directly follows the plan's previous call (then the worker is the fallback's own)."""
     rng = np.random.default_rng(9)
     a, b = rng.standard_normal((600, 530)).astype(np.float32), rng.standard_normal((530, 610)).astype(np.float32)

@@ -70,7 +70,7 @@ FUSED_EPILOGUES = (None, "bias", "relu", "relu_bias", "gelu", "gelu_bias")
 #: GEMM's second thread, sharing it, makes the call much longer. So a call that starts more
 #: than :data:`FUSED_GAP` after the plan's previous one first reads whether another thread of
 #: the process is running (a small cost next to a product of this size), and if one is runs
-#: ``?gemm`` and the compiled pass instead, which put that worker to use. Calls that follow
+#: NumPy's product and the compiled pass instead, which put that worker to use. Calls that follow
 #: each other directly skip the check: a spinning worker then is most likely the one the
 #: plan's own fallback woke, and falling back again would keep it spinning.
 FUSED_FLOPS = 512**3
@@ -217,7 +217,7 @@ class CpuMatmulEngine(Engine):
         # then whole-result passes, the other method, and the variants; the hot-panel split
         # (fast on an idle machine, fragile when other processes take a core) comes last
         if "c" in evaluators and big:  # one compiled pass (the result read and written once)
-            add(methods[0], "c", threads)
+            add(_c_method(spec, methods), "c", threads)
         if chunk_ok and big and methods[0] == "matmul":
             add(methods[0], "ufunc", threads, chunk=chunk, workers=cores)
         for method in methods:
@@ -306,6 +306,18 @@ def _has_addend(spec: _Spec) -> bool:
     if spec.custom is not None:
         return fold_addend((("d", spec.custom),))[0] is not None
     return spec.epilogue is not None and fold_addend(spec.epilogue.steps)[0] is not None
+
+
+def _c_method(spec: _Spec, methods: list[str]) -> str:
+    """The product method to run before one compiled pass: ``"matmul"`` where the pass has work
+    of its own (an activation after the bias), so it adds the bias too, reading the result once,
+    where ``"gemm"`` would first write the broadcast bias into it on one thread; otherwise the
+    heuristic's first method (a lone bias folded into ``?gemm`` needs no pass at all).
+    ``benchmarks/bench_matmul.py --only epilogues`` times both."""
+    if "matmul" not in methods or spec.epilogue is None or spec.custom is not None:
+        return methods[0]
+    rest = tuple(step for step in fold_addend(spec.epilogue.steps)[1] if step != ("d", _X))
+    return "matmul" if rest else methods[0]
 
 
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:
@@ -503,7 +515,7 @@ def _scipy_gemm(spec: _Spec, alpha: Any, beta: Any) -> Callable[[np.ndarray, np.
 
 class _FusedKernel:
     """The compiled GEMM with the bias and activation applied to each tile (see :func:`_fused_ok`),
-    or ``?gemm`` and the compiled pass when another thread of the process is running at the
+    or NumPy's product and the compiled pass when another thread of the process is running at the
     start of a call that does not directly follow the previous one (see :data:`FUSED_FLOPS`)."""
 
     def __init__(self, spec: _Spec, threads: int):
@@ -514,7 +526,7 @@ class _FusedKernel:
         self.activation = {"relu": "relu", "relu_bias": "relu", "gelu": "gelu", "gelu_bias": "gelu"}.get(name)
         self.threads = threads
         self.workspace = self.gemm.workspace(spec.shape.n, spec.shape.k)  # the plan's: kept over calls
-        fallback = _Kernel(spec, "gemm", "c")
+        fallback = _Kernel(spec, "matmul", "c")  # the bias in the pass: no prefill (see _c_method)
         self.fallback = fallback if spec.threads is None else limit_threads(spec.threads, fallback)
         self.last_end = -1.0
         #: The clock the fall-back rule reads (seconds); the plan's own, so tests can drive it.
