@@ -161,12 +161,13 @@ FREE_CORES_FROM = 128 * 128
 LU_FREE_CORES_FROM = 20_000
 
 
-def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
+def on_free_cores(fn: F, from_elements: int | Callable[[tuple, dict], int] = FREE_CORES_FROM) -> F:
     """``fn`` (whose first argument is its matrix) with calls on a NumPy matrix of at least
     ``from_elements`` elements run with NumPy's and SciPy's OpenBLAS set to the cores free at
     the call's start (other calls unchanged): right after a NumPy product or a SciPy call, that
     pool's threads still spin on a core, and an OpenBLAS call on all cores would wait for its
-    thread sharing that core at every step.
+    thread sharing that core at every step. ``from_elements`` may be a function of the call's
+    ``(args, kwargs)``, for a function whose LAPACK routine depends on its arguments.
 
     Examples
     --------
@@ -177,10 +178,12 @@ def on_free_cores(fn: F, from_elements: int = FREE_CORES_FROM) -> F:
     300.0
     """
 
+    threshold = from_elements if callable(from_elements) else (lambda args, kwargs: from_elements)
+
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else next(iter(kwargs.values()), None)
-        if type(first) is np.ndarray and first.size >= from_elements:
+        if type(first) is np.ndarray and first.size >= threshold(args, kwargs):
             return stepped_down(lambda: fn(*args, **kwargs), POOLS, busy_learn=first.size >= BUSY_LEARN_FROM)
         return fn(*args, **kwargs)
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ...linalg.lapack import MAX_ORDER, SCIPY_BELOW, fast_module, scipys
+from ...linalg.lapack import FREE_CORES_FROM, LU_FREE_CORES_FROM, MAX_ORDER, SCIPY_BELOW, fast_module, scipys
 from ._banded import solve_assumed_banded
-from ._structured import STRUCTURES, Singular, detect, inv_slice, solve_general, solve_slice
+from ._structured import STRUCTURES, Singular, cholesky_first, detect, inv_slice, solve_general, solve_slice
 from ._validate import (
     EPS, LinAlgError, all_finite, as_array, lapack_common, lapack_one, lapack_pair, over_batch, raise_singular,
     to_caller_of, warn_ill_conditioned,
 )
 
-__all__ = ["solve", "inv", "det", "solve_triangular", "lstsq"]
+__all__ = ["solve", "inv", "det", "solve_triangular", "lstsq", "solve_free_cores_from"]
 
 
 def _square(a1: np.ndarray) -> None:
@@ -46,13 +46,29 @@ def _inv_structure(assume_a: Any) -> str | None:
     return STRUCTURES[assume_a]
 
 
+def solve_free_cores_from(args: tuple, kwargs: dict) -> int:
+    """From how many elements a :func:`solve` call looks at the free cores
+    (:func:`~nvmathpy.linalg.lapack.on_free_cores`): the Cholesky family's
+    :data:`~nvmathpy.linalg.lapack.FREE_CORES_FROM` where ``assume_a`` asks for ``?potrf``
+    (OpenBLAS threads it from order 128), else the LU family's.
+
+    Examples
+    --------
+    >>> solve_free_cores_from((), {"assume_a": "pos"}) < solve_free_cores_from((), {})
+    True
+    """
+    assume_a = kwargs["assume_a"] if "assume_a" in kwargs else args[6] if len(args) > 6 else None
+    return FREE_CORES_FROM if type(assume_a) is str and STRUCTURES.get(assume_a) == "pos" else LU_FREE_CORES_FROM
+
+
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
           check_finite: bool = True, assume_a: str | None = None, transposed: bool = False) -> Any:
     """Solve ``a @ x = b`` (``a`` square, batched over leading dimensions), as
     :func:`scipy.linalg.solve`.
 
     ``assume_a``: ``None`` (detect diagonal / triangular / tridiagonal from order 4 /
-    symmetric / Hermitian / general, as SciPy 1.17), ``'gen'``, ``'diagonal'``,
+    symmetric / Hermitian - Cholesky first, the symmetric solver where it is not positive definite
+    - / general, as SciPy 1.17), ``'gen'``, ``'diagonal'``,
     ``'upper triangular'``, ``'lower triangular'``, ``'pos'``, ``'sym'``, ``'her'`` (long
     spellings too), ``'tridiagonal'`` (the three diagonals, the rest of ``a`` ignored;
     ``?gttrf``/``?gttrs``) and ``'banded'`` (``?gbsv`` on the measured band, with SciPy's
@@ -79,18 +95,24 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
         in_b = overwrite_b and b.flags.f_contiguous and b.flags.writeable
         structure = kind or detect(a)
-        if structure == "gen" and not (in_a or in_b) and (a.shape[0] < SCIPY_BELOW
-                                                          or scipys(a.dtype, a.shape[0], "getrf")):
+        cholesky = structure == "pos" or (kind is None and cholesky_first(structure, a))
+        tried = False
+        if (structure == "gen" or cholesky) and not (in_a or in_b) and (
+                a.shape[0] < SCIPY_BELOW or scipys(a.dtype, a.shape[0], "potrf" if cholesky else "getrf")):
             fast = fast_module()
             if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
-                result = fast.solve_gen(a, b, transposed, check_finite)
+                result = (fast.solve_pos(a, b, lower, check_finite) if cholesky
+                          else fast.solve_gen(a, b, transposed, check_finite))
                 if result is not NotImplemented:
                     x, rcond = result
-                    if x is None:
+                    if x is None and structure != "pos" and cholesky:  # detected, not positive definite:
+                        tried = True  # SciPy's fall-back, the symmetric/Hermitian solver, below
+                    elif x is None:
                         raise_singular([0])
-                    if not rcond >= EPS[a.dtype.char]:
-                        warn_ill_conditioned([(0, rcond)])
-                    return x
+                    else:
+                        if not rcond >= EPS[a.dtype.char]:
+                            warn_ill_conditioned([(0, rcond)])
+                        return x
         # The general path reads every entry: NaN/Inf in a or b then shows up in the norm LAPACK
         # computes for the condition estimate, or in x, and only then are the inputs scanned
         # (not when overwriting: bad input must leave the inputs as they are).
@@ -100,7 +122,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
             as_array(b, True, "b")
         try:
             x, rcond = (solve_general(a, b, transposed) if deferred
-                        else solve_slice(a, b, structure, lower, transposed, kind is None, in_a, in_b))
+                        else solve_slice(a, b, structure, lower, transposed, kind is None, in_a, in_b, tried))
         except Singular:
             if deferred:
                 as_array(a, True, "a")
@@ -220,9 +242,9 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     """
     # The common call, without the general path's layers; a matrix with NaN or infinity is
     # detected general, and inv_slice checks it.
-    if assume_a is None and _one_lapack_matrix(a) and detect(a) in ("gen", "tri", "sym", "her"):
+    if assume_a is None and _one_lapack_matrix(a) and (found := detect(a)) in ("gen", "tri", "sym", "her"):
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
-        return _inv_one(lambda: inv_slice(a, "gen", False, in_a, check_finite), a.dtype.char)
+        return _inv_one(lambda: _inv_detected(a, found, lower, in_a, check_finite), a.dtype.char)
     kind = _inv_structure(assume_a)
     a1 = as_array(a, check_finite, "a")
     convert = to_caller_of(a)
@@ -236,8 +258,11 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     def one(i: tuple) -> tuple[np.ndarray, float]:
         if kind in ("sym", "her"):
             return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
-        structure = kind or detect(a1[i])  # a detected sym/her matrix is symmetric already
-        return inv_slice(a1[i], "gen" if structure in ("sym", "her", "tri") else structure, lower, in_a)
+        if kind is None:
+            return _inv_detected(a1[i], detect(a1[i]), lower, in_a, False)
+        if kind == "pos":
+            return inv_positive(a1[i], lower, False)
+        return inv_slice(a1[i], "gen" if kind == "tri" else kind, lower, in_a)
 
     if a1.ndim > 2:
         return convert(_each_slice(a1.shape, dtype, one))
@@ -246,6 +271,45 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
         a1[...] = x
         x = a1
     return convert(x)
+
+
+def _inv_detected(a: np.ndarray, structure: str, lower: bool, overwrite_a: bool,
+                  check_finite: bool) -> tuple[np.ndarray, float]:
+    """:func:`inv_slice` of one matrix of the :func:`detect`-ed ``structure``: a real symmetric
+    or complex Hermitian one by Cholesky first, as SciPy 1.17 (``?potrf``/``?potri``; with
+    ``overwrite_a``, the inverse written into ``a``); where that is not positive definite, or
+    the structure is symmetric/Hermitian/tridiagonal otherwise, by the general LU, which inverts
+    the same matrix (SciPy's fall-back is ``?sytrf``/``?hetrf``)."""
+    if cholesky_first(structure, a):
+        try:
+            x, rcond = inv_positive(a, lower, check_finite)
+        except Singular:
+            pass
+        else:
+            if overwrite_a:
+                a[...] = x
+                x = a
+            return x, rcond
+    kind = "gen" if structure in ("sym", "her", "tri") else structure
+    return inv_slice(a, kind, lower, overwrite_a, check_finite and kind == "gen")
+
+
+def inv_positive(a: np.ndarray, lower: bool, check_finite: bool) -> tuple[np.ndarray, float]:
+    """``(inverse, rcond)`` of the Hermitian positive definite matrix the ``lower`` (else upper)
+    triangle of the NumPy matrix ``a`` (a LAPACK dtype) defines: the compiled extension's one
+    call where SciPy's ``?potrf`` runs at its order, else :func:`inv_slice`; ``Singular`` where it
+    is not positive definite, SciPy's ``ValueError`` for NaN or infinity with ``check_finite``."""
+    n = a.shape[0]
+    if n < SCIPY_BELOW or scipys(a.dtype, n, "potrf"):
+        fast = fast_module()
+        result = fast.inv_pos(a, lower, check_finite) if fast is not None else NotImplemented
+        if result is not NotImplemented:
+            if result[0] is None:
+                raise Singular
+            return result
+    if check_finite and not all_finite(a):
+        raise ValueError("array must not contain infs or NaNs")
+    return inv_slice(a, "pos", lower)
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:

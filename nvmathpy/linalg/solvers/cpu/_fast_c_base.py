@@ -17,7 +17,8 @@ ROUTINES = (
     ("POTRS", "potrs", "potrs"), ("GETRS", "getrs", "getrs"), ("GETRF", "getrf", "getrf"),
     ("LANGE", "lange", "lange"), ("GECON", "gecon", "gecon"), ("POTRF", "potrf", "potrf"),
     ("TRTRS", "trtrs", "trtrs"), ("GEQRF", "geqrf", "geqrf"), ("ORGQR", "orgqr", "ungqr"),
-    ("GESDD", "gesdd", "gesdd"), ("GESVD", "gesvd", "gesvd"),
+    ("GESDD", "gesdd", "gesdd"), ("GESVD", "gesvd", "gesvd"), ("LANSY", "lansy", "lanhe"),
+    ("POCON", "pocon", "pocon"), ("POTRI", "potri", "potri"),
 )
 
 _ENUM = ", ".join(name for name, _, _ in ROUTINES)

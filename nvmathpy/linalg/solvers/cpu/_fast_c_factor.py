@@ -12,7 +12,6 @@ from __future__ import annotations
 __all__ = ["SOURCE", "METHODS"]
 
 SOURCE = r"""
-typedef void (*potrf_t)(char *, int *, void *, int *, int *);
 typedef void (*trtrs_t)(char *, char *, char *, int *, int *, void *, int *, void *, int *, int *);
 typedef void (*geqrf_t)(int *, int *, void *, int *, void *, void *, int *, int *);
 typedef void (*orgqr_t)(int *, int *, int *, void *, int *, void *, void *, int *, int *);

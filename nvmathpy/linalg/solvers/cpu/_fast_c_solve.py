@@ -1,6 +1,7 @@
 """The compiled extension's solves (C, appended to :data:`._fast_c_base.SOURCE`): ``cho_solve``,
-``lu_solve``, general ``solve`` (``solve_gen``, with its condition estimate) and ``lu`` of one
-small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
+``lu_solve``, general and positive definite ``solve`` (``solve_gen``, ``solve_pos``, with
+their condition estimates), the positive definite inverse (``inv_pos``), SciPy's detected
+``structure`` of a matrix, and ``lu`` of one small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
 :func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
 """
 
@@ -16,6 +17,25 @@ typedef float (*slange_t)(char *, int *, int *, void *, int *, void *);
 typedef double (*dlange_t)(char *, int *, int *, void *, int *, void *);
 /* real: (norm, n, a, lda, anorm, rcond, work, iwork, info); complex: ... work, rwork, info */
 typedef void (*gecon_t)(char *, int *, void *, int *, void *, void *, void *, void *, int *);
+typedef void (*potrf_t)(char *, int *, void *, int *, int *);
+typedef float (*slansy_t)(char *, char *, int *, void *, int *, void *);
+typedef double (*dlansy_t)(char *, char *, int *, void *, int *, void *);
+/* real: (uplo, n, a, lda, anorm, rcond, work, iwork, info); complex: ... work, rwork, info */
+typedef void (*pocon_t)(char *, int *, void *, int *, void *, void *, void *, void *, int *);
+
+/* (x, rcond), stealing the reference to x; NULL (exception set, x released) on failure */
+static PyObject *with_rcond(PyArrayObject *x, double rcond) {
+    PyObject *r = PyFloat_FromDouble(rcond);
+    PyObject *out = r == NULL ? NULL : PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(x);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, (PyObject *)x);
+    PyTuple_SET_ITEM(out, 1, r);
+    return out;
+}
 
 /* cho_solve(c, b, lower, check_finite) */
 static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -156,20 +176,71 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal gesv", -info);
         return NULL;
     }
-    PyObject *r = PyFloat_FromDouble(rcond);
-    if (r == NULL) {
+    return with_rcond(x, rcond);
+}
+
+/* solve_pos(a, b, lower, check_finite) -> (x, rcond), or (None, 0.0) when a is not positive
+   definite: the Hermitian matrix the lower (else upper) triangle of a defines, through potrf,
+   pocon (the 1-norm from that triangle, lansy/lanhe) and potrs, as SciPy's solve with
+   assume_a="pos" */
+static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
+    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
+    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
+    int cview;              /* 1: a is C-ordered; its F-view a^T holds conj(A) in the other triangle */
+    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
+    npy_intp k = rhs_columns(b, n);
+    int lower = truth(args[2]), check = truth(args[3]);
+    if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
+    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
+    PyArrayObject *x = copy_rhs(b, t, n, k);
+    if (x == NULL) return NULL;
+    if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
+
+    /* workspace: the factor, 3n reals of lansy/pocon work (2n complex for c/z), n ints or reals of iwork/rwork */
+    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
+    size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)(3 * n * rs * REALS[t]), iwork_bytes = (size_t)(n * 8);
+    size_t total = c_bytes + work_bytes + iwork_bytes;
+    _Alignas(64) char stack[STACK_BYTES];
+    char *buffer = total <= STACK_BYTES ? stack : (char *)malloc(total);
+    if (buffer == NULL) {
         Py_DECREF(x);
+        return PyErr_NoMemory();
+    }
+    char *c = buffer, *work = buffer + c_bytes, *iwork = work + work_bytes;
+    memcpy(c, PyArray_DATA(a), c_bytes);
+    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
+    int ni = (int)n, nrhs = (int)k, info = 0;
+    float anorm_f = 0, rcond_f = 0;
+    double anorm_d = 0, rcond_d = 0;
+    if (DOUBLE[t]) anorm_d = LAPACK(t, LANSY, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    else anorm_f = LAPACK(t, LANSY, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
+    if (info > 0) {
+        if (buffer != stack) free(buffer);
+        Py_DECREF(x);
+        return Py_BuildValue("(Od)", Py_None, 0.0);
+    }
+    if (info == 0) {
+        int cinfo = 0;      /* ignored, as for gecon in solve_gen */
+        if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_d, &rcond_d, work, iwork, &cinfo);
+        else LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_f, &rcond_f, work, iwork, &cinfo);
+        if (cview) conjugate(t, PyArray_DATA(x), n * k);    /* conj(A) conj(x) = conj(b) */
+        LAPACK(t, POTRS, potrs_t)(&uplo, &ni, &nrhs, c, &ni, PyArray_DATA(x), &ni, &info);
+        if (cview) conjugate(t, PyArray_DATA(x), n * k);
+    }
+    if (buffer != stack) free(buffer);
+    if (info < 0) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal posv", -info);
         return NULL;
     }
-    PyObject *out = PyTuple_New(2);
-    if (out == NULL) {
-        Py_DECREF(x);
-        Py_DECREF(r);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, (PyObject *)x);
-    PyTuple_SET_ITEM(out, 1, r);
-    return out;
+    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
 }
 
 /* One es-byte element from s to d. */
@@ -179,6 +250,111 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
         case 8: *(npy_uint64 *)(d) = *(const npy_uint64 *)(s); break;                          \
         default: *(pair_t *)(d) = *(const pair_t *)(s);                                        \
     }
+
+typedef void (*potri_t)(char *, int *, void *, int *, int *);
+
+/* Element (i, j) of the 2-D array at p with byte strides s0, s1, as real and imaginary part. */
+#define ENTRY(i, j, re, im)                                                                    \
+    do {                                                                                       \
+        const char *q_ = p + (i) * s0 + (j) * s1;                                              \
+        if (DOUBLE[t]) { re = ((const double *)q_)[0]; im = t >= 2 ? ((const double *)q_)[1] : 0; } \
+        else { re = ((const float *)q_)[0]; im = t >= 2 ? ((const float *)q_)[1] : 0; }       \
+    } while (0)
+
+/* structure(a) -> "diagonal", "lower", "upper", "tri" (order 4 and more), "her" (complex),
+   "sym" or "gen": SciPy 1.17's detection of a square 2-D matrix (exact comparisons: a NaN
+   entry is not equal to itself), or NotImplemented */
+static PyObject *fast_structure(PyObject *self, PyObject *arg) {
+    int t = kind_of(arg);
+    if (t < 0 || PyArray_NDIM((PyArrayObject *)arg) != 2) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)arg;
+    npy_intp n = PyArray_DIMS(a)[0];
+    if (n != PyArray_DIMS(a)[1]) Py_RETURN_NOTIMPLEMENTED;
+    const char *p = PyArray_BYTES(a);
+    npy_intp s0 = PyArray_STRIDES(a)[0], s1 = PyArray_STRIDES(a)[1], below = 0, above = 0;
+    int symmetric = 1, hermitian = t >= 2;
+    for (npy_intp i = 0; i < n; ++i) {
+        double re, im, tr, ti;
+        if (hermitian) {
+            ENTRY(i, i, re, im);
+            hermitian = re == re && im == 0;        /* equal to its conjugate (a NaN is not) */
+        }
+        for (npy_intp j = 0; j < i; ++j) {
+            ENTRY(i, j, re, im);            /* below the diagonal */
+            ENTRY(j, i, tr, ti);            /* its mirror above */
+            if ((re != 0 || im != 0) && i - j > below) below = i - j;
+            if ((tr != 0 || ti != 0) && i - j > above) above = i - j;
+            symmetric &= re == tr && im == ti;
+            hermitian &= re == tr && im == -ti;
+        }
+    }
+    const char *name = below == 0 && above == 0 ? "diagonal" : above == 0 ? "lower" : below == 0 ? "upper"
+                       : below <= 1 && above <= 1 && n > 3 ? "tri" : hermitian ? "her" : symmetric ? "sym" : "gen";
+    return PyUnicode_InternFromString(name);
+}
+
+/* inv_pos(a, lower, check_finite) -> (inverse, rcond), or (None, 0.0) when a is not positive
+   definite: the inverse of the Hermitian matrix the lower (else upper) triangle of a defines,
+   through potrf, pocon (the 1-norm from that triangle) and potri, both triangles filled, in
+   a's order (a C-ordered a is inverted as its F-view conj(A), whose inverse read in C order
+   is A's) */
+static PyObject *fast_inv_pos(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0];
+    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
+    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
+    int cview;
+    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
+    int lower = truth(args[1]), check = truth(args[2]);
+    if (lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
+    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
+    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
+    if (x == NULL) return NULL;
+    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
+    size_t work_bytes = (size_t)(3 * n * rs * REALS[t]), total = work_bytes + (size_t)(n * 8);
+    _Alignas(64) char stack[STACK_BYTES];
+    char *work = total <= STACK_BYTES ? stack : (char *)malloc(total);
+    if (work == NULL) {
+        Py_DECREF(x);
+        return PyErr_NoMemory();
+    }
+    char *iwork = work + work_bytes, *c = PyArray_BYTES(x);
+    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
+    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
+    int ni = (int)n, info = 0, cinfo = 0;
+    float anorm_f = 0, rcond_f = 0;
+    double anorm_d = 0, rcond_d = 0;
+    if (DOUBLE[t]) anorm_d = LAPACK(t, LANSY, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    else anorm_f = LAPACK(t, LANSY, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
+    if (info == 0) {
+        if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_d, &rcond_d, work, iwork, &cinfo);
+        else LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_f, &rcond_f, work, iwork, &cinfo);
+        LAPACK(t, POTRI, potri_t)(&uplo, &ni, c, &ni, &info);
+    }
+    if (work != stack) free(work);
+    if (info != 0) {
+        Py_DECREF(x);
+        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potri", -info);
+        return NULL;
+    }
+    /* the other triangle (of the Fortran-ordered buffer): the stored one mirrored, conjugated */
+    for (npy_intp j = 0; j < n; ++j) {
+        for (npy_intp i = j + 1; i < n; ++i) {
+            char *stored = uplo == 'U' ? c + (i * n + j) * es : c + (j * n + i) * es;  /* (j, i) / (i, j) */
+            char *other = uplo == 'U' ? c + (j * n + i) * es : c + (i * n + j) * es;
+            PUT(other, stored)
+            if (t == 2) ((float *)other)[1] = -((float *)other)[1];
+            if (t == 3) ((double *)other)[1] = -((double *)other)[1];
+        }
+    }
+    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+}
 
 /* scipy.linalg.lu's tuple from getrf's factors of an m x n matrix (m * n > 1), Fortran-ordered
    at f, of dtype t (NumPy type `type`), and their k = min(m, n) pivots ipiv, 1-based (LAPACK's,
@@ -306,6 +482,12 @@ METHODS = r"""
      "lu_solve(lu, piv, b, trans, check_finite): x, or NotImplemented"},
     {"solve_gen", (PyCFunction)(void (*)(void))fast_solve_gen, METH_FASTCALL,
      "solve_gen(a, b, transposed, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
+    {"solve_pos", (PyCFunction)(void (*)(void))fast_solve_pos, METH_FASTCALL,
+     "solve_pos(a, b, lower, check_finite): (x, rcond), (None, 0.0) if not positive definite, or NotImplemented"},
+    {"structure", fast_structure, METH_O,
+     "structure(a): scipy.linalg.solve's detected structure of a square matrix, or NotImplemented"},
+    {"inv_pos", (PyCFunction)(void (*)(void))fast_inv_pos, METH_FASTCALL,
+     "inv_pos(a, lower, check_finite): (inverse, rcond), (None, 0.0) if not positive definite, or NotImplemented"},
     {"lu", (PyCFunction)(void (*)(void))fast_lu, METH_FASTCALL,
      "lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's result, or NotImplemented"},
     {"lu_unpack", (PyCFunction)(void (*)(void))fast_lu_unpack, METH_FASTCALL,
