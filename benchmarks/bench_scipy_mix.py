@@ -5,8 +5,9 @@ Run (unset the OpenBLAS overrides for this command only)::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_scipy_mix.py [--quick]
 
 The mix is what a widely used ML library's test suite calls most (issue 21): ``cho_solve``
-of ``cho_factor``, ``solve``, ``cholesky``, ``solve_triangular``, ``svd``, ``lu``, ``qr``,
-``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), and
+of ``cho_factor``, ``solve`` (of a general and of a symmetric positive definite matrix, which
+SciPy 1.17 detects and factors by Cholesky), ``inv`` of the latter, ``cholesky``,
+``solve_triangular``, ``svd``, ``lu``, ``qr``, ``norm``, ``pinv``, ``pinvh``, ``orth``, ``null_space`` (of the top half of the rows), and
 the general eigenproblem and RQ (``eig``, ``eigvals``, ``rq``) and the matrix exponential
 (``expm``, of a matrix scaled by ``1/sqrt(n)``), on C-ordered float64 matrices of orders 2 to 512.
 
@@ -74,6 +75,8 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
     return {
         "cho_solve(cho_factor)": lambda: m.cho_solve(m.cho_factor(s), b),
         "solve": lambda: m.solve(a, b),
+        "solve (positive definite)": lambda: m.solve(s, b),
+        "inv (positive definite)": lambda: m.inv(s),
         "cholesky": lambda: m.cholesky(s),
         "solve_triangular": lambda: m.solve_triangular(low, b, lower=True),
         "svd": lambda: m.svd(a),
@@ -94,7 +97,8 @@ def _calls(module: Any, name: str, n: int, seed: int = 0) -> Callable[[], object
 
 
 #: The mix: its row names, and the scipy.linalg name each needs nvmathpy to export.
-MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "cholesky": "cholesky",
+MIX = {"cho_solve(cho_factor)": "cho_solve", "solve": "solve", "solve (positive definite)": "solve",
+       "inv (positive definite)": "inv", "cholesky": "cholesky",
        "solve_triangular": "solve_triangular", "svd": "svd", "lu": "lu", "qr": "qr", "norm (matrix)": "norm",
        "norm (vector)": "norm", "norm (axis=1)": "norm", "pinv": "pinv", "pinvh": "pinvh",
        "orth": "orth", "null_space": "null_space", "eig": "eig", "eigvals": "eigvals", "rq": "rq",
