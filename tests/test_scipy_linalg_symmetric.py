@@ -191,3 +191,55 @@ def test_solve_looks_at_free_cores_by_its_routine():
     for assume_a in (None, "gen", "sym", "banded", ["pos"]):
         assert _solve.solve_free_cores_from((a, a), {"assume_a": assume_a}) == LU_FREE_CORES_FROM
     assert _solve.solve_free_cores_from((a, a), {}) == LU_FREE_CORES_FROM
+
+
+def _matrix_of(rng: np.random.Generator, n: int, dtype, structure: str) -> np.ndarray:
+    """A well-conditioned matrix of ``structure`` (as :func:`_structured.detect` names them), or
+    a general one whose named triangle is (for ``assume_a="sym"``/``"her"``)."""
+    g = rand(rng, (n, n), dtype) + 3 * n * np.eye(n, dtype=dtype)
+    return {"gen": g, "upper": np.triu(g), "lower": np.tril(g), "sym": g + g.T,
+            "her": (g + g.conj().T) / 2}[structure].astype(dtype)
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (1, 3, 17, 70))
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("case", [("gen", None), ("upper", None), ("lower", None), ("sym", None), ("her", None),
+                                  ("gen", "sym"), ("gen", "her"), ("upper", "upper triangular"),
+                                  ("lower", "lower triangular")])
+@pytest.mark.parametrize("lower", [False, True])
+def test_compiled_inverses_and_symmetric_solves(dtype, n, layout, case, lower, monkeypatch):
+    """``inv`` (``inv_gen``, ``inv_tri``, ``inv_sym``; ``inv_pos`` above) and ``solve`` with
+    ``assume_a="sym"``/``"her"`` (``solve_sym``) against SciPy and against the Python paths;
+    a detected complex symmetric matrix is not Hermitian (no Cholesky attempt)."""
+    structure, assume_a = case  # (a real "her" matrix is symmetric: detected "sym")
+    rng = np.random.default_rng(n * 7 + len(structure))
+    a = np.asarray(_matrix_of(rng, n, dtype, structure), order=layout)
+    b = rand(rng, (n, 2), dtype)
+    a_copy = a.copy()
+    x = nla.inv(a, assume_a=assume_a, lower=lower)
+    assert x.dtype == np.dtype(dtype) and x.shape == (n, n)
+    assert relerr(x, sla.inv(wide(a), assume_a=assume_a, lower=lower)) < tol(dtype, n) * 100
+    if assume_a in ("sym", "her") or structure in ("sym", "her"):
+        y = nla.solve(a, b, assume_a=assume_a, lower=lower)
+        assert relerr(y, sla.solve(wide(a), wide(b), assume_a=assume_a, lower=lower)) < tol(dtype, n) * 100
+    np.testing.assert_array_equal(a, a_copy)
+    with monkeypatch.context() as m:
+        _fallback(m)
+        assert relerr(nla.inv(a, assume_a=assume_a, lower=lower), x) < tol(dtype, n) * 100
+
+
+@needs_fast
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", [("gen", None), ("upper", None), ("gen", "sym"), ("gen", "her"), ("sym", None)])
+def test_compiled_paths_report_singular_matrices(dtype, case):
+    structure, assume_a = case
+    a = _matrix_of(np.random.default_rng(8), 5, dtype, structure)
+    a[2, :] = 0
+    a[:, 2] = 0  # singular, and still of its structure
+    with pytest.raises(np.linalg.LinAlgError):
+        nla.inv(a, assume_a=assume_a)
+    if structure != "upper":
+        with pytest.raises(np.linalg.LinAlgError):
+            nla.solve(a, np.ones(5, dtype), assume_a=assume_a)

@@ -96,23 +96,26 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         in_b = overwrite_b and b.flags.f_contiguous and b.flags.writeable
         structure = kind or detect(a)
         cholesky = structure == "pos" or (kind is None and cholesky_first(structure, a))
-        tried = False
-        if (structure == "gen" or cholesky) and not (in_a or in_b) and (
-                a.shape[0] < SCIPY_BELOW or scipys(a.dtype, a.shape[0], "potrf" if cholesky else "getrf")):
-            fast = fast_module()
-            if fast is not None:  # the C extension declines (NotImplemented) what it does not handle
-                result = (fast.solve_pos(a, b, lower, check_finite) if cholesky
-                          else fast.solve_gen(a, b, transposed, check_finite))
-                if result is not NotImplemented:
-                    x, rcond = result
-                    if x is None and structure != "pos" and cholesky:  # detected, not positive definite:
-                        tried = True  # SciPy's fall-back, the symmetric/Hermitian solver, below
-                    elif x is None:
-                        raise_singular([0])
-                    else:
-                        if not rcond >= EPS[a.dtype.char]:
-                            warn_ill_conditioned([(0, rcond)])
-                        return x
+        tried = False  # a Cholesky attempt failed: the symmetric/Hermitian solver next, as SciPy's fall-back
+        fast = fast_module() if not (in_a or in_b) and structure in ("gen", "pos", "sym", "her") else None
+        # SciPy's routines, as solve_slice's (the general solve's getrf may be another's at large orders);
+        # the C extension declines (NotImplemented) what it does not handle
+        if fast is not None and (structure != "gen" or a.shape[0] < SCIPY_BELOW
+                                 or scipys(a.dtype, a.shape[0], "getrf")):
+            for attempt in (("pos", "sym") if cholesky and structure != "pos" else (structure,)):
+                result = (fast.solve_gen(a, b, transposed, check_finite) if attempt == "gen"
+                          else fast.solve_pos(a, b, lower, check_finite) if attempt == "pos"
+                          else fast.solve_sym(a, b, lower, structure == "her", check_finite))
+                if result is NotImplemented:
+                    break
+                x, rcond = result
+                if x is not None:
+                    if not rcond >= EPS[a.dtype.char]:
+                        warn_ill_conditioned([(0, rcond)])
+                    return x
+                if attempt != "pos" or structure == "pos":
+                    raise_singular([0])
+                tried = True
         # The general path reads every entry: NaN/Inf in a or b then shows up in the norm LAPACK
         # computes for the condition estimate, or in x, and only then are the inputs scanned
         # (not when overwriting: bad input must leave the inputs as they are).
@@ -242,7 +245,7 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     """
     # The common call, without the general path's layers; a matrix with NaN or infinity is
     # detected general, and inv_slice checks it.
-    if assume_a is None and _one_lapack_matrix(a) and (found := detect(a)) in ("gen", "tri", "sym", "her"):
+    if assume_a is None and _one_lapack_matrix(a) and (found := detect(a)) != "diagonal":
         in_a = overwrite_a and a.flags.f_contiguous and a.flags.writeable
         return _inv_one(lambda: _inv_detected(a, found, lower, in_a, check_finite), a.dtype.char)
     kind = _inv_structure(assume_a)
@@ -256,12 +259,10 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
     in_a = overwrite_a and a1.ndim == 2 and a1.flags.f_contiguous and a1.flags.writeable
 
     def one(i: tuple) -> tuple[np.ndarray, float]:
-        if kind in ("sym", "her"):
-            return inv_slice(_from_triangle(a1[i], lower, kind == "her"), "gen", lower)
         if kind is None:
             return _inv_detected(a1[i], detect(a1[i]), lower, in_a, False)
-        if kind == "pos":
-            return inv_positive(a1[i], lower, False)
+        if kind in ("pos", "upper", "lower", "sym", "her"):
+            return inv_compiled(a1[i], kind, lower, False)
         return inv_slice(a1[i], "gen" if kind == "tri" else kind, lower, in_a)
 
     if a1.ndim > 2:
@@ -275,41 +276,54 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
 
 def _inv_detected(a: np.ndarray, structure: str, lower: bool, overwrite_a: bool,
                   check_finite: bool) -> tuple[np.ndarray, float]:
-    """:func:`inv_slice` of one matrix of the :func:`detect`-ed ``structure``: a real symmetric
-    or complex Hermitian one by Cholesky first, as SciPy 1.17 (``?potrf``/``?potri``; with
-    ``overwrite_a``, the inverse written into ``a``); where that is not positive definite, or
-    the structure is symmetric/Hermitian/tridiagonal otherwise, by the general LU, which inverts
-    the same matrix (SciPy's fall-back is ``?sytrf``/``?hetrf``)."""
-    if cholesky_first(structure, a):
+    """``(inverse, rcond)`` of one matrix of the :func:`detect`-ed ``structure``, as SciPy 1.17
+    (:func:`inv_compiled`; with ``overwrite_a``, the inverse written into ``a``): a real
+    symmetric or complex Hermitian one by Cholesky first (``?potrf``/``?potri``), and where it
+    is not positive definite, as a complex symmetric one, by ``?sytrf``/``?hetrf`` and
+    ``?sytri``/``?hetri``; a triangular one by ``?trtri``; the others by the general LU."""
+    kinds = (("pos", structure) if cholesky_first(structure, a)
+             else (structure,) if structure in ("upper", "lower", "sym", "her") else ())
+    for kind in kinds:
         try:
-            x, rcond = inv_positive(a, lower, check_finite)
+            x, rcond = inv_compiled(a, kind, lower, check_finite)
         except Singular:
-            pass
-        else:
-            if overwrite_a:
-                a[...] = x
-                x = a
-            return x, rcond
+            if kind != "pos":
+                raise
+            continue
+        if overwrite_a:
+            a[...] = x
+            x = a
+        return x, rcond
     kind = "gen" if structure in ("sym", "her", "tri") else structure
+    if kind == "gen" and not overwrite_a:
+        return inv_compiled(a, kind, lower, check_finite)
     return inv_slice(a, kind, lower, overwrite_a, check_finite and kind == "gen")
 
 
-def inv_positive(a: np.ndarray, lower: bool, check_finite: bool) -> tuple[np.ndarray, float]:
-    """``(inverse, rcond)`` of the Hermitian positive definite matrix the ``lower`` (else upper)
-    triangle of the NumPy matrix ``a`` (a LAPACK dtype) defines: the compiled extension's one
-    call where SciPy's ``?potrf`` runs at its order, else :func:`inv_slice`; ``Singular`` where it
-    is not positive definite, SciPy's ``ValueError`` for NaN or infinity with ``check_finite``."""
-    n = a.shape[0]
-    if n < SCIPY_BELOW or scipys(a.dtype, n, "potrf"):
-        fast = fast_module()
-        result = fast.inv_pos(a, lower, check_finite) if fast is not None else NotImplemented
+def inv_compiled(a: np.ndarray, kind: str, lower: bool, check_finite: bool) -> tuple[np.ndarray, float]:
+    """``(inverse, rcond)`` of the NumPy matrix ``a`` (a LAPACK dtype) of ``kind`` ``"gen"``,
+    ``"pos"``, ``"sym"`` or ``"her"`` (the Hermitian positive definite, symmetric or Hermitian
+    matrix its ``lower``, else upper, triangle defines), ``"upper"`` or ``"lower"``
+    (triangular): SciPy's LAPACK calls in one call of the compiled extension (``inv_gen``,
+    ``inv_pos``, ``inv_sym``, ``inv_tri``), or the Python paths where it is not at hand (a
+    symmetric or Hermitian matrix there by the general LU of the whole matrix); ``Singular``
+    where the matrix is singular or not positive definite, SciPy's ``ValueError`` for NaN or
+    infinity with ``check_finite``."""
+    fast = fast_module()
+    if fast is not None:
+        result = (fast.inv_gen(a, check_finite) if kind == "gen"
+                  else fast.inv_pos(a, lower, check_finite) if kind == "pos"
+                  else fast.inv_sym(a, lower, kind == "her", check_finite) if kind in ("sym", "her")
+                  else fast.inv_tri(a, kind == "lower", check_finite))
         if result is not NotImplemented:
             if result[0] is None:
                 raise Singular
             return result
     if check_finite and not all_finite(a):
         raise ValueError("array must not contain infs or NaNs")
-    return inv_slice(a, "pos", lower)
+    if kind in ("sym", "her"):
+        return inv_slice(_from_triangle(a, lower, kind == "her"), "gen", lower)
+    return inv_slice(a, kind, lower, check_finite=check_finite)
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:

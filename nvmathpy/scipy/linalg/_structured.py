@@ -40,11 +40,21 @@ def _lapack(dtype_char: str) -> dict[str, Any]:
 
     dtype = np.dtype(dtype_char)
     names = ("getrf", "getrs", "gecon", "lange", "getri", "potrf", "potrs", "pocon", "potri",
-             "trtrs", "trcon", "trtri", "sysv", "sycon", "gttrf", "gttrs", "gtcon", "gtsv")
+             "trtrs", "trcon", "trtri", "sysv", "sysv_lwork", "sycon", "gttrf", "gttrs", "gtcon", "gtsv")
     funcs = dict(zip(names, get_lapack_funcs(names, dtype=dtype)))
     if dtype.kind == "c":
-        funcs["hesv"], funcs["hecon"] = get_lapack_funcs(("hesv", "hecon"), dtype=dtype)
+        funcs["hesv"], funcs["hesv_lwork"], funcs["hecon"] = get_lapack_funcs(("hesv", "hesv_lwork", "hecon"),
+                                                                              dtype=dtype)
     return funcs
+
+
+@functools.lru_cache(maxsize=256)
+def _sysv_lwork(dtype_char: str, n: int, lower: bool, hermitian: bool) -> int:
+    """LAPACK's optimal workspace of ``?sysv``/``?hesv`` (the blocked ``?sytrf``), as SciPy asks
+    for it: the wrappers' default, ``n``, runs the unblocked factorization."""
+    query = _lapack(dtype_char)["hesv_lwork" if hermitian else "sysv_lwork"]
+    work, info = query(n, lower=int(lower))
+    return max(n, 1, int(np.real(work))) if info == 0 else max(n, 1)
 
 
 def _view(a: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -245,7 +255,8 @@ def solve_slice(a: np.ndarray, b: np.ndarray, kind: str, lower: bool, transposed
             norm = r["lange"]("1", view)
         else:
             norm = _hermitian_norm1(a, lower) if kind == "her" else _symmetric_norm1(a, lower)
-        ldu, ipiv, x, info = solver(view, rhs, lower=int(flag), **into)
+        lwork = _sysv_lwork(a.dtype.char, a.shape[0], flag, solver is r.get("hesv"))
+        ldu, ipiv, x, info = solver(view, rhs, lwork=lwork, lower=int(flag), **into)
         if info > 0:
             raise Singular
         rcond = con(ldu, ipiv, norm, lower=int(flag))[0]

@@ -17,8 +17,12 @@ ROUTINES = (
     ("POTRS", "potrs", "potrs"), ("GETRS", "getrs", "getrs"), ("GETRF", "getrf", "getrf"),
     ("LANGE", "lange", "lange"), ("GECON", "gecon", "gecon"), ("POTRF", "potrf", "potrf"),
     ("TRTRS", "trtrs", "trtrs"), ("GEQRF", "geqrf", "geqrf"), ("ORGQR", "orgqr", "ungqr"),
-    ("GESDD", "gesdd", "gesdd"), ("GESVD", "gesvd", "gesvd"), ("LANSY", "lansy", "lanhe"),
-    ("POCON", "pocon", "pocon"), ("POTRI", "potri", "potri"),
+    ("GESDD", "gesdd", "gesdd"), ("GESVD", "gesvd", "gesvd"), ("LANHE", "lansy", "lanhe"),
+    ("POCON", "pocon", "pocon"), ("POTRI", "potri", "potri"), ("TRTRI", "trtri", "trtri"),
+    ("TRCON", "trcon", "trcon"), ("LANSY", "lansy", "lansy"), ("SYTRF", "sytrf", "sytrf"),
+    ("SYCON", "sycon", "sycon"), ("SYTRS", "sytrs", "sytrs"), ("HETRF", "sytrf", "hetrf"),
+    ("HECON", "sycon", "hecon"), ("HETRS", "sytrs", "hetrs"), ("SYTRI", "sytri", "sytri"),
+    ("HETRI", "sytri", "hetri"), ("GETRI", "getri", "getri"),
 )
 
 _ENUM = ", ".join(name for name, _, _ in ROUTINES)

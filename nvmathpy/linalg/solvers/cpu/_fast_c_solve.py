@@ -1,7 +1,7 @@
 """The compiled extension's solves (C, appended to :data:`._fast_c_base.SOURCE`): ``cho_solve``,
-``lu_solve``, general and positive definite ``solve`` (``solve_gen``, ``solve_pos``, with
-their condition estimates), the positive definite inverse (``inv_pos``), SciPy's detected
-``structure`` of a matrix, and ``lu`` of one small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
+``lu_solve``, general, positive definite and symmetric/Hermitian ``solve`` (``solve_gen``,
+``solve_pos``, ``solve_sym``, with their condition estimates), SciPy's detected ``structure``
+of a matrix, ``lu`` of one small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
 :func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
 """
 
@@ -218,8 +218,8 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
     int ni = (int)n, nrhs = (int)k, info = 0;
     float anorm_f = 0, rcond_f = 0;
     double anorm_d = 0, rcond_d = 0;
-    if (DOUBLE[t]) anorm_d = LAPACK(t, LANSY, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    else anorm_f = LAPACK(t, LANSY, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    if (DOUBLE[t]) anorm_d = LAPACK(t, LANHE, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
+    else anorm_f = LAPACK(t, LANHE, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
     LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
     if (info > 0) {
         if (buffer != stack) free(buffer);
@@ -243,6 +243,82 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
     return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
 }
 
+typedef void (*sytrf_t)(char *, int *, void *, int *, int *, void *, int *, int *);
+/* real: (uplo, n, a, lda, ipiv, anorm, rcond, work, iwork, info); complex: no iwork */
+typedef void (*rsycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *, int *);
+typedef void (*csycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *);
+typedef void (*sytrs_t)(char *, int *, int *, void *, int *, int *, void *, int *, int *);
+
+/* solve_sym(a, b, lower, hermitian, check_finite) -> (x, rcond), or (None, 0.0) when singular:
+   the symmetric (hermitian and complex: Hermitian) matrix the lower (else upper) triangle of a
+   defines, through sytrf/hetrf with LAPACK's optimal workspace, sycon/hecon (the 1-norm from
+   that triangle) and sytrs/hetrs, as SciPy's solve with assume_a="sym"/"her" */
+static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    int t = kind_of(args[0]);
+    if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
+    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
+    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
+    int cview;
+    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
+    else Py_RETURN_NOTIMPLEMENTED;
+    npy_intp k = rhs_columns(b, n);
+    int lower = truth(args[2]), hermitian = truth(args[3]), check = truth(args[4]);
+    if (k < 0 || lower < 0 || hermitian < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
+    hermitian = hermitian && t >= 2;    /* a real symmetric matrix is Hermitian: the sy routines */
+    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
+    PyArrayObject *x = copy_rhs(b, t, n, k);
+    if (x == NULL) return NULL;
+    if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
+    /* the F-view of a C-ordered a is A^T: A itself where symmetric, conj(A) where Hermitian */
+    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
+    int ni = (int)n, nrhs = (int)k, info = 0, lwork = -1;
+    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
+    _Alignas(64) char query[32];
+    int factor = hermitian ? HETRF : SYTRF;
+    ((sytrf_t)LP[t][factor])(&uplo, &ni, NULL, &ni, NULL, query, &lwork, &info);      /* the workspace query */
+    lwork = lwork_of(t, query);
+    if (lwork < 2 * ni) lwork = 2 * ni;     /* also sycon/hecon's work (2n) */
+    size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)lwork * (size_t)es, int_bytes = (size_t)(2 * n * sizeof(int));
+    char *buffer = (char *)malloc(c_bytes + work_bytes + int_bytes + (size_t)(n * rs));
+    if (buffer == NULL) {
+        Py_DECREF(x);
+        return PyErr_NoMemory();
+    }
+    char *c = buffer, *work = buffer + c_bytes, *norm_work = work + work_bytes + int_bytes;
+    int *ipiv = (int *)(work + work_bytes), *iwork = ipiv + n;
+    memcpy(c, PyArray_DATA(a), c_bytes);
+    float anorm_f = 0, rcond_f = 0;
+    double anorm_d = 0, rcond_d = 0;
+    void *anorm = DOUBLE[t] ? (void *)&anorm_d : (void *)&anorm_f, *rcond = DOUBLE[t] ? (void *)&rcond_d : (void *)&rcond_f;
+    int nf = hermitian ? LANHE : LANSY;
+    if (DOUBLE[t]) anorm_d = ((dlansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
+    else anorm_f = ((slansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
+    ((sytrf_t)LP[t][factor])(&uplo, &ni, c, &ni, ipiv, work, &lwork, &info);
+    if (info == 0) {
+        int cinfo = 0;      /* ignored, as for gecon in solve_gen */
+        if (t < 2) LAPACK(t, SYCON, rsycon_t)(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, iwork, &cinfo);
+        else ((csycon_t)LP[t][hermitian ? HECON : SYCON])(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, &cinfo);
+        int flip = cview && hermitian;      /* conj(A) conj(x) = conj(b) */
+        if (flip) conjugate(t, PyArray_DATA(x), n * k);
+        ((sytrs_t)LP[t][hermitian ? HETRS : SYTRS])(&uplo, &ni, &nrhs, c, &ni, ipiv, PyArray_DATA(x), &ni, &info);
+        if (flip) conjugate(t, PyArray_DATA(x), n * k);
+    }
+    free(buffer);
+    if (info > 0) {
+        Py_DECREF(x);
+        return Py_BuildValue("(Od)", Py_None, 0.0);
+    }
+    if (info < 0) {
+        Py_DECREF(x);
+        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal sysv", -info);
+        return NULL;
+    }
+    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+}
+
 /* One es-byte element from s to d. */
 #define PUT(d, s)                                                                              \
     switch (es) {                                                                              \
@@ -250,8 +326,6 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
         case 8: *(npy_uint64 *)(d) = *(const npy_uint64 *)(s); break;                          \
         default: *(pair_t *)(d) = *(const pair_t *)(s);                                        \
     }
-
-typedef void (*potri_t)(char *, int *, void *, int *, int *);
 
 /* Element (i, j) of the 2-D array at p with byte strides s0, s1, as real and imaginary part. */
 #define ENTRY(i, j, re, im)                                                                    \
@@ -291,69 +365,6 @@ static PyObject *fast_structure(PyObject *self, PyObject *arg) {
     const char *name = below == 0 && above == 0 ? "diagonal" : above == 0 ? "lower" : below == 0 ? "upper"
                        : below <= 1 && above <= 1 && n > 3 ? "tri" : hermitian ? "her" : symmetric ? "sym" : "gen";
     return PyUnicode_InternFromString(name);
-}
-
-/* inv_pos(a, lower, check_finite) -> (inverse, rcond), or (None, 0.0) when a is not positive
-   definite: the inverse of the Hermitian matrix the lower (else upper) triangle of a defines,
-   through potrf, pocon (the 1-norm from that triangle) and potri, both triangles filled, in
-   a's order (a C-ordered a is inverted as its F-view conj(A), whose inverse read in C order
-   is A's) */
-static PyObject *fast_inv_pos(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
-    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
-    int lower = truth(args[1]), check = truth(args[2]);
-    if (lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
-    if (x == NULL) return NULL;
-    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    size_t work_bytes = (size_t)(3 * n * rs * REALS[t]), total = work_bytes + (size_t)(n * 8);
-    _Alignas(64) char stack[STACK_BYTES];
-    char *work = total <= STACK_BYTES ? stack : (char *)malloc(total);
-    if (work == NULL) {
-        Py_DECREF(x);
-        return PyErr_NoMemory();
-    }
-    char *iwork = work + work_bytes, *c = PyArray_BYTES(x);
-    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
-    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
-    int ni = (int)n, info = 0, cinfo = 0;
-    float anorm_f = 0, rcond_f = 0;
-    double anorm_d = 0, rcond_d = 0;
-    if (DOUBLE[t]) anorm_d = LAPACK(t, LANSY, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    else anorm_f = LAPACK(t, LANSY, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
-    if (info == 0) {
-        if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_d, &rcond_d, work, iwork, &cinfo);
-        else LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_f, &rcond_f, work, iwork, &cinfo);
-        LAPACK(t, POTRI, potri_t)(&uplo, &ni, c, &ni, &info);
-    }
-    if (work != stack) free(work);
-    if (info != 0) {
-        Py_DECREF(x);
-        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
-        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potri", -info);
-        return NULL;
-    }
-    /* the other triangle (of the Fortran-ordered buffer): the stored one mirrored, conjugated */
-    for (npy_intp j = 0; j < n; ++j) {
-        for (npy_intp i = j + 1; i < n; ++i) {
-            char *stored = uplo == 'U' ? c + (i * n + j) * es : c + (j * n + i) * es;  /* (j, i) / (i, j) */
-            char *other = uplo == 'U' ? c + (j * n + i) * es : c + (i * n + j) * es;
-            PUT(other, stored)
-            if (t == 2) ((float *)other)[1] = -((float *)other)[1];
-            if (t == 3) ((double *)other)[1] = -((double *)other)[1];
-        }
-    }
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
 }
 
 /* scipy.linalg.lu's tuple from getrf's factors of an m x n matrix (m * n > 1), Fortran-ordered
@@ -486,8 +497,8 @@ METHODS = r"""
      "solve_pos(a, b, lower, check_finite): (x, rcond), (None, 0.0) if not positive definite, or NotImplemented"},
     {"structure", fast_structure, METH_O,
      "structure(a): scipy.linalg.solve's detected structure of a square matrix, or NotImplemented"},
-    {"inv_pos", (PyCFunction)(void (*)(void))fast_inv_pos, METH_FASTCALL,
-     "inv_pos(a, lower, check_finite): (inverse, rcond), (None, 0.0) if not positive definite, or NotImplemented"},
+    {"solve_sym", (PyCFunction)(void (*)(void))fast_solve_sym, METH_FASTCALL,
+     "solve_sym(a, b, lower, hermitian, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
     {"lu", (PyCFunction)(void (*)(void))fast_lu, METH_FASTCALL,
      "lu(a, permute_l, p_indices, check_finite): scipy.linalg.lu's result, or NotImplemented"},
     {"lu_unpack", (PyCFunction)(void (*)(void))fast_lu_unpack, METH_FASTCALL,

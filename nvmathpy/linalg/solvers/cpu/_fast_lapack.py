@@ -17,7 +17,8 @@ All four LAPACK dtypes share one copy of each function: the element size and rea
 looked up per dtype (``s``, ``d``, ``c``, ``z``), and LAPACK is called through a table of
 function pointers filled once by ``set_lapack``. The C source is kept by function group in
 :mod:`._fast_c_base` (shared helpers, the pointer table), :mod:`._fast_c_solve`,
-:mod:`._fast_c_factor`, :mod:`._fast_c_svd` and :mod:`._fast_c_expm`; this module assembles and loads it.
+:mod:`._fast_c_inverse`, :mod:`._fast_c_factor`, :mod:`._fast_c_svd` and :mod:`._fast_c_expm`; this module
+assembles and loads it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import threading
 import types
 
-from . import _fast_c_base, _fast_c_expm, _fast_c_factor, _fast_c_solve, _fast_c_svd
+from . import _fast_c_base, _fast_c_expm, _fast_c_factor, _fast_c_inverse, _fast_c_solve, _fast_c_svd
 from ._calibrate import COVERED_TO
 
 __all__ = ["SOURCE", "MODULE_NAME", "MAX_ORDER", "LU_MAX_ORDER", "fast_module", "reset"]
@@ -40,7 +41,7 @@ MAX_ORDER = 64
 #: (:func:`nvmathpy.linalg.lapack.scipys`).
 LU_MAX_ORDER = COVERED_TO
 
-_PARTS = (_fast_c_base, _fast_c_solve, _fast_c_factor, _fast_c_svd, _fast_c_expm)
+_PARTS = (_fast_c_base, _fast_c_solve, _fast_c_inverse, _fast_c_factor, _fast_c_svd, _fast_c_expm)
 
 #: The extension's C source: the shared part, then each function group, then the method table.
 SOURCE = ("".join(part.SOURCE for part in _PARTS) + """
