@@ -248,6 +248,25 @@ def test_eigh_standard(dtype, driver, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 4, 37])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_eigh_subsets_are_scipys_own_call(dtype, n, layout):
+    """A subset of one matrix's eigenpairs (driver None or "evr") is SciPy's ``?syevr``/``?heevr``
+    call with its workspace: the same bits as SciPy's, vectors included."""
+    a = in_layout(herm(np.random.default_rng(n), n, dtype), layout)
+    for lower in (True, False):
+        for kw in ({"subset_by_index": [0, 0]}, {"subset_by_index": [n // 2, n - 1]},
+                   {"subset_by_value": [-1.0, np.inf]}, {"subset_by_value": [-np.inf, -1e6]}):
+            for driver in (None, "evr"):
+                w, v = nla.eigh(a, lower=lower, driver=driver, **kw)
+                rw, rv = sla.eigh(a, lower=lower, driver=driver, **kw)
+                np.testing.assert_array_equal(w, rw)
+                np.testing.assert_array_equal(v, rv)
+                assert w.dtype == rw.dtype and v.dtype == rv.dtype
+                np.testing.assert_array_equal(nla.eigvalsh(a, lower=lower, driver=driver, **kw), rw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("driver", [None, "gv", "gvd", "gvx"])
 @pytest.mark.parametrize("type_", [1, 2, 3])
 def test_eigh_generalized(dtype, driver, type_):

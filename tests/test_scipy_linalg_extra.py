@@ -60,6 +60,23 @@ def test_norm_matches_scipy_and_the_float64_reference(dtype, shape):
             np.testing.assert_array_equal(a, layouts(x)[name])  # the caller's array is untouched
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 6), (6, 1), (5, 3), (40, 41)])
+@pytest.mark.parametrize("ord", [1, 1.0, -1, np.inf, -np.inf])
+def test_matrix_sum_norms_are_scipys_bit_for_bit(dtype, shape, ord):
+    """SciPy's LAPACK ``?lange`` (a float) for the 1- and infinity norms of a matrix that is, or
+    whose transpose is, Fortran-ordered only; NumPy's sums (a NumPy scalar) otherwise."""
+    x = rand(np.random.default_rng(shape[0] * 3 + shape[1]), shape, dtype)
+    for name, a in layouts(x, transposed=True).items():
+        got, want = nsl.norm(a, ord), sla.norm(a, ord)
+        _same_kind(got, want)
+        assert got == want, (name, got, want)
+    poisoned = x.copy()
+    poisoned[0, -1] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        nsl.norm(poisoned, ord)
+
+
 def test_norm_takes_what_scipy_takes():
     for a, kw in ((np.arange(5), {}), ([[1, 2], [3, 4]], {}), (np.float16([3, 4]), {}), (np.array(3.0), {}),
                   (np.empty((0, 3)), {}), (np.arange(6.0).reshape(2, 3), {"ord": 2, "axis": 1}),

@@ -16,6 +16,7 @@ import numpy as np
 from ... import linalg as nl
 from ...linalg.lapack import SCIPY_BELOW, fast_module, routines, scipys, threaded
 from ...linalg.validation import factor_pair, lu_factors
+from ._eig import lapack_lwork
 from ._validate import (
     LinAlgError, all_finite, as_array, caller_stacklevel, lapack_common, lapack_one, linalg_warning, over_batch,
     to_caller_of,
@@ -500,6 +501,8 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
     if n == 0:
         w = np.empty(a1.shape[:-1], np.finfo(dtype).dtype)
         return convert(w if eigvals_only else (w, np.empty(a1.shape, dtype)))
+    if subset and b1 is None and a1.ndim == 2 and driver in (None, "evr"):
+        return convert(_evr_subset(a1, lower, eigvals_only, subset_by_index, subset_by_value))
     sbi = None if subset_by_index is None else tuple(int(x) for x in subset_by_index)
     sbv = None if subset_by_value is None else tuple(float(x) for x in subset_by_value)
     solver = nl.eigvalsh if eigvals_only else nl.eigh
@@ -509,6 +512,41 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
     except LinAlgError as exc:
         raise LinAlgError(str(exc)) from None
     return convert(out if eigvals_only else list(out) if a1.ndim > 2 else tuple(out))  # SciPy: a list for a batch
+
+
+@functools.lru_cache(maxsize=256)
+def _evr(char: str, n: int, lower: bool) -> tuple[Any, dict[str, int]]:
+    """SciPy's ``?syevr``/``?heevr`` of dtype ``char`` and the workspace sizes it asks LAPACK
+    for at order ``n``, as keyword arguments."""
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    prefix = "he" if char in "FD" else "sy"
+    driver, query = get_lapack_funcs((prefix + "evr", prefix + "evr_lwork"), dtype=np.dtype(char))
+    *sizes, info = query(n=n, lower=int(lower))
+    if info != 0:
+        raise ValueError(f"Internal work array size computation failed: {info}")
+    names = ("lwork", "lrwork", "liwork") if prefix == "he" else ("lwork", "liwork")
+    return driver, {name: lapack_lwork(size, char) for name, size in zip(names, sizes)}
+
+
+def _evr_subset(a: np.ndarray, lower: bool, eigvals_only: bool, by_index: Any, by_value: Any) -> Any:
+    """SciPy's own call for a subset of the eigenpairs of one Hermitian matrix ``a`` (a LAPACK
+    dtype; the subset checked): ``?syevr``/``?heevr`` with its workspace, looked up once per
+    dtype and order, so the result is SciPy's bit for bit, without its per-call overhead."""
+    driver, workspace = _evr(a.dtype.char, a.shape[0], bool(lower))
+    if by_index is not None:
+        lo, hi = (int(x) for x in by_index)
+        subset = {"range": "I", "il": lo + 1, "iu": hi + 1}
+    else:
+        lo, hi = by_value
+        subset = {"range": "V", "vl": lo, "vu": hi}
+    w, v, m, *_, info = driver(a=a, compute_v=0 if eigvals_only else 1, lower=int(lower), **subset, **workspace)
+    if info < -1:
+        routine = ("he" if a.dtype.char in "FD" else "sy") + "evr"
+        raise LinAlgError(f"Illegal value in argument {-info} of internal {driver.typecode}{routine}")
+    if info != 0:
+        raise LinAlgError("Internal Error.")
+    return w[:m] if eigvals_only else (w[:m], v[:, :m])
 
 
 def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,

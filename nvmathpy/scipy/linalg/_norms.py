@@ -1,6 +1,6 @@
 """``norm`` with :func:`scipy.linalg.norm`'s signature, results and errors, faster on the calls
-real code makes most: a vector's 2-norm, a matrix's Frobenius norm and the 2-norms along one
-axis of an array of a LAPACK dtype.
+real code makes most: a vector's 2-norm, a matrix's Frobenius, 1- and infinity norms and the
+2-norms along one axis of an array of a LAPACK dtype.
 
 SciPy scans the whole input for NaN/Inf before computing (``numpy.asarray_chkfinite``: a
 boolean array as large as the input, then a reduction). Here the norm is computed first, by
@@ -33,6 +33,7 @@ def _nrm2(char: str) -> Callable[[np.ndarray], float]:
     return get_blas_funcs("nrm2", dtype=np.dtype(char), ilp64="preferred")
 
 
+@functools.lru_cache(maxsize=None)
 def _scipy_norm() -> Callable[..., Any]:
     """SciPy's own ``norm``, from the module defining it (``scipy.linalg.norm`` may be this
     function itself when nvmathpy patches SciPy)."""
@@ -47,6 +48,33 @@ def _check(result: Any, a: np.ndarray) -> None:
     finite = math.isfinite(result) if np.ndim(result) == 0 else bool(np.isfinite(result).all())
     if not finite and not all_finite(a):
         raise ValueError(_NOT_FINITE)
+
+
+#: The matrix norms of sums of absolute values: ``ord`` -> (the axis summed, the reduction of
+#: the sums), as ``numpy.linalg.norm`` computes them.
+_SUMS = {1: (0, np.maximum.reduce), -1: (0, np.minimum.reduce), math.inf: (1, np.maximum.reduce),
+         -math.inf: (1, np.minimum.reduce)}
+
+
+@functools.lru_cache(maxsize=None)
+def _lange(char: str) -> Callable[..., float]:
+    from scipy.linalg.lapack import get_lapack_funcs
+
+    return get_lapack_funcs("lange", dtype=np.dtype(char), ilp64="preferred")
+
+
+def _sum_norm(a: np.ndarray, ord: float) -> Any:
+    """The 1-, infinity, -1 or -infinity norm of the matrix ``a``, as SciPy computes it: LAPACK's
+    ``?lange`` (a float) for the 1- and infinity norms of a matrix that is Fortran-ordered (not
+    also C-ordered) or whose transpose is, else NumPy's sums (a NumPy scalar)."""
+    if ord == 1 or ord == math.inf:
+        which = "1" if ord == 1 else "i"
+        if np.isfortran(a):
+            return _lange(a.dtype.char)(which, a)
+        if np.isfortran(a.T):
+            return _lange(a.dtype.char)("i" if which == "1" else "1", a.T)
+    axis_summed, pick = _SUMS[ord]
+    return pick(_add_reduce(abs(a), axis=axis_summed), axis=0)
 
 
 def _frobenius(a: np.ndarray) -> Any:
@@ -100,6 +128,11 @@ def norm(a: Any, ord: Any = None, axis: Any = None, keepdims: bool = False, chec
                 return _nrm2(a.dtype.char)(a)
             if a.ndim == 2 and (ord is None or type(ord) is str and ord in ("fro", "f")):  # SciPy: NumPy's
                 out = _frobenius(a)
+                if check_finite:
+                    _check(out, a)
+                return out
+            if a.ndim == 2 and (type(ord) is int or type(ord) is float) and ord in _SUMS:
+                out = _sum_norm(a, ord)
                 if check_finite:
                     _check(out, a)
                 return out
