@@ -161,12 +161,16 @@ def test_switched_off_and_broken_compiler(monkeypatch):
 
 
 def test_compiled_first_for_large_problems():
+    """The compiled pass first; after NumPy's product where an activation follows the bias (the
+    pass adds it), after ``?gemm`` with the bias folded in where the bias is all there is."""
     rng = np.random.default_rng(25)
     a, b, bias = rand(rng, (300, 280), "float32"), rand(rng, (280, 290), "float32"), rand(rng, (290,), "float32")
-    with la.Matmul(a, b, epilogue="gelu_bias", epilogue_inputs={"bias": bias}) as mm:
-        first = mm._engine.candidates(mm.problem)[0].params
-        assert first["evaluator"] == "c" and first["method"] == "gemm"
-        assert _matmul_cpu.SMALL_FLOPS < 300 * 280 * 290
+    for epilogue, method in (("gelu_bias", "matmul"), ("relu_bias", "matmul"), ("bias", "gemm")):
+        with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}) as mm:
+            first = mm._engine.candidates(mm.problem)[0].params
+            assert first["evaluator"] == "c" and first["method"] == method, epilogue
+            check(mm.plan().execute(), a, b, epilogue=epilogue, inputs={"bias": bias})
+    assert _matmul_cpu.SMALL_FLOPS < 300 * 280 * 290
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
