@@ -174,6 +174,21 @@ static npy_intp dim_within(PyArrayObject *a, int axis, npy_intp limit) {
     return d >= 1 && d <= limit ? d : -1;
 }
 
+/* The dtype index of a square 2-D matrix o of order 1..LU_MAXN contiguous in either order, its
+   order in *n and in *cview whether it is C-ordered (its Fortran view is then its transpose; a
+   matrix contiguous both ways counts as Fortran-ordered), else -1. */
+static int square_operand(PyObject *o, npy_intp *n, int *cview) {
+    int t = kind_of(o);
+    if (t < 0) return -1;
+    PyArrayObject *a = (PyArrayObject *)o;
+    *n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
+    if (*n < 0 || PyArray_DIMS(a)[1] != *n) return -1;
+    if (PyArray_IS_F_CONTIGUOUS(a)) *cview = 0;
+    else if (PyArray_IS_C_CONTIGUOUS(a)) *cview = 1;
+    else return -1;
+    return t;
+}
+
 /* The integer o in 0..top (an exact int), else -1 (no exception set). */
 static long small_int(PyObject *o, long top) {
     if (!PyLong_CheckExact(o)) return -1;

@@ -13,6 +13,8 @@ typedef void (*potri_t)(char *, int *, void *, int *, int *);
 typedef void (*trtri_t)(char *, char *, int *, void *, int *, int *);
 /* real: (norm, uplo, diag, n, a, lda, rcond, work, iwork, info); complex: ... work, rwork, info */
 typedef void (*trcon_t)(char *, char *, char *, int *, void *, int *, void *, void *, void *, int *);
+typedef void (*sytri_t)(char *, int *, void *, int *, int *, void *, int *);
+typedef void (*getri_t)(int *, void *, int *, int *, void *, int *, int *);
 
 /* Fill the triangle of the n x n Fortran-ordered matrix of dtype t at c that LAPACK left
    (below the diagonal where upper, else above) with the other one mirrored, conjugated where
@@ -30,52 +32,79 @@ static void mirror(int t, char *c, npy_intp n, int upper, int conj) {
     }
 }
 
+/* The inverses' operands: a (args[0], see square_operand) and the flags args[1..count-1], each
+   a truth value, in flags; the finiteness check (the last flag) done. Returns the dtype index,
+   -1 to decline the call, -2 with an exception set. */
+static int inverse_operands(PyObject *const *args, int count, npy_intp *n, int *cview, int *flags) {
+    int t = square_operand(args[0], n, cview);
+    if (t < 0) return -1;
+    for (int i = 1; i < count; ++i)
+        if ((flags[i - 1] = truth(args[i])) < 0) return -1;
+    if (flags[count - 2] && !all_finite(t, PyArray_DATA((PyArrayObject *)args[0]), *n * *n)) {
+        not_finite(NULL);
+        return -2;
+    }
+    return t;
+}
+
+/* A new matrix of a's dtype, values and order (Fortran unless cview), which LAPACK overwrites
+   with the inverse of a's Fortran view; NULL with an exception set. */
+static PyArrayObject *copy_matrix(PyObject *o, int t, npy_intp n, int cview) {
+    PyArrayObject *a = (PyArrayObject *)o;
+    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
+    if (x != NULL) memcpy(PyArray_BYTES(x), PyArray_DATA(a), (size_t)(n * n * ITEMSIZE[t]));
+    return x;
+}
+
+/* copy_matrix's result, with work_bytes of workspace allocated in *work; NULL with an exception
+   set (and nothing held) on failure. */
+static PyArrayObject *inverse_start(PyObject *a, int t, npy_intp n, int cview, size_t work_bytes, char **work) {
+    *work = (char *)malloc(work_bytes);
+    if (*work == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyArrayObject *x = copy_matrix(a, t, n, cview);
+    if (x == NULL) free(*work);
+    return x;
+}
+
+/* (x, rcond) where info is 0; else x released and (None, 0.0) where info > 0 (singular, or
+   not positive definite), NULL with LAPACK's complaint about routine's arguments below 0. */
+static PyObject *inverse_result(PyArrayObject *x, int info, double rcond, const char *routine) {
+    if (info == 0) return with_rcond(x, rcond);
+    Py_DECREF(x);
+    if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
+    PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal %s", -info, routine);
+    return NULL;
+}
+
 /* inv_tri(a, lower, check_finite) -> (inverse, rcond), or (None, 0.0) when singular: the
    inverse of the lower (else upper) triangular a (the other triangle is not read) through
-   trtri and trcon, the other triangle zero, in a's order */
+   trtri and trcon, the other triangle zero, in a's order (a C-ordered a is inverted as its
+   F-view A^T, triangular the other way) */
 static PyObject *fast_inv_tri(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
-    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;              /* 1: a is C-ordered; its F-view is A^T, triangular the other way */
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
-    int lower = truth(args[1]), check = truth(args[2]);
-    if (lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
+    npy_intp n;
+    int cview, flags[2], t = nargs == 3 && ready ? inverse_operands(args, 3, &n, &cview, flags) : -1;
+    if (t == -1) Py_RETURN_NOTIMPLEMENTED;
+    if (t < 0) return NULL;
+    /* work: 3n reals (2n complex for c, z), then n ints or reals */
+    size_t work_bytes = (size_t)(3 * n * (DOUBLE[t] ? 8 : 4) * REALS[t]);
+    char *work;
+    PyArrayObject *x = inverse_start(args[0], t, n, cview, work_bytes + (size_t)(n * 8), &work);
     if (x == NULL) return NULL;
-    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    size_t work_bytes = (size_t)(3 * n * rs * REALS[t]), total = work_bytes + (size_t)(n * 8);
-    _Alignas(64) char stack[STACK_BYTES];
-    char *work = total <= STACK_BYTES ? stack : (char *)malloc(total);
-    if (work == NULL) {
-        Py_DECREF(x);
-        return PyErr_NoMemory();
-    }
-    char *c = PyArray_BYTES(x);
-    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
-    char uplo = (lower ^ cview) ? 'L' : 'U', diag = 'N', norm = cview ? 'I' : '1';
+    char *c = PyArray_BYTES(x), uplo = (flags[0] ^ cview) ? 'L' : 'U', diag = 'N', norm = cview ? 'I' : '1';
     int ni = (int)n, info = 0, cinfo = 0;
     float rcond_f = 0;
     double rcond_d = 0;
     LAPACK(t, TRTRI, trtri_t)(&uplo, &diag, &ni, c, &ni, &info);
-    if (info == 0)      /* the estimate of the matrix itself, as SciPy's */
-        LAPACK(t, TRCON, trcon_t)(&norm, &uplo, &diag, &ni, PyArray_DATA(a), &ni,
+    if (info == 0) {    /* the estimate of the matrix itself, as SciPy's */
+        LAPACK(t, TRCON, trcon_t)(&norm, &uplo, &diag, &ni, PyArray_DATA((PyArrayObject *)args[0]), &ni,
                                   DOUBLE[t] ? (void *)&rcond_d : (void *)&rcond_f, work, work + work_bytes, &cinfo);
-    if (work != stack) free(work);
-    if (info != 0) {
-        Py_DECREF(x);
-        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
-        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal trtri", -info);
-        return NULL;
+        zero_triangle(c, n, ITEMSIZE[t], uplo == 'U');
     }
-    zero_triangle(c, n, es, uplo == 'U');
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    free(work);
+    return inverse_result(x, info, DOUBLE[t] ? rcond_d : (double)rcond_f, "trtri");
 }
 
 /* inv_pos(a, lower, check_finite) -> (inverse, rcond), or (None, 0.0) when a is not positive
@@ -84,157 +113,72 @@ static PyObject *fast_inv_tri(PyObject *self, PyObject *const *args, Py_ssize_t 
    a's order (a C-ordered a is inverted as its F-view conj(A), whose inverse read in C order
    is A's) */
 static PyObject *fast_inv_pos(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
-    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
-    int lower = truth(args[1]), check = truth(args[2]);
-    if (lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
+    npy_intp n;
+    int cview, flags[2], t = nargs == 3 && ready ? inverse_operands(args, 3, &n, &cview, flags) : -1;
+    if (t == -1) Py_RETURN_NOTIMPLEMENTED;
+    if (t < 0) return NULL;
+    /* work: 3n reals (2n complex for c, z), then n ints or reals */
+    size_t work_bytes = (size_t)(3 * n * (DOUBLE[t] ? 8 : 4) * REALS[t]);
+    char *work;
+    PyArrayObject *x = inverse_start(args[0], t, n, cview, work_bytes + (size_t)(n * 8), &work);
     if (x == NULL) return NULL;
-    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    size_t work_bytes = (size_t)(3 * n * rs * REALS[t]), total = work_bytes + (size_t)(n * 8);
-    _Alignas(64) char stack[STACK_BYTES];
-    char *work = total <= STACK_BYTES ? stack : (char *)malloc(total);
-    if (work == NULL) {
-        Py_DECREF(x);
-        return PyErr_NoMemory();
-    }
-    char *iwork = work + work_bytes, *c = PyArray_BYTES(x);
-    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
-    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
-    int ni = (int)n, info = 0, cinfo = 0;
-    float anorm_f = 0, rcond_f = 0;
-    double anorm_d = 0, rcond_d = 0;
-    if (DOUBLE[t]) anorm_d = LAPACK(t, LANHE, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    else anorm_f = LAPACK(t, LANHE, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
-    if (info == 0) {
-        if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_d, &rcond_d, work, iwork, &cinfo);
-        else LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_f, &rcond_f, work, iwork, &cinfo);
-        LAPACK(t, POTRI, potri_t)(&uplo, &ni, c, &ni, &info);
-    }
-    if (work != stack) free(work);
-    if (info != 0) {
-        Py_DECREF(x);
-        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
-        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal potri", -info);
-        return NULL;
-    }
-    mirror(t, c, n, uplo == 'U', 1);
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    char *c = PyArray_BYTES(x), uplo = (flags[0] ^ cview) ? 'L' : 'U';
+    int ni = (int)n;
+    double rcond;
+    int info = factor_pos(t, uplo, ni, c, work, work + work_bytes, &rcond);
+    if (info == 0) LAPACK(t, POTRI, potri_t)(&uplo, &ni, c, &ni, &info);
+    if (info == 0) mirror(t, c, n, uplo == 'U', 1);
+    free(work);
+    return inverse_result(x, info, rcond, "potri");
 }
-
-typedef void (*sytri_t)(char *, int *, void *, int *, int *, void *, int *);
 
 /* inv_sym(a, lower, hermitian, check_finite) -> (inverse, rcond), or (None, 0.0) when singular:
    the inverse of the symmetric (hermitian and complex: Hermitian) matrix the lower (else upper)
    triangle of a defines, through sytrf/hetrf, sycon/hecon and sytri/hetri, both triangles
-   filled, in a's order, as SciPy's inv with assume_a="sym"/"her" */
+   filled, in a's order (the F-view of a C-ordered a holds A^T, or conj(A) where Hermitian: its
+   inverse read in C order is A's), as SciPy's inv with assume_a="sym"/"her" */
 static PyObject *fast_inv_sym(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
-    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
-    int lower = truth(args[1]), hermitian = truth(args[2]), check = truth(args[3]);
-    if (lower < 0 || hermitian < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
-    hermitian = hermitian && t >= 2;
-    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
-    /* the F-view of a C-ordered a holds A^T (A symmetric) or conj(A) (A Hermitian): its inverse
-       read in C order is A's inverse */
-    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
-    int ni = (int)n, info = 0, lwork = -1, factor = hermitian ? HETRF : SYTRF;
-    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    _Alignas(64) char query[32];
-    ((sytrf_t)LP[t][factor])(&uplo, &ni, NULL, &ni, NULL, query, &lwork, &info);
-    lwork = lwork_of(t, query);
-    if (lwork < 2 * ni) lwork = 2 * ni;     /* also sycon/hecon's and sytri's work (2n) */
-    size_t work_bytes = (size_t)lwork * (size_t)es;
-    char *work = (char *)malloc(work_bytes + (size_t)(2 * n * sizeof(int)) + (size_t)(n * rs));
-    if (work == NULL) return PyErr_NoMemory();
+    npy_intp n;
+    int cview, flags[3], t = nargs == 4 && ready ? inverse_operands(args, 4, &n, &cview, flags) : -1;
+    if (t == -1) Py_RETURN_NOTIMPLEMENTED;
+    if (t < 0) return NULL;
+    int hermitian = flags[1] && t >= 2, ni = (int)n;
+    char uplo = (flags[0] ^ cview) ? 'L' : 'U';
+    int lwork = sym_lwork(t, hermitian, uplo, ni);
+    size_t work_bytes = (size_t)lwork * (size_t)ITEMSIZE[t], total = work_bytes + (size_t)(2 * n * 4 + n * 8);
+    char *work;
+    PyArrayObject *x = inverse_start(args[0], t, n, cview, total, &work);
+    if (x == NULL) return NULL;
     int *ipiv = (int *)(work + work_bytes), *iwork = ipiv + n;
-    char *norm_work = (char *)(iwork + n);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
-    if (x == NULL) {
-        free(work);
-        return NULL;
-    }
     char *c = PyArray_BYTES(x);
-    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
-    float anorm_f = 0, rcond_f = 0;
-    double anorm_d = 0, rcond_d = 0;
-    void *anorm = DOUBLE[t] ? (void *)&anorm_d : (void *)&anorm_f, *rcond = DOUBLE[t] ? (void *)&rcond_d : (void *)&rcond_f;
-    int nf = hermitian ? LANHE : LANSY;
-    if (DOUBLE[t]) anorm_d = ((dlansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
-    else anorm_f = ((slansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
-    ((sytrf_t)LP[t][factor])(&uplo, &ni, c, &ni, ipiv, work, &lwork, &info);
-    if (info == 0) {
-        int cinfo = 0;
-        if (t < 2) LAPACK(t, SYCON, rsycon_t)(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, iwork, &cinfo);
-        else ((csycon_t)LP[t][hermitian ? HECON : SYCON])(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, &cinfo);
-        ((sytri_t)LP[t][hermitian ? HETRI : SYTRI])(&uplo, &ni, c, &ni, ipiv, work, &info);
-    }
+    double rcond;
+    int info = factor_sym(t, hermitian, uplo, ni, c, ipiv, work, lwork, iwork, (char *)(iwork + n), &rcond);
+    if (info == 0) ((sytri_t)LP[t][hermitian ? HETRI : SYTRI])(&uplo, &ni, c, &ni, ipiv, work, &info);
+    if (info == 0) mirror(t, c, n, uplo == 'U', hermitian);
     free(work);
-    if (info != 0) {
-        Py_DECREF(x);
-        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
-        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal sytri", -info);
-        return NULL;
-    }
-    mirror(t, c, n, uplo == 'U', hermitian);
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    return inverse_result(x, info, rcond, "sytri");
 }
-
-typedef void (*getri_t)(int *, void *, int *, int *, void *, int *, int *);
 
 /* inv_gen(a, check_finite) -> (inverse, rcond), or (None, 0.0) when singular: getrf, gecon
    and getri (LAPACK's optimal workspace) of a's F-view (of A^T where a is C-ordered: its
    inverse read in C order is A's), in a's order, as SciPy's inv of a general matrix */
 static PyObject *fast_inv_gen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
-    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
-    int check = truth(args[1]);
-    if (check < 0) Py_RETURN_NOTIMPLEMENTED;
-    if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
+    npy_intp n;
+    int cview, flags[1], t = nargs == 2 && ready ? inverse_operands(args, 2, &n, &cview, flags) : -1;
+    if (t == -1) Py_RETURN_NOTIMPLEMENTED;
+    if (t < 0) return NULL;
     int ni = (int)n, info = 0, lwork = -1;
-    npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
+    npy_intp rs = DOUBLE[t] ? 8 : 4;
     _Alignas(64) char query[32];
     LAPACK(t, GETRI, getri_t)(&ni, NULL, &ni, NULL, query, &lwork, &info);
     lwork = (int)(1.01 * lwork_of(t, query));      /* SciPy's margin over the query's answer */
     if (lwork < 4 * ni) lwork = 4 * ni;     /* also gecon's work (4n reals, 2n complex) */
-    size_t work_bytes = (size_t)lwork * (size_t)es;
-    char *work = (char *)malloc(work_bytes + (size_t)(2 * n * rs) + (size_t)(n * sizeof(int)));
-    if (work == NULL) return PyErr_NoMemory();
-    char *rwork = work + work_bytes;
+    size_t work_bytes = (size_t)lwork * (size_t)ITEMSIZE[t], total = work_bytes + (size_t)(2 * n * rs + n * 4);
+    char *work;
+    PyArrayObject *x = inverse_start(args[0], t, n, cview, total, &work);
+    if (x == NULL) return NULL;
+    char *rwork = work + work_bytes, *c = PyArray_BYTES(x), norm = cview ? 'I' : '1';
     int *ipiv = (int *)(rwork + 2 * n * rs);
-    PyArrayObject *x = (PyArrayObject *)PyArray_EMPTY(2, PyArray_DIMS(a), PyArray_TYPE(a), !cview);
-    if (x == NULL) {
-        free(work);
-        return NULL;
-    }
-    char *c = PyArray_BYTES(x), norm = cview ? 'I' : '1';
-    memcpy(c, PyArray_DATA(a), (size_t)(n * n * es));
     float anorm_f = 0, rcond_f = 0;
     double anorm_d = 0, rcond_d = 0;
     if (DOUBLE[t]) anorm_d = LAPACK(t, LANGE, dlange_t)(&norm, &ni, &ni, c, &ni, work);
@@ -247,13 +191,7 @@ static PyObject *fast_inv_gen(PyObject *self, PyObject *const *args, Py_ssize_t 
         LAPACK(t, GETRI, getri_t)(&ni, c, &ni, ipiv, work, &lwork, &info);
     }
     free(work);
-    if (info != 0) {
-        Py_DECREF(x);
-        if (info > 0) return Py_BuildValue("(Od)", Py_None, 0.0);
-        PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal getri", -info);
-        return NULL;
-    }
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    return inverse_result(x, info, DOUBLE[t] ? rcond_d : (double)rcond_f, "getri");
 }
 """
 

@@ -40,15 +40,11 @@ static PyObject *with_rcond(PyArrayObject *x, double rcond) {
 /* cho_solve(c, b, lower, check_finite) */
 static PyObject *fast_cho_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
+    npy_intp n;
+    /* cview: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
+    int cview, t = square_operand(args[0], &n, &cview);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *c = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = PyArray_NDIM(c) == 2 ? dim_within(c, 0, LU_MAXN) : -1;   /* potrs is SciPy's: see cho_solve */
-    if (n < 0 || PyArray_DIMS(c)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;              /* 1: c is C-ordered; its F-view c^T is the other triangle's factor of conj(A) */
-    if (PyArray_IS_F_CONTIGUOUS(c)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(c)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int lower = truth(args[2]), check = truth(args[3]);
     if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
@@ -114,15 +110,11 @@ static PyObject *fast_lu_solve(PyObject *self, PyObject *const *args, Py_ssize_t
 /* solve_gen(a, b, transposed, check_finite) -> (x, rcond), or (None, 0.0) when singular */
 static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
+    npy_intp n;
+    /* tview: factor the F-view of a C-ordered a, i.e. A^T */
+    int tview, t = square_operand(args[0], &n, &tview);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;   /* getrf is SciPy's below LU_MAXN */
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int tview;              /* 1: factor the F-view of a C-ordered a, i.e. A^T */
-    if (PyArray_IS_F_CONTIGUOUS(a)) tview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) tview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int transposed = truth(args[2]), check = truth(args[3]);
     if (k < 0 || transposed < 0 || check < 0 || (transposed && t >= 2)) Py_RETURN_NOTIMPLEMENTED;
@@ -179,21 +171,76 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
     return with_rcond(x, rcond);
 }
 
+typedef void (*sytrf_t)(char *, int *, void *, int *, int *, void *, int *, int *);
+/* real: (uplo, n, a, lda, ipiv, anorm, rcond, work, iwork, info); complex: no iwork */
+typedef void (*rsycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *, int *);
+typedef void (*csycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *);
+
+/* The 1-norm of the Hermitian (hermitian) or symmetric n x n Fortran matrix in triangle uplo of
+   c (lanhe/lansy; work: n reals), as a double. */
+static double norm_of_triangle(int t, int hermitian, char uplo, int n, char *c, char *work) {
+    char norm = '1';
+    int f = hermitian ? LANHE : LANSY;
+    return DOUBLE[t] ? ((dlansy_t)LP[t][f])(&norm, &uplo, &n, c, &n, work)
+                     : (double)((slansy_t)LP[t][f])(&norm, &uplo, &n, c, &n, work);
+}
+
+/* Cholesky of the Hermitian matrix in triangle uplo of the n x n Fortran matrix c, in place
+   (potrf), and pocon's reciprocal condition estimate from its 1-norm in *rcond (0 where potrf
+   fails). work: 3n reals (c, z: 2n complex), iwork: n ints or reals. Returns potrf's info. */
+static int factor_pos(int t, char uplo, int n, char *c, char *work, char *iwork, double *rcond) {
+    double anorm_d = norm_of_triangle(t, 1, uplo, n, c, work);
+    float anorm_f = (float)anorm_d, rcond_f = 0;
+    int info = 0, cinfo = 0;        /* pocon's info is ignored, as gecon's in solve_gen */
+    *rcond = 0;
+    LAPACK(t, POTRF, potrf_t)(&uplo, &n, c, &n, &info);
+    if (info != 0) return info;
+    if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &n, c, &n, &anorm_d, rcond, work, iwork, &cinfo);
+    else LAPACK(t, POCON, pocon_t)(&uplo, &n, c, &n, &anorm_f, &rcond_f, work, iwork, &cinfo);
+    if (!DOUBLE[t]) *rcond = rcond_f;
+    return 0;
+}
+
+/* Bunch-Kaufman of the symmetric (hermitian and complex: Hermitian) matrix in triangle uplo of
+   the n x n Fortran matrix c, in place (sytrf/hetrf, lwork elements of work, at least 2n), and
+   sycon/hecon's reciprocal condition estimate in *rcond. ipiv, iwork: n ints; norm_work: n
+   reals. Returns sytrf/hetrf's info. */
+static int factor_sym(int t, int hermitian, char uplo, int n, char *c, int *ipiv, char *work, int lwork,
+                      int *iwork, char *norm_work, double *rcond) {
+    double anorm_d = norm_of_triangle(t, hermitian, uplo, n, c, norm_work);
+    float anorm_f = (float)anorm_d, rcond_f = 0;
+    void *anorm = DOUBLE[t] ? (void *)&anorm_d : (void *)&anorm_f;
+    void *estimate = DOUBLE[t] ? (void *)rcond : (void *)&rcond_f;
+    int info = 0, cinfo = 0;        /* sycon's info is ignored, as gecon's in solve_gen */
+    *rcond = 0;
+    ((sytrf_t)LP[t][hermitian ? HETRF : SYTRF])(&uplo, &n, c, &n, ipiv, work, &lwork, &info);
+    if (info != 0) return info;
+    if (t < 2) LAPACK(t, SYCON, rsycon_t)(&uplo, &n, c, &n, ipiv, anorm, estimate, work, iwork, &cinfo);
+    else ((csycon_t)LP[t][hermitian ? HECON : SYCON])(&uplo, &n, c, &n, ipiv, anorm, estimate, work, &cinfo);
+    if (!DOUBLE[t]) *rcond = rcond_f;
+    return 0;
+}
+
+/* The workspace sytrf/hetrf asks for at order n (at least 2n elements: sycon's and sytri's). */
+static int sym_lwork(int t, int hermitian, char uplo, int n) {
+    _Alignas(64) char query[32];
+    int lwork = -1, info = 0;
+    ((sytrf_t)LP[t][hermitian ? HETRF : SYTRF])(&uplo, &n, NULL, &n, NULL, query, &lwork, &info);
+    lwork = lwork_of(t, query);
+    return lwork < 2 * n ? 2 * n : lwork;
+}
+
 /* solve_pos(a, b, lower, check_finite) -> (x, rcond), or (None, 0.0) when a is not positive
    definite: the Hermitian matrix the lower (else upper) triangle of a defines, through potrf,
    pocon (the 1-norm from that triangle, lansy/lanhe) and potrs, as SciPy's solve with
    assume_a="pos" */
 static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
+    npy_intp n;
+    /* cview: a is C-ordered; its F-view a^T holds conj(A) in the other triangle */
+    int cview, t = square_operand(args[0], &n, &cview);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;              /* 1: a is C-ordered; its F-view a^T holds conj(A) in the other triangle */
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int lower = truth(args[2]), check = truth(args[3]);
     if (k < 0 || lower < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
@@ -214,22 +261,16 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
     }
     char *c = buffer, *work = buffer + c_bytes, *iwork = work + work_bytes;
     memcpy(c, PyArray_DATA(a), c_bytes);
-    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
-    int ni = (int)n, nrhs = (int)k, info = 0;
-    float anorm_f = 0, rcond_f = 0;
-    double anorm_d = 0, rcond_d = 0;
-    if (DOUBLE[t]) anorm_d = LAPACK(t, LANHE, dlansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    else anorm_f = LAPACK(t, LANHE, slansy_t)(&norm, &uplo, &ni, c, &ni, work);
-    LAPACK(t, POTRF, potrf_t)(&uplo, &ni, c, &ni, &info);
+    char uplo = (lower ^ cview) ? 'L' : 'U';
+    int ni = (int)n, nrhs = (int)k;
+    double rcond;
+    int info = factor_pos(t, uplo, ni, c, work, iwork, &rcond);
     if (info > 0) {
         if (buffer != stack) free(buffer);
         Py_DECREF(x);
         return Py_BuildValue("(Od)", Py_None, 0.0);
     }
     if (info == 0) {
-        int cinfo = 0;      /* ignored, as for gecon in solve_gen */
-        if (DOUBLE[t]) LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_d, &rcond_d, work, iwork, &cinfo);
-        else LAPACK(t, POCON, pocon_t)(&uplo, &ni, c, &ni, &anorm_f, &rcond_f, work, iwork, &cinfo);
         if (cview) conjugate(t, PyArray_DATA(x), n * k);    /* conj(A) conj(x) = conj(b) */
         LAPACK(t, POTRS, potrs_t)(&uplo, &ni, &nrhs, c, &ni, PyArray_DATA(x), &ni, &info);
         if (cview) conjugate(t, PyArray_DATA(x), n * k);
@@ -240,13 +281,9 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal posv", -info);
         return NULL;
     }
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    return with_rcond(x, rcond);
 }
 
-typedef void (*sytrf_t)(char *, int *, void *, int *, int *, void *, int *, int *);
-/* real: (uplo, n, a, lda, ipiv, anorm, rcond, work, iwork, info); complex: no iwork */
-typedef void (*rsycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *, int *);
-typedef void (*csycon_t)(char *, int *, void *, int *, int *, void *, void *, void *, int *);
 typedef void (*sytrs_t)(char *, int *, int *, void *, int *, int *, void *, int *, int *);
 
 /* solve_sym(a, b, lower, hermitian, check_finite) -> (x, rcond), or (None, 0.0) when singular:
@@ -255,15 +292,10 @@ typedef void (*sytrs_t)(char *, int *, int *, void *, int *, int *, void *, int 
    that triangle) and sytrs/hetrs, as SciPy's solve with assume_a="sym"/"her" */
 static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    int t = kind_of(args[0]);
+    npy_intp n;
+    int cview, t = square_operand(args[0], &n, &cview);
     if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
     PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp n = PyArray_NDIM(a) == 2 ? dim_within(a, 0, LU_MAXN) : -1;
-    if (n < 0 || PyArray_DIMS(a)[1] != n) Py_RETURN_NOTIMPLEMENTED;
-    int cview;
-    if (PyArray_IS_F_CONTIGUOUS(a)) cview = 0;
-    else if (PyArray_IS_C_CONTIGUOUS(a)) cview = 1;
-    else Py_RETURN_NOTIMPLEMENTED;
     npy_intp k = rhs_columns(b, n);
     int lower = truth(args[2]), hermitian = truth(args[3]), check = truth(args[4]);
     if (k < 0 || lower < 0 || hermitian < 0 || check < 0) Py_RETURN_NOTIMPLEMENTED;
@@ -273,34 +305,21 @@ static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_
     if (x == NULL) return NULL;
     if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
     /* the F-view of a C-ordered a is A^T: A itself where symmetric, conj(A) where Hermitian */
-    char uplo = (lower ^ cview) ? 'L' : 'U', norm = '1';
-    int ni = (int)n, nrhs = (int)k, info = 0, lwork = -1;
+    char uplo = (lower ^ cview) ? 'L' : 'U';
+    int ni = (int)n, nrhs = (int)k, lwork = sym_lwork(t, hermitian, uplo, ni);
     npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    _Alignas(64) char query[32];
-    int factor = hermitian ? HETRF : SYTRF;
-    ((sytrf_t)LP[t][factor])(&uplo, &ni, NULL, &ni, NULL, query, &lwork, &info);      /* the workspace query */
-    lwork = lwork_of(t, query);
-    if (lwork < 2 * ni) lwork = 2 * ni;     /* also sycon/hecon's work (2n) */
-    size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)lwork * (size_t)es, int_bytes = (size_t)(2 * n * sizeof(int));
-    char *buffer = (char *)malloc(c_bytes + work_bytes + int_bytes + (size_t)(n * rs));
+    size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)lwork * (size_t)es;
+    char *buffer = (char *)malloc(c_bytes + work_bytes + (size_t)(2 * n * sizeof(int)) + (size_t)(n * rs));
     if (buffer == NULL) {
         Py_DECREF(x);
         return PyErr_NoMemory();
     }
-    char *c = buffer, *work = buffer + c_bytes, *norm_work = work + work_bytes + int_bytes;
+    char *c = buffer, *work = buffer + c_bytes;
     int *ipiv = (int *)(work + work_bytes), *iwork = ipiv + n;
     memcpy(c, PyArray_DATA(a), c_bytes);
-    float anorm_f = 0, rcond_f = 0;
-    double anorm_d = 0, rcond_d = 0;
-    void *anorm = DOUBLE[t] ? (void *)&anorm_d : (void *)&anorm_f, *rcond = DOUBLE[t] ? (void *)&rcond_d : (void *)&rcond_f;
-    int nf = hermitian ? LANHE : LANSY;
-    if (DOUBLE[t]) anorm_d = ((dlansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
-    else anorm_f = ((slansy_t)LP[t][nf])(&norm, &uplo, &ni, c, &ni, norm_work);
-    ((sytrf_t)LP[t][factor])(&uplo, &ni, c, &ni, ipiv, work, &lwork, &info);
+    double rcond;
+    int info = factor_sym(t, hermitian, uplo, ni, c, ipiv, work, lwork, iwork, (char *)(iwork + n), &rcond);
     if (info == 0) {
-        int cinfo = 0;      /* ignored, as for gecon in solve_gen */
-        if (t < 2) LAPACK(t, SYCON, rsycon_t)(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, iwork, &cinfo);
-        else ((csycon_t)LP[t][hermitian ? HECON : SYCON])(&uplo, &ni, c, &ni, ipiv, anorm, rcond, work, &cinfo);
         int flip = cview && hermitian;      /* conj(A) conj(x) = conj(b) */
         if (flip) conjugate(t, PyArray_DATA(x), n * k);
         ((sytrs_t)LP[t][hermitian ? HETRS : SYTRS])(&uplo, &ni, &nrhs, c, &ni, ipiv, PyArray_DATA(x), &ni, &info);
@@ -316,7 +335,7 @@ static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal sysv", -info);
         return NULL;
     }
-    return with_rcond(x, DOUBLE[t] ? rcond_d : (double)rcond_f);
+    return with_rcond(x, rcond);
 }
 
 /* One es-byte element from s to d. */
