@@ -32,7 +32,8 @@ failing batch slice; ill-conditioned solves warn with ``scipy.linalg.LinAlgWarni
 from ...linalg.lapack import LU_FREE_CORES_FROM as _LU_FREE_CORES_FROM
 from ...linalg.lapack import on_free_cores as _on_free_cores
 from ._cuda import routed as _routed
-from ._decomp import cho_factor, cho_solve, cholesky, eigh, eigvalsh, lu, lu_factor, lu_solve, qr, svd, svdvals
+from ._decomp import cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve, qr, svd, svdvals
+from ._eigh import eigh, eigvalsh
 from ._solve import det, inv, lstsq, solve, solve_triangular
 from ._solve import solve_free_cores_from as _solve_free_cores_from
 
