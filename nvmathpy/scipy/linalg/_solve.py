@@ -228,10 +228,12 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *, assume_
         lower: bool = False) -> Any:
     """Inverse of a (batch of) square matrices, as :func:`scipy.linalg.inv`.
 
-    ``assume_a``: ``None`` (detect), ``'gen'``, ``'diagonal'``, ``'upper triangular'``,
-    ``'lower triangular'``, ``'pos'``; ``'sym'``/``'her'`` read only the ``lower`` (else upper)
-    triangle, as SciPy does, and invert the matrix it defines by the general LU; any other
-    value raises ``KeyError``, as SciPy's. Warns with ``LinAlgWarning`` when ill-conditioned.
+    ``assume_a``: ``None`` (detect, as SciPy 1.17: triangular by ``?trtri``, symmetric or
+    Hermitian by Cholesky first and ``?sytri``/``?hetri`` where not positive definite, the rest
+    by the LU), ``'gen'``, ``'diagonal'``, ``'upper triangular'``, ``'lower triangular'``,
+    ``'pos'``; ``'pos'``, ``'sym'`` and ``'her'`` read only the ``lower`` (else upper) triangle,
+    as SciPy does; any other value raises ``KeyError``, as SciPy's. Warns with
+    ``LinAlgWarning`` when ill-conditioned.
     ``overwrite_a=True`` inverts in place, as SciPy does, a single Fortran-ordered writeable
     matrix of the computation dtype (the result is then ``a`` itself).
 

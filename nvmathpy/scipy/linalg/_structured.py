@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...linalg.lapack import fast_module, routines
+from ._eig import lapack_lwork
 from ._validate import all_finite
 
 __all__ = ["cholesky_first", "Singular", "STRUCTURES", "detect", "solve_general", "solve_slice", "inv_slice"]
@@ -54,7 +55,7 @@ def _sysv_lwork(dtype_char: str, n: int, lower: bool, hermitian: bool) -> int:
     for it: the wrappers' default, ``n``, runs the unblocked factorization."""
     query = _lapack(dtype_char)["hesv_lwork" if hermitian else "sysv_lwork"]
     work, info = query(n, lower=int(lower))
-    return max(n, 1, int(np.real(work))) if info == 0 else max(n, 1)
+    return max(n, 1, lapack_lwork(work, dtype_char)) if info == 0 else max(n, 1)
 
 
 def _view(a: np.ndarray) -> tuple[np.ndarray, bool]:
