@@ -153,11 +153,13 @@ def scipys(dtype: np.dtype, order: int, name: str) -> bool:
 #: something does (``benchmarks/bench_scipy_mix.py``'s first calls of order 64 lost more to that
 #: than they gained).
 FREE_CORES_FROM = 128 * 128
-#: The LU family's (``solve``, ``inv``, ``det``, ``lu``, ``lu_factor``) :data:`FREE_CORES_FROM`:
+#: The LU family's (``solve``, ``det``, ``lu``, ``lu_factor``) :data:`FREE_CORES_FROM`:
 #: SciPy's OpenBLAS (0.3.30 on the x86-64 development machines) runs ``?getrf`` of order 141 on
 #: one thread and of order 142 on all (seen as the workers a call leaves spinning), so that
 #: below this the look finds nothing to step down and only costs (``benchmarks/bench_scipy_mix.py``'s
 #: first calls of order 128). A library property observed on one build, not calibrated per machine.
+#: (``inv`` is not of the family: its ``?getri`` starts the threads from order 80 or so, and its
+#: Cholesky path ``?potrf`` from 128.)
 LU_FREE_CORES_FROM = 20_000
 
 

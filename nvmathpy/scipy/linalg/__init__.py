@@ -38,13 +38,14 @@ from ._solve import det, inv, lstsq, solve, solve_triangular
 from ._solve import solve_free_cores_from as _solve_free_cores_from
 
 # Large NumPy matrices: OpenBLAS on the cores free at the call's start (nvmathpy.linalg.lapack.on_free_cores);
-# the LU family from LU_FREE_CORES_FROM elements (solve with assume_a="pos" as the Cholesky family).
+# the LU family from LU_FREE_CORES_FROM elements (solve with assume_a="pos" as the Cholesky family; inv, whose
+# ?getri and ?potrf start threads earlier, as the Cholesky family too).
 # svd, svdvals, qr, eig, eigvals, orth, null_space and pinv, which make SciPy's own LAPACK calls, then run on
 # the thread count calibrated for their routine where the look left the count as it was
 # (nvmathpy.linalg.lapack.on_calibrated_threads).
-(lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals) = map(
-    _on_free_cores, (lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals))
-inv, det, lu, lu_factor = (_on_free_cores(fn, _LU_FREE_CORES_FROM) for fn in (inv, det, lu, lu_factor))
+(lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals, inv) = map(
+    _on_free_cores, (lstsq, cholesky, cho_factor, qr, eigh, eigvalsh, svd, svdvals, inv))
+det, lu, lu_factor = (_on_free_cores(fn, _LU_FREE_CORES_FROM) for fn in (det, lu, lu_factor))
 solve = _on_free_cores(solve, _solve_free_cores_from)
 # CUDA operands (CuPy arrays, torch CUDA tensors) go to the cuSOLVER engine with SciPy's conventions (._cuda).
 (solve, inv, det, lstsq, lu, lu_factor, lu_solve, cholesky, cho_factor, cho_solve, qr, eigh, eigvalsh, svd, svdvals,
