@@ -325,7 +325,7 @@ def inv_compiled(a: np.ndarray, kind: str, lower: bool, check_finite: bool) -> t
         raise ValueError("array must not contain infs or NaNs")
     if kind in ("sym", "her"):
         return inv_slice(_from_triangle(a, lower, kind == "her"), "gen", lower)
-    return inv_slice(a, kind, lower, check_finite=check_finite)
+    return inv_slice(a, kind, lower)  # (the inputs scanned above)
 
 
 def _from_triangle(m: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
