@@ -246,7 +246,7 @@ def main() -> int:
     print(f"CPU: {cpu_description()['cpu']}, {os.cpu_count()} cores; BLAS: {'; '.join(blas) or 'none'}")
     print("libraries: " + ", ".join(f"{n} {LIBRARIES[n].version()}" for n in installed_libraries()) + f", numpy {np.__version__}")
     if args.plan == "calibrated":
-        calibrate_fft(60 if args.quick else 120)
+        calibrate_fft(120 if args.quick else 300)
     rounds_shown = max(repeats, INTERLEAVED_ROUNDS) if args.mode == "interleaved" else repeats
     print(f"plan {args.plan}, mode {args.mode}: medians of {rounds_shown} "
           "rounds; times in microseconds; lower is better; spread: min-max of the per-round ratio\n")

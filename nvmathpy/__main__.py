@@ -221,7 +221,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"  {name}: not measured ({exc}; the default stands)", flush=True)
             continue
         record(name, value, measured, time.perf_counter() - start)
-        print(f"  {name}: first {value['first']}  (speed-up over SciPy's call: {json.dumps(measured)}; "
+        planned = f", plans {value['planned']} at FFTW_MEASURE" if "planned" in value else ""
+        print(f"  {name}: first {value['first']}{planned}  (speed-up over SciPy's call: {json.dumps(measured)}; "
               f"{time.perf_counter() - start:.1f} s)", flush=True)
     return 0
 
@@ -279,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument("only", nargs="*", help="only these crossovers (e.g. getrf, getrf.float64, "
                                               "getrf.float64.1024, threads.gesdd or fft.c2c.double; "
                                               "default: all)")
-    tune.add_argument("--seconds", type=_positive, default=60, help="time bound for all of them (default 60)")
+    tune.add_argument("--seconds", type=_positive, default=300, help="time bound for all of them (default 300)")
     tune.set_defaults(func=_cmd_tune)
     return parser
 

@@ -112,5 +112,7 @@ def format_info(info: dict[str, Any]) -> str:
     lines.append(f"calibrated {len(calibration['values'])} crossovers on this machine (automatic calibration "
                  f"{'on' if calibration['auto'] else 'off: NVMATHPY_CALIBRATE=off'}; python -m nvmathpy tune)")
     for value in calibration["values"]:
-        lines.append(f"  {value['name']}: {value['value']} (recorded {value['recorded']}, {value['seconds']} s)")
+        shown = {key: part if key != "fftw_wisdom" else "(FFTW's wisdom)" for key, part in value["value"].items()} \
+            if isinstance(value["value"], dict) else value["value"]
+        lines.append(f"  {value['name']}: {shown} (recorded {value['recorded']}, {value['seconds']} s)")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """The FFT library order calibrated per machine (nvmathpy.fft._calibrate): which layouts a
-calibrated value covers, how the heuristic and the plans read it, and the measurement's form.
+calibrated value covers, how the heuristic and the plans read it (FFTW's measured plans built
+from the value's wisdom only), and the measurement's form.
 
 No test depends on a timing: values are injected (into each test's own store, which the
 calibration memo is keyed by). The heuristic's rankings are memoised per layout for the life
@@ -18,9 +19,10 @@ import numpy as np
 import pytest
 
 from nvmathpy.fft import _calibrate as fft_calibration
-from nvmathpy.fft._heuristic import CALIBRATED_KINDS, CALIBRATED_SIZES, builtin_order, first_library, library_order
+from nvmathpy.fft._heuristic import (CALIBRATED_KINDS, CALIBRATED_SHAPES, CALIBRATION_WISDOM, builtin_order,
+                                     calibrated_fftw, calibration_name, first_library, library_order, rank)
 from nvmathpy.fft._layout import describe
-from nvmathpy.fft._libraries import installed_libraries
+from nvmathpy.fft._libraries import installed_libraries, measured_fftw_wisdom, plans_from_wisdom_only
 from nvmathpy.plan import calibration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,19 +50,31 @@ def test_2_16_and_2_20_points_read_the_value_of_their_own_size():
     assert first_library(describe((1 << 18,), np.dtype("complex128"))) is None  # its own value, not measured
 
 
+def test_squares_and_cubes_read_the_value_of_the_nearest_calibrated_size():
+    calibrate("fft.c2c.double.512x512", "scipy")
+    calibrate("fft.r2c.single.64x64x64", "scipy")
+    covered = [describe((512, 512), np.dtype("complex128")), describe((384, 640), np.dtype("complex128")),
+               describe((64, 64, 64), np.dtype("float32"), kind="r2c"), describe((48, 80, 64), np.dtype("float32"))]
+    for layout in covered:
+        assert library_order(layout)[0] == "scipy", layout
+    assert first_library(describe((1024, 1024), np.dtype("complex128"))) is None  # its own value, not measured
+
+
 def test_layouts_a_value_does_not_cover_keep_the_built_in_rules():
-    for size in CALIBRATED_SIZES:
-        for kind in CALIBRATED_KINDS:
-            for precision in ("double", "single"):
-                calibrate(f"fft.{kind}.{precision}.{size}", "scipy")
+    for shapes in CALIBRATED_SHAPES.values():
+        for shape in shapes:
+            for kind in CALIBRATED_KINDS:
+                for precision in ("double", "single"):
+                    calibrate(calibration_name(kind, precision, shape), "scipy")
     not_covered = [
         describe((8, 1024), np.dtype("complex128")),  # a batch
         describe((8, 1024), np.dtype("complex128"), axes=(0,)),  # a batch along the other axis
-        describe((64, 64), np.dtype("complex128"), axes=(0, 1)),  # two axes
+        describe((4, 512, 512), np.dtype("complex128"), axes=(1, 2)),  # a batch of squares
+        describe((64, 64), np.dtype("complex128"), axes=(0, 1)),  # two axes, below the smallest square's reach
+        describe((16, 16384), np.dtype("complex128"), axes=(0, 1)),  # a strip, not a square
         describe((1031,), np.dtype("complex128")),  # a prime length
         describe((11 * 1024,), np.dtype("complex128")),  # a factor above 7
         describe((1024,), np.dtype("complex128")),  # the small band: one answer for every length (families)
-        describe((2048,), np.dtype("complex128")),  # below the smallest size's reach
         describe((1 << 25,), np.dtype("complex64")),  # beyond the largest size's reach
         describe((513,), np.dtype("complex128"), kind="c2r", s=[1024]),  # a kind not measured
     ]
@@ -104,17 +118,102 @@ print(json.dumps([label, first_candidate(describe(x.shape, x.dtype), 2).label, e
     assert label == first == "scipy" and error < 1e-14
 
 
-@pytest.mark.parametrize("kind, precision", [("c2c", "double"), ("r2c", "single")])
-def test_measure_names_one_of_the_installed_libraries(kind, precision):
-    value, measured = fft_calibration.measure(kind, precision, 16384, seconds=30.0)
-    assert value["first"] in installed_libraries() and set(measured) <= set(installed_libraries())
+@pytest.mark.parametrize("kind, precision, shape", [("c2c", "double", (16384,)), ("r2c", "single", (16384,)),
+                                                    ("c2c", "single", (256, 256))])
+def test_measure_names_one_of_the_installed_libraries(kind, precision, shape):
+    value, measured = fft_calibration.measure(kind, precision, shape, seconds=30.0)
+    plain = set(measured) - {fft_calibration.MEASURED_FFTW}
+    assert value["first"] in installed_libraries() and plain <= set(installed_libraries())
     assert "scipy" in measured and all(ratio > 0 for ratio in measured.values())
     assert "pyfftw" not in measured  # keeps state between calls: would take quick-path sizes off the quick path
+    if "pyfftw" in installed_libraries():  # FFTW's measured plan is timed for the plans, and kept where it leads
+        assert fft_calibration.MEASURED_FFTW in measured
+        leads = measured[fft_calibration.MEASURED_FFTW] > fft_calibration.MARGIN * measured[value["first"]]
+        assert (value.get("planned") == "pyfftw") == leads
+        if leads:
+            assert value["threads"] >= 1 and value["fftw_wisdom"] and value["fftw_time_limit"] > 0
 
 
 def test_measure_refuses_a_bound_it_cannot_keep():
     with pytest.raises(calibration.OutOfTime, match="fft c2c double 16384: 3 rounds take over"):
-        fft_calibration.measure("c2c", "double", 16384, seconds=0.0)
+        fft_calibration.measure("c2c", "double", (16384,), seconds=0.0)
+
+
+needs_pyfftw = pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyFFTW is not installed")
+
+
+def record_fftw(shape, dtype, threads, wisdom=True):
+    """A value that names FFTW's measured plan for ``shape`` on ``threads`` threads, with FFTW's
+    real wisdom of it (or none), as ``tune`` stores one where that plan was fastest."""
+    layout = describe(shape, np.dtype(dtype))
+    kind = "c2c" if np.dtype(dtype).kind == "c" else "r2c"
+    extra = measured_fftw_wisdom(layout, threads, 1.0)[1] if wisdom else {"fftw_wisdom": {}, "fftw_time_limit": 1.0}
+    calibration.record(calibration_name(kind, layout.precision, shape),
+                       {"first": "ducc0", "planned": "pyfftw", "threads": threads, **extra}, {}, 0.0)
+    return layout
+
+
+@needs_pyfftw
+def test_fftw_measured_plans_lead_the_plans_of_their_own_shape_and_thread_count_only():
+    layout = record_fftw((4096,), "complex128", 1)
+    assert calibrated_fftw(layout, 1)["fftw_wisdom"] and calibrated_fftw(layout, 2) is None
+    assert calibrated_fftw(describe((3 * 1024,), np.dtype("complex128")), 1) is None  # covered, not its shape
+    first = rank(layout, list(installed_libraries()), [1, 2])[0]
+    assert first.label == "pyfftw" and first.params == {"threads": 1, "effort": "measure", "wisdom": CALIBRATION_WISDOM}
+    stateless = [name for name in installed_libraries() if name != "pyfftw"]  # a one-call function's plan
+    assert rank(layout, stateless, [1, 2])[0].label == "ducc0"
+    assert library_order(layout)[0] == "ducc0"  # the one-call functions' first library
+
+
+@needs_pyfftw
+def test_info_shows_a_kept_fftw_plan_without_its_wisdom_text():
+    from nvmathpy.info import collect_info, format_info
+
+    record_fftw((4096,), "complex128", 1)
+    line = next(line for line in format_info(collect_info()).splitlines() if "fft.c2c.double.4096" in line)
+    assert "'planned': 'pyfftw'" in line and "(FFTW's wisdom)" in line and len(line) < 300
+
+
+@needs_pyfftw
+def test_wisdom_of_a_search_its_time_limit_cut_short_is_not_kept():
+    """FFTW does not plan again from the wisdom of a search its time limit stopped (here at once),
+    so calibration keeps no FFTW plan it could not rebuild; a whole search's wisdom rebuilds it."""
+    layout = describe((1024,), np.dtype("complex128"))
+    assert not plans_from_wisdom_only(layout, 1, measured_fftw_wisdom(layout, 1, 1e-6)[1])
+    assert plans_from_wisdom_only(layout, 1, measured_fftw_wisdom(layout, 1, 10.0)[1])
+
+
+PLAN_FROM_CALIBRATION = """
+import json, numpy as np, nvmathpy.fft
+from nvmathpy.execution import ExecutionCPU
+x = np.random.default_rng(0).standard_normal(4096) + 1j * np.random.default_rng(1).standard_normal(4096)
+with nvmathpy.fft.FFT(x, execution=ExecutionCPU(1)) as plan:
+    plan.plan()
+    candidate, forward = str(plan.candidate), plan.execute().copy()
+    back = plan.execute(direction="inverse")
+errors = [float(np.linalg.norm(forward - np.fft.fft(x)) / np.linalg.norm(np.fft.fft(x))),
+          float(np.linalg.norm(back - np.fft.ifft(x)) / np.linalg.norm(np.fft.ifft(x)))]
+one_call = nvmathpy.fft.fft(x)
+print(json.dumps([candidate, errors, bool(np.array_equal(one_call, np.fft.fft(x)) or
+                  np.linalg.norm(one_call - np.fft.fft(x)) / np.linalg.norm(np.fft.fft(x)) < 1e-14)]))
+"""
+
+
+@needs_pyfftw
+@pytest.mark.parametrize("wisdom", [True, False])
+def test_a_plan_builds_the_calibrated_fftw_plan_from_its_wisdom_only(isolated_cache, wisdom):
+    """In a fresh process (FFTW knows nothing, rankings are memoised per layout): with the value's
+    wisdom the plan is FFTW's measured one, planned from that wisdom only (FFTW_WISDOM_ONLY: no
+    measurement); without it, the next candidate."""
+    record_fftw((4096,), "complex128", 1, wisdom)
+    out = subprocess.run([sys.executable, "-c", PLAN_FROM_CALIBRATION], capture_output=True, text=True, cwd=ROOT,
+                         check=True, env={**os.environ, "NVMATHPY_CACHE_DIR": str(isolated_cache)})
+    candidate, errors, one_call_right = json.loads(out.stdout)
+    assert max(errors) < 1e-14 and one_call_right
+    if wisdom:
+        assert candidate == "pyfftw(effort=measure,threads=1,wisdom=calibration)"
+    else:
+        assert candidate == "ducc0(threads=1)"  # the value's first library
 
 
 def test_fft_values_are_never_measured_on_first_need(monkeypatch):

@@ -27,7 +27,7 @@ from ..plan import Candidate, Engine, Problem
 from ..plan.base import remembered_choice
 from ..plan.wisdom import default_wisdom
 from ..errors import MissingDependencyError
-from ._heuristic import library_order, rank, threads_guess
+from ._heuristic import CALIBRATION_WISDOM, calibrated_fftw, library_order, rank, threads_guess
 from ._layout import Layout
 from ._libraries import LIBRARIES, FFTPrepared, installed_libraries
 
@@ -112,6 +112,8 @@ def prepare_candidate(layout: Layout, candidate: Candidate, extra: Mapping[str, 
     computation whichever path runs it, and whatever the operand's memory layout."""
     library = LIBRARIES[candidate.label]
     if candidate.label == "pyfftw":
+        if extra is None and candidate.params.get("wisdom") == CALIBRATION_WISDOM:
+            extra = calibrated_fftw(layout, candidate.params["threads"])
         prepared = library.build(layout, candidate, extra, time_limit=fftw_time_limit)
     else:
         prepared = library.build(layout, candidate, extra)

@@ -1,6 +1,7 @@
 """The FFT heuristic: which library, thread count and FFTW effort to try first, without timing.
 
-``plan()`` with no wisdom takes the first candidate (always cheap to plan: never FFTW_MEASURE);
+``plan()`` with no wisdom takes the first candidate (always cheap to plan: FFTW_MEASURE only
+from the wisdom calibration kept, :func:`calibrated_fftw`);
 ``autotune(effort="measure")`` times the first :data:`~nvmathpy.plan.autotune.MEASURE_TOP`
 (the two best-guess libraries at the best-guess thread count, pyFFTW at FFTW_MEASURE, and the
 best guess at another thread count); ``"exhaustive"`` times them all, FFTW_PATIENT included.
@@ -17,9 +18,14 @@ points) multi-dimensional double ones; FFTW leads for large 1-D real transforms,
 (it plans a new length in microseconds, where MKL and FFTW take far longer: the one-call
 functions take the first library that keeps no state, :mod:`._quick`). scipy.fft
 (the same kernel as the binding, through SciPy's Python functions) comes last. Where this
-machine is calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one 1-D transform of a
-smooth length beyond the small band, by kind, precision and size), the library measured fastest
-there goes first instead; the small band keeps its one answer for every length. Threads: problems of
+machine is calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one transform of a
+smooth shape - a 1-D length beyond the small band, a square, a cube - by kind, precision and
+size), the library measured fastest there goes first instead; the small band keeps its one
+answer for every length. Where calibration also found FFTW at FFTW_MEASURE fastest for a plan
+of the very shape it measured, and kept FFTW's wisdom of it, a plan made for repeated use on
+that shape at the calibration's thread count tries that FFTW plan first, built from the kept
+wisdom only (:func:`calibrated_fftw`): planning it costs a look-up, never a measurement.
+Threads: problems of
 fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
 larger ones on the whole budget.
 """
@@ -33,23 +39,32 @@ from ..plan import Candidate
 from ..plan.calibration import calibrated
 from ._layout import Layout
 
-__all__ = ["CALIBRATED_KINDS", "CALIBRATED_SIZES", "builtin_order", "calibration_name", "first_library",
-           "heuristic_candidate", "library_order", "rank", "small_band", "smooth", "threads_guess"]
+__all__ = ["CALIBRATED_KINDS", "CALIBRATED_SHAPES", "CALIBRATION_WISDOM", "builtin_order", "calibrated_fftw",
+           "calibration_name", "first_library", "heuristic_candidate", "library_order", "rank", "small_band", "smooth", "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
 #: Transforms of at most this many points count as small.
 SMALL = 1024
 #: The transforms whose first library is calibrated per machine (``python -m nvmathpy tune``,
-#: :mod:`._calibrate`): one 1-D transform of these kinds, of a smooth length (no prime factor
-#: above 7) beyond the small band (:func:`small_band`, whose one answer for every length the
-#: quick path's runner families rely on), nearest one of these sizes, within
-#: :data:`CALIBRATED_REACH` of the smallest and the largest. A step of 4 between sizes: with a
-#: step of 16, 2^16 and 2^20 lie halfway between two values that may differ and took the
-#: smaller's.
+#: :mod:`._calibrate`): one transform of these kinds over every axis of its operand (no batch),
+#: of smooth lengths (no prime factor above 7), nearest in size one of these shapes of as many
+#: axes, within :data:`CALIBRATED_REACH` of the smallest and the largest size; one axis beyond
+#: the small band (:func:`small_band`, whose one answer for every length the quick path's runner
+#: families rely on; a plan of the band's calibrated length still takes its FFTW plan,
+#: :func:`calibrated_fftw`), several axes of lengths within :data:`CALIBRATED_ASPECT` of each other. A
+#: step of 4 between sizes: with a step of 16, 2^16 and 2^20 lie halfway between two values that
+#: may differ and took the smaller's.
 CALIBRATED_KINDS = ("c2c", "r2c")
-CALIBRATED_SIZES = tuple(1 << k for k in range(14, 23, 2))
+CALIBRATED_SHAPES = {1: tuple((1 << k,) for k in range(10, 23, 2)),
+                     2: tuple((1 << k,) * 2 for k in range(8, 12)),
+                     3: tuple((1 << k,) * 3 for k in range(5, 8))}
 CALIBRATED_REACH = 4
+CALIBRATED_ASPECT = 4
+#: The ``wisdom`` parameter of the pyFFTW candidate planned from calibration's FFTW wisdom only
+#: (:func:`calibrated_fftw`; its build fails, and the plan takes the next candidate, where
+#: FFTW's wisdom holds no plan of the problem).
+CALIBRATION_WISDOM = "calibration"
 
 
 def small_band(length: int, elements: int) -> bool:
@@ -60,9 +75,15 @@ def small_band(length: int, elements: int) -> bool:
     return length <= SMALL and elements < THREADED_FROM
 
 
-def calibration_name(kind: str, precision: str, size: int) -> str:
-    """The name of a calibrated value (``fft.<kind>.<precision>.<size>``)."""
-    return f"fft.{kind}.{precision}.{size}"
+def calibration_name(kind: str, precision: str, shape: tuple[int, ...]) -> str:
+    """The name of a calibrated value (``fft.<kind>.<precision>.<lengths joined by x>``).
+
+    Examples
+    --------
+    >>> calibration_name("c2c", "double", (65536,)), calibration_name("r2c", "single", (512, 512))
+    ('fft.c2c.double.65536', 'fft.r2c.single.512x512')
+    """
+    return f"fft.{kind}.{precision}.{'x'.join(map(str, shape))}"
 
 
 def first_library(layout: Layout) -> str | None:
@@ -78,21 +99,52 @@ def first_library(layout: Layout) -> str | None:
     >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
     True
     """
-    if (len(layout.axes) != 1 or layout.kind not in CALIBRATED_KINDS or layout.in_shape != (layout.lengths[0],)
-            or small_band(layout.lengths[0], layout.size)):
+    value = _calibrated_value(layout)
+    return value.get("first") if value is not None else None
+
+
+def calibrated_fftw(layout: Layout, threads: int) -> dict | None:
+    """What a plan of ``layout`` on ``threads`` threads needs to build the FFTW_MEASURE plan that
+    calibration measured fastest for exactly this shape (the ``extra`` of
+    :meth:`._libraries.PyfftwLibrary.build`: FFTW's wisdom of it and the planning time limit it
+    was made under), or ``None`` where calibration found no such plan for it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nvmathpy.fft._layout import describe
+    >>> calibrated_fftw(describe((10007,), np.dtype("complex128")), 1) is None
+    True
+    """
+    value = _calibrated_value(layout, band=True)
+    if (value is None or value.get("planned") != "pyfftw" or value.get("threads") != threads
+            or _covering(layout.kind, layout.precision, layout.lengths)
+            != calibration_name(layout.kind, layout.precision, layout.lengths)):
         return None
-    name = _covering(layout.kind, layout.precision, layout.lengths[0])
+    return {"fftw_wisdom": value.get("fftw_wisdom"), "fftw_time_limit": value.get("fftw_time_limit")}
+
+
+def _calibrated_value(layout: Layout, band: bool = False) -> dict | None:
+    """The calibrated value covering ``layout`` (``None``: not covered, or not calibrated); in
+    the small band only with ``band`` (its FFTW plans: its first library is the band's one)."""
+    lengths = layout.lengths
+    if (layout.kind not in CALIBRATED_KINDS or len(lengths) not in CALIBRATED_SHAPES or layout.in_shape != lengths
+            or (not band and len(lengths) == 1 and small_band(lengths[0], layout.size))):
+        return None
+    name = _covering(layout.kind, layout.precision, lengths)
     value = calibrated(name, None) if name else None
-    return value.get("first") if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else None
 
 
 @functools.lru_cache(maxsize=256)
-def _covering(kind: str, precision: str, size: int) -> str | None:
-    """The calibrated value covering one transform of ``size`` points (``None``: none does)."""
-    sizes = CALIBRATED_SIZES
-    if not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not smooth(size):
+def _covering(kind: str, precision: str, lengths: tuple[int, ...]) -> str | None:
+    """The calibrated value covering one transform of ``lengths`` (``None``: none does)."""
+    shapes = CALIBRATED_SHAPES[len(lengths)]
+    size, sizes = math.prod(lengths), [math.prod(shape) for shape in shapes]
+    if (not sizes[0] / CALIBRATED_REACH <= size <= sizes[-1] * CALIBRATED_REACH or not all(map(smooth, lengths))
+            or max(lengths) > CALIBRATED_ASPECT * min(lengths)):
         return None
-    return calibration_name(kind, precision, min(sizes, key=lambda s: abs(math.log(size / s))))
+    return calibration_name(kind, precision, min(shapes, key=lambda shape: abs(math.log(size / math.prod(shape)))))
 
 
 def smooth(n: int) -> bool:
@@ -153,7 +205,9 @@ def heuristic_candidate(library: str, threads: int, effort: str = "estimate") ->
 
 
 def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candidate]:
-    """Every candidate for ``layout`` over ``libraries`` and ``threads``, best guess first.
+    """Every candidate for ``layout`` over ``libraries`` and ``threads``, best guess first (the
+    FFTW plan calibration kept for this shape and thread count, :func:`calibrated_fftw`, first
+    of all where pyFFTW is among ``libraries``).
 
     Examples
     --------
@@ -167,6 +221,8 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     best_t = threads_guess(layout, threads)
     other_t = [t for t in reversed(threads) if t != best_t]
     head = [heuristic_candidate(name, best_t) for name in order[:2]]
+    if "pyfftw" in order and calibrated_fftw(layout, best_t) is not None:
+        head.insert(0, Candidate.of("pyfftw", threads=best_t, effort="measure", wisdom=CALIBRATION_WISDOM))
     if "pyfftw" in order:
         head.append(heuristic_candidate("pyfftw", best_t, "measure"))
     if other_t:

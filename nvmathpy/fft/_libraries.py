@@ -32,7 +32,8 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "import_pyfftw", "installed_libraries", "pocketfft_call"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "import_pyfftw", "installed_libraries",
+           "measured_fftw_wisdom", "plans_from_wisdom_only", "pocketfft_call"]
 
 Call = Callable[..., np.ndarray]
 
@@ -406,6 +407,36 @@ def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
     _IMPORTED_FFTW_WISDOM.add(key)
 
 
+def measured_fftw_wisdom(layout: Layout, threads: int, time_limit: float) -> tuple[FFTPrepared, dict[str, Any]]:
+    """The FFTW plan of ``layout`` at FFTW_MEASURE on ``threads`` threads (a complex transform's
+    backward plan made too), planned under ``time_limit`` seconds per direction from no wisdom,
+    and what a build needs to make it again from wisdom only: ``{"fftw_wisdom": {precision:
+    text}, "fftw_time_limit": time_limit}`` (FFTW's wisdom of these plans alone: the process's
+    FFTW wisdom is forgotten first)."""
+    pyfftw = import_pyfftw()
+    pyfftw.forget_wisdom()
+    _IMPORTED_FFTW_WISDOM.clear()  # (forgotten: a wisdom entry's hit imports its wisdom again)
+    measured = Candidate.of("pyfftw", threads=threads, effort="measure")
+    prepared = LIBRARIES["pyfftw"].build(layout, measured, time_limit=time_limit)
+    if layout.kind == "c2c":
+        prepared.inverse(np.zeros(layout.out_shape, layout.out_dtype))  # plans the backward transform
+    return prepared, prepared.wisdom_extra()
+
+
+def plans_from_wisdom_only(layout: Layout, threads: int, extra: Mapping[str, Any]) -> bool:
+    """Whether FFTW plans ``layout`` at FFTW_MEASURE on ``threads`` threads from the wisdom of
+    ``extra`` alone (the process's other FFTW wisdom forgotten first): FFTW does not reuse the
+    wisdom of a search its time limit cut short."""
+    pyfftw = import_pyfftw()
+    pyfftw.forget_wisdom()
+    _IMPORTED_FFTW_WISDOM.clear()
+    try:
+        LIBRARIES["pyfftw"].build(layout, Candidate.of("pyfftw", threads=threads, effort="measure", wisdom="only"), extra)
+    except RuntimeError:
+        return False
+    return True
+
+
 class _FFTWPrepared(FFTPrepared):
     def wisdom_extra(self) -> dict[str, Any]:
         # Even an FFTW_ESTIMATE candidate is stored with the process's wisdom: FFTW plans an
@@ -438,17 +469,26 @@ class PyfftwLibrary(Library):
         if extra and extra.get("fftw_time_limit") is not None:
             time_limit = extra["fftw_time_limit"]  # plan as the wisdom was made, so it applies
         params = candidate.params
-        flags = (_FFTW_FLAGS[params["effort"]],)
+        # a candidate of stored wisdom plans from it only: FFTW fails at once where it holds no plan
+        flags = (_FFTW_FLAGS[params["effort"]],) + (("FFTW_WISDOM_ONLY",) if params.get("wisdom") else ())
         threads, axes = params["threads"], layout.axes
         align = pyfftw.simd_alignment
         in_buf = pyfftw.empty_aligned(layout.in_shape, layout.in_dtype, n=align)
         out_buf = pyfftw.empty_aligned(layout.out_shape, layout.out_dtype, n=align)
 
-        def make(direction: str) -> Any:
+        def make(direction: str, flags: tuple[str, ...] = flags) -> Any:
             return pyfftw.FFTW(
                 in_buf, out_buf, axes=axes, direction=direction, flags=flags, threads=threads,
                 planning_timelimit=time_limit,
             )  # fmt: skip
+
+        def make_inverse() -> Any:  # on first use; from wisdom only, FFTW_ESTIMATE where it holds none
+            try:
+                return make(sign[layout.kind][1])
+            except RuntimeError:
+                if "FFTW_WISDOM_ONLY" not in flags:
+                    raise
+                return make(sign[layout.kind][1], ("FFTW_ESTIMATE",))
 
         sign = {"c2c": ("FFTW_FORWARD", "FFTW_BACKWARD"), "r2c": ("FFTW_FORWARD",) * 2, "c2r": ("FFTW_BACKWARD",) * 2}
         plans: dict[str, Any] = {"forward": make(sign[layout.kind][0])}
@@ -479,7 +519,7 @@ class PyfftwLibrary(Library):
             def run(a, out=None):
                 fftw = plans.get(direction)
                 if fftw is None:
-                    fftw = plans[direction] = make(sign[layout.kind][1])
+                    fftw = plans[direction] = make_inverse()
                 if conj_in:
                     np.conjugate(a, out=in_buf)
                     a = in_buf
