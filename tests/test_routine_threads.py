@@ -16,7 +16,8 @@ import scipy.linalg as sla
 import nvmathpy.scipy.linalg as nsl
 from nvmathpy.linalg.lapack import fast_module
 from nvmathpy.linalg.solvers.cpu import _routine_threads as rt
-from nvmathpy.linalg.solvers.cpu._pool_threads import THREAD_COUNT, scipy_thread_count_functions
+from nvmathpy.linalg.solvers.cpu._pool_threads import (THREAD_COUNT, count_changed, holds_counts, on_counts,
+                                                       scipy_thread_count_functions, thread_count_functions)
 from nvmathpy.plan import calibration
 
 pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: no thread count to choose")
@@ -127,6 +128,40 @@ def test_a_lowered_count_held_by_another_caller_is_left_as_it_is(scipy_pool_of_t
     with THREAD_COUNT:  # another caller has changed a count
         rt.on_calibrated_threads("gesdd", 128, 128, "float64", lambda: seen.append(get()))
     assert seen == [2]
+
+
+def test_inside_a_stepped_down_call_the_calibrated_count_nests(scipy_pool_of_two):
+    """A call stepped down to the free cores (here: NumPy's pool lowered, as beside a spinning
+    SciPy worker) holds the count lock; the calibrated count of the SciPy routine it runs still
+    applies, and each count is given back in turn."""
+    get = scipy_pool_of_two
+    numpy_get, numpy_put = thread_count_functions()
+    numpy_before = numpy_get()
+    record("gesdd", "float64", 128, 1)
+    seen = []
+
+    def inner():
+        seen.append((holds_counts(), get(), numpy_get()))
+        rt.on_calibrated_threads("gesdd", 128, 128, "float64", lambda: seen.append((get(), numpy_get())))
+        seen.append((get(), numpy_get()))
+
+    on_counts([(numpy_put, 1, numpy_before)], inner)
+    assert seen == [(True, 2, 1), (1, 1), (2, 1)]
+    assert get() == 2 and numpy_get() == numpy_before and not holds_counts()
+
+
+def test_a_pool_lowered_by_the_outer_call_is_not_calibrated_there(monkeypatch, scipy_pool_of_two):
+    """Measuring SciPy's pool while the call it runs in has lowered its count would time the
+    lowered count as SciPy's own."""
+    monkeypatch.setenv("NVMATHPY_CALIBRATE", "auto")
+    monkeypatch.setitem(rt.CALIBRATIONS, "threads.geev.float64.128", lambda s: pytest.fail("measured"))
+    get, put = scipy_thread_count_functions()
+
+    def inner():
+        assert count_changed(put) and not count_changed(print)
+        return rt.on_calibrated_threads("geev", 128, 128, "float64", lambda: "done")
+
+    assert on_counts([(put, 1, get())], inner) == "done" and calibration.entries() == []
 
 
 def test_without_a_value_and_with_automatic_calibration_off_nothing_is_measured(monkeypatch):

@@ -42,7 +42,7 @@ from ....kernels.cpu_gemm import running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
-           "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
+           "count_changed", "holds_counts", "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -348,22 +348,65 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
 def on_counts(changes: list[tuple[Callable[[int], None], int, int]], call: Callable[[], T]) -> T:
     """``call()`` with each ``(put, count, before)`` of ``changes`` applied (``put(count)``) for its
     duration and undone after (``put(before)``), under :data:`THREAD_COUNT`; as it is where
-    there is nothing to change or another caller holds a changed count.
+    there is nothing to change or another thread holds a changed count. Inside a call of this
+    thread that holds it already (a calibrated thread count within a stepped-down call), the
+    changes nest: applied, and undone to the outer call's counts.
 
     Examples
     --------
     >>> on_counts([], lambda: "called")
     'called'
     """
-    if not changes or not THREAD_COUNT.acquire(blocking=False):
+    if not changes:
         return call()
+    held = getattr(_HELD, "changes", None)
+    if held is not None:
+        return _changed(changes, call, held)
+    if not THREAD_COUNT.acquire(blocking=False):
+        return call()
+    _HELD.changes = []
     try:
-        for put, count, _ in changes:
-            put(count)
-        try:
-            return call()
-        finally:
-            for put, _, before in changes:
-                put(before)
+        return _changed(changes, call, _HELD.changes)
     finally:
+        _HELD.changes = None
         THREAD_COUNT.release()
+
+
+def holds_counts() -> bool:
+    """Whether this thread runs inside a call that holds :data:`THREAD_COUNT`.
+
+    Examples
+    --------
+    >>> holds_counts(), on_counts([(lambda count: None, 1, 2)], holds_counts)
+    (False, True)
+    """
+    return getattr(_HELD, "changes", None) is not None
+
+
+def count_changed(put: Callable[[int], None]) -> bool:
+    """Whether this thread runs inside a call that changed the count ``put`` sets (the pool's
+    count is not its own there).
+
+    Examples
+    --------
+    >>> count_changed(print)
+    False
+    """
+    return any(changed is put for changed, _, _ in getattr(_HELD, "changes", None) or ())
+
+
+#: Per thread, the count changes in force of the calls it runs under :data:`THREAD_COUNT`.
+_HELD = threading.local()
+
+
+def _changed(changes: list[tuple[Callable[[int], None], int, int]], call: Callable[[], T],
+             held: list[tuple[Callable[[int], None], int, int]]) -> T:
+    for put, count, _ in changes:
+        put(count)
+    held.extend(changes)
+    try:
+        return call()
+    finally:
+        del held[len(held) - len(changes):]
+        for put, _, before in reversed(changes):
+            put(before)

@@ -30,7 +30,7 @@ from ....plan import calibration
 from ....plan.calibration import OutOfTime, auto_enabled, calibrated, stored_in
 from ._calibrate import MIN_ROUNDS, first_of, measurements, name_of
 from ._numpy_lapack import dtype_name
-from ._pool_threads import THREAD_COUNT, on_counts, scipy_thread_count_functions
+from ._pool_threads import THREAD_COUNT, count_changed, holds_counts, on_counts, scipy_thread_count_functions
 
 __all__ = ["CALIBRATIONS", "LIBRARY", "ORDERS", "ROUTINES", "equivalent_order", "measure", "on_calibrated_threads",
            "threads_for"]
@@ -160,7 +160,9 @@ def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callab
     :data:`~nvmathpy.plan.calibration.AUTO_SECONDS`) when its rounds would fit that bound (the
     longer calls, whose measurement would not, keep SciPy's own count until ``python -m
     nvmathpy tune`` measures them), and only while SciPy's pool has its own count (not one
-    lowered by another caller, which holds :data:`._pool_threads.THREAD_COUNT`).
+    lowered by another thread, which holds :data:`._pool_threads.THREAD_COUNT`, nor by the
+    stepped-down call this one runs in). Inside a stepped-down call the calibrated count nests
+    (:func:`._pool_threads.on_counts`): it applies where it is below the count in force.
 
     Examples
     --------
@@ -174,7 +176,8 @@ def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callab
     if known:
         return call() if count is None else _on_threads(count, call)
     functions = scipy_thread_count_functions()
-    own_count = functions is not None and functions[0]() >= 2 and not THREAD_COUNT.locked()
+    own_count = (functions is not None and functions[0]() >= 2
+                 and (not count_changed(functions[1]) if holds_counts() else not THREAD_COUNT.locked()))
     start = time.perf_counter()
     out = call()
     seconds = time.perf_counter() - start
