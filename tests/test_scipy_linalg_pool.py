@@ -351,11 +351,12 @@ def test_large_matrices_run_on_the_free_cores_and_small_ones_do_not_ask(monkeypa
     nsl.cho_solve((c, False), np.ones(side))
     nsl.lu_solve(nsl.lu_factor(small), np.ones(side - 1))
     nsl.lu_factor(big)  # the LU family asks from LU_FREE_CORES_FROM elements
-    nsl.solve(big, np.ones(side))
+    nsl.solve(big + np.triu(np.ones_like(big), 1), np.ones(side))  # a general matrix: ?getrf
     assert len(asked) == 1
     nsl.solve(big, np.ones(side), assume_a="pos")  # ?potrf: the Cholesky family's threshold
+    nsl.solve(big, np.ones(side))  # Hermitian without assume_a: Cholesky first, so the same
     nsl.inv(big)  # ?getri and ?potrf start their threads below LU_FREE_CORES_FROM
-    assert len(asked) == 3
+    assert len(asked) == 4
     side = int(np.ceil(np.sqrt(lapack.LU_FREE_CORES_FROM)))
     big = spd(rng, side, np.float64)
     calls = {"solve": lambda: nsl.solve(big, np.ones(side)), "inv": lambda: nsl.inv(big), "det": lambda: nsl.det(big),

@@ -6,6 +6,8 @@ free-cores threshold of ``solve`` by ``assume_a``."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -191,6 +193,27 @@ def test_solve_looks_at_free_cores_by_its_routine():
     for assume_a in (None, "gen", "sym", "banded", ["pos"]):
         assert _solve.solve_free_cores_from((a, a), {"assume_a": assume_a}) == LU_FREE_CORES_FROM
     assert _solve.solve_free_cores_from((a, a), {}) == LU_FREE_CORES_FROM
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_solve_without_assume_a_looks_from_the_cholesky_threshold_at_a_hermitian_matrix(dtype):
+    """Without ``assume_a`` a Hermitian matrix is factored by Cholesky first (``?potrf``,
+    threaded from order 128), so between the two thresholds a matrix that looks Hermitian
+    (its mirrored corner entries agree) takes the Cholesky family's; others, and orders outside
+    that window (where the two thresholds agree or no routine threads), the LU family's."""
+    rng = np.random.default_rng(5)
+    order = math.isqrt(FREE_CORES_FROM) + 2
+    x = rng.standard_normal((order, order)).astype(dtype)
+    if dtype == np.complex128:
+        x = x + 1j * rng.standard_normal((order, order))
+    spd = x @ x.conj().T + order * np.eye(order)
+    spd = (spd + spd.conj().T) / 2  # (a complex product's mirrored entries may differ in the last bit)
+    assert _solve.solve_free_cores_from((spd, spd[:, 0]), {}) == FREE_CORES_FROM
+    assert _solve.solve_free_cores_from((), {"a": spd, "b": spd[:, 0], "assume_a": None}) == FREE_CORES_FROM
+    assert _solve.solve_free_cores_from((x, x[:, 0]), {}) == LU_FREE_CORES_FROM  # not Hermitian
+    big = np.eye(math.isqrt(LU_FREE_CORES_FROM) + 1, dtype=dtype)
+    assert _solve.solve_free_cores_from((big, big), {}) == LU_FREE_CORES_FROM  # the thresholds agree beyond
+    assert _solve.solve_free_cores_from((spd[None], spd[None, :, :1]), {}) == LU_FREE_CORES_FROM  # a batch
 
 
 def _matrix_of(rng: np.random.Generator, n: int, dtype, structure: str) -> np.ndarray:

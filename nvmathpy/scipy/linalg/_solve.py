@@ -49,16 +49,36 @@ def _inv_structure(assume_a: Any) -> str | None:
 def solve_free_cores_from(args: tuple, kwargs: dict) -> int:
     """From how many elements a :func:`solve` call looks at the free cores
     (:func:`~nvmathpy.linalg.lapack.on_free_cores`): the Cholesky family's
-    :data:`~nvmathpy.linalg.lapack.FREE_CORES_FROM` where ``assume_a`` asks for ``?potrf``
-    (OpenBLAS threads it from order 128), else the LU family's.
+    :data:`~nvmathpy.linalg.lapack.FREE_CORES_FROM` where the call runs ``?potrf`` (OpenBLAS
+    threads it from order 128) - ``assume_a`` asks for it, or, without ``assume_a``, a matrix
+    between the two thresholds whose mirrored corner entries agree (it may be detected
+    Hermitian, then factored by Cholesky first; the look only costs where it is not) - else
+    the LU family's.
 
     Examples
     --------
+    >>> import numpy as np
     >>> solve_free_cores_from((), {"assume_a": "pos"}) < solve_free_cores_from((), {})
+    True
+    >>> spd = np.eye(130)
+    >>> solve_free_cores_from((spd, spd), {}) == solve_free_cores_from((), {"assume_a": "pos"})
     True
     """
     assume_a = kwargs["assume_a"] if "assume_a" in kwargs else args[6] if len(args) > 6 else None
-    return FREE_CORES_FROM if type(assume_a) is str and STRUCTURES.get(assume_a) == "pos" else LU_FREE_CORES_FROM
+    if type(assume_a) is str:
+        return FREE_CORES_FROM if STRUCTURES.get(assume_a) == "pos" else LU_FREE_CORES_FROM
+    a = args[0] if args else kwargs.get("a")
+    if (assume_a is None and type(a) is np.ndarray and a.ndim == 2 and FREE_CORES_FROM <= a.size < LU_FREE_CORES_FROM
+            and _mirrored_corners(a)):
+        return FREE_CORES_FROM
+    return LU_FREE_CORES_FROM
+
+
+def _mirrored_corners(a: np.ndarray) -> bool:
+    """Whether ``a``'s entries next to its corners equal their mirror images' conjugates (a
+    look of a few entries: the Hermitian matrices pass, most others fail)."""
+    return bool(a[0, -1] == a[-1, 0].conjugate() and a[1, 0] == a[0, 1].conjugate()
+                and a[-1, -2] == a[-2, -1].conjugate())
 
 
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
