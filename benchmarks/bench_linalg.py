@@ -328,13 +328,18 @@ def main() -> None:
             run()
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()}")
-    print(f"calibration (automatic {'on' if auto_enabled() else 'off'}): "
-          + (", ".join(f"{e['name']} -> {e['value']['first']}" for e in entries()) or "none"))
+    print(calibration_line())
     print()
     print("| case | nvmathpy | us | reference | us | speed-up | spread (rounds) | target |")
     print("|---|---|---:|---|---:|---:|---|---|")
     for case, ours, t_ours, ref, t_ref, ratio, spread, count, target in ROWS:
         print(f"| {case} | {ours} | {t_ours:.2f} | {ref} | {t_ref:.2f} | {ratio} | {spread} ({count}) | {target} |")
+
+
+def calibration_line() -> str:
+    """What this run's calibration chose (automatic, on first need, in this run's cache dir)."""
+    return (f"calibration (automatic {'on' if auto_enabled() else 'off'}): "
+            + (", ".join(f"{e['name']} -> {e['value']['first']}" for e in entries()) or "none"))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_linalg import SETTLE, compare  # noqa: E402  (also: this run's own nvmathpy cache dir)
+from bench_linalg import SETTLE, calibration_line, compare  # noqa: E402  (also: this run's own nvmathpy cache dir)
 
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
@@ -219,6 +219,7 @@ def main() -> None:
             geo = math.exp(statistics.fmean(math.log(r) for r in ratios))
             print(f"geometric mean SciPy/nvmathpy over the mix ({kind}, {len(ratios)} rows): {geo:.2f}x; "
                   f"rows below 1.0x: {sum(r < 1.0 for r in ratios)}")
+    print(calibration_line() + " (the steady rows' process)")
 
 
 if __name__ == "__main__":
