@@ -297,6 +297,23 @@ def test_workers_learned_in_another_process_count_as_foreign(fake, monkeypatch):
     assert fake.seen == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_knows_its_own_process_id():
+    """The process id is kept without a system call a look, and a forked child (whose threads are
+    others) gets its own: it is what tells the workers learned in the parent from the child's."""
+    from nvmathpy.kernels.cpu_gemm import process_id
+
+    parent = os.getpid()
+    assert process_id() == parent
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child reports whether it sees its own id, then leaves at once
+        os.write(write, b"1" if process_id() == os.getpid() != parent else b"0")
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(read, 1) == b"1"
+
+
 def test_busy_processes_elsewhere_step_it_down(fake, monkeypatch):
     running(monkeypatch, frozenset())
     monkeypatch.setattr(pool, "_running_anywhere", lambda: 2)  # the caller and one thread elsewhere

@@ -38,7 +38,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ....execution import _loaded_openblas_files, _package_dirs
-from ....kernels.cpu_gemm import running_among, running_threads
+from ....kernels.cpu_gemm import process_id, running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
@@ -149,16 +149,16 @@ class Pool:
     def probes_left(self) -> int:
         """How many more probes this process may make to learn the workers (:data:`PROBES`)."""
         pid, made = self._probes
-        return PROBES - (made if pid == os.getpid() else 0)
+        return PROBES - (made if pid == process_id() else 0)
 
     def probed(self) -> None:
         """Count one probe of this process."""
         pid, made = self._probes
-        self._probes = (os.getpid(), made + 1 if pid == os.getpid() else 1)
+        self._probes = (process_id(), made + 1 if pid == process_id() else 1)
 
     def known_workers(self) -> frozenset[str] | None:
         known = self.workers
-        return known[1] if known is not None and known[0] == os.getpid() else None
+        return known[1] if known is not None and known[0] == process_id() else None
 
     def __repr__(self) -> str:
         return f"Pool({self.name!r}, workers={self.known_workers()})"
@@ -214,7 +214,7 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
             if not seen and len(before) == count - 1 and before <= after:
                 seen = before  # the pool's workers were the threads spinning already
             if len(seen) == count - 1:
-                pool.workers = (os.getpid(), seen)
+                pool.workers = (process_id(), seen)
                 known |= seen
     finally:
         THREAD_COUNT.release()
@@ -278,7 +278,7 @@ def _cores() -> int:
 
 def _all_known(pools: tuple[Pool, ...]) -> bool:
     """Whether every pool of ``pools`` that is loaded has its workers known."""
-    pid = os.getpid()
+    pid = process_id()
     return all(pool.workers is not None and pool.workers[0] == pid or pool.functions() is None for pool in pools)
 
 
