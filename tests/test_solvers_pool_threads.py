@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -306,7 +307,9 @@ def test_a_forked_child_knows_its_own_process_id():
     parent = os.getpid()
     assert process_id() == parent
     read, write = os.pipe()
-    child = os.fork()
+    with warnings.catch_warnings():  # (Python 3.12 warns of fork in a process with threads; the child only writes)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child = os.fork()
     if child == 0:  # the child reports whether it sees its own id, then leaves at once
         os.write(write, b"1" if process_id() == os.getpid() != parent else b"0")
         os._exit(0)
