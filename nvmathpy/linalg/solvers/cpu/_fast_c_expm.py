@@ -447,7 +447,7 @@ static PyObject *fast_expm(PyObject *self, PyObject *arg) {
     if (batch == 0) Py_RETURN_NOTIMPLEMENTED;
     npy_intp n2 = n * n, es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
     size_t bytes = (size_t)(8 * n2 * es + n2 * rs + 2 * n * rs + 3 * n * es + 2 * n * sizeof(int) + n * 8);
-    char *buffer = (char *)malloc(bytes);
+    char *buffer = (char *)big_malloc(bytes);
     if (buffer == NULL) return PyErr_NoMemory();
     PyArrayObject *out = (PyArrayObject *)PyArray_EMPTY(nd, dims, PyArray_TYPE(a), 0);
     if (out == NULL) {

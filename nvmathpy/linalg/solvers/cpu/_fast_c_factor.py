@@ -134,7 +134,7 @@ static PyObject *fast_qr(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         LAPACK(t, ORGQR, orgqr_t)(&mi, &qc, &ki, PyArray_DATA(f), &mi, PyArray_DATA(tau), query, &lwork, &info);
         if (lwork_of(t, query) > need) need = lwork_of(t, query);
     }
-    void *work = malloc((size_t)need * (size_t)es);
+    void *work = big_malloc((size_t)need * (size_t)es);
     if (work == NULL) {
         PyErr_NoMemory();
         goto fail;

@@ -59,7 +59,7 @@ static PyArrayObject *copy_matrix(PyObject *o, int t, npy_intp n, int cview) {
 /* copy_matrix's result, with work_bytes of workspace allocated in *work; NULL with an exception
    set (and nothing held) on failure. */
 static PyArrayObject *inverse_start(PyObject *a, int t, npy_intp n, int cview, size_t work_bytes, char **work) {
-    *work = (char *)malloc(work_bytes);
+    *work = (char *)big_malloc(work_bytes);
     if (*work == NULL) {
         PyErr_NoMemory();
         return NULL;

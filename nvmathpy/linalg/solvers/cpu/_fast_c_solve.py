@@ -129,7 +129,7 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
     size_t lu_bytes = (size_t)(n * n * es), work_bytes = (size_t)(4 * n * rs), rwork_bytes = (size_t)(2 * n * rs);
     size_t total = lu_bytes + work_bytes + rwork_bytes + (size_t)n * sizeof(int);
     _Alignas(64) char stack[STACK_BYTES];
-    char *buffer = total <= STACK_BYTES ? stack : (char *)malloc(total);
+    char *buffer = total <= STACK_BYTES ? stack : (char *)big_malloc(total);
     if (buffer == NULL) {
         Py_DECREF(x);
         return PyErr_NoMemory();
@@ -254,7 +254,7 @@ static PyObject *fast_solve_pos(PyObject *self, PyObject *const *args, Py_ssize_
     size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)(3 * n * rs * REALS[t]), iwork_bytes = (size_t)(n * 8);
     size_t total = c_bytes + work_bytes + iwork_bytes;
     _Alignas(64) char stack[STACK_BYTES];
-    char *buffer = total <= STACK_BYTES ? stack : (char *)malloc(total);
+    char *buffer = total <= STACK_BYTES ? stack : (char *)big_malloc(total);
     if (buffer == NULL) {
         Py_DECREF(x);
         return PyErr_NoMemory();
@@ -309,7 +309,7 @@ static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_
     int ni = (int)n, nrhs = (int)k, lwork = sym_lwork(t, hermitian, uplo, ni);
     npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
     size_t c_bytes = (size_t)(n * n * es), work_bytes = (size_t)lwork * (size_t)es;
-    char *buffer = (char *)malloc(c_bytes + work_bytes + (size_t)(2 * n * sizeof(int)) + (size_t)(n * rs));
+    char *buffer = (char *)big_malloc(c_bytes + work_bytes + (size_t)(2 * n * sizeof(int)) + (size_t)(n * rs));
     if (buffer == NULL) {
         Py_DECREF(x);
         return PyErr_NoMemory();
@@ -462,7 +462,7 @@ static PyObject *fast_lu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int permute = truth(args[1]), indices = truth(args[2]), check = truth(args[3]);
     if (m < 1 || n < 1 || m * n == 1 || m > LU_MAXN || n > LU_MAXN || permute < 0 || indices < 0 || check < 0)
         Py_RETURN_NOTIMPLEMENTED;
-    char *f = (char *)malloc((size_t)(m * n * es));
+    char *f = (char *)big_malloc((size_t)(m * n * es));
     if (f == NULL) return PyErr_NoMemory();
     to_fortran(f, PyArray_BYTES(a), m, n, PyArray_STRIDES(a)[0], PyArray_STRIDES(a)[1], es);
     if (check && !all_finite(t, f, m * n)) {

@@ -63,7 +63,7 @@ static PyObject *fast_svd(PyObject *self, PyObject *const *args, Py_ssize_t narg
     npy_intp rwork = t < 2 ? 0 : gesvd ? 5 * k : uv ? (5 * k * k + 5 * k > 2 * big * k + 2 * k * k + k
                                                         ? 5 * k * k + 5 * k : 2 * big * k + 2 * k * k + k) : 7 * k;
     size_t fixed = (size_t)(m * n * es + rwork * rs) + (size_t)(8 * k) * sizeof(int);
-    char *buffer = (char *)malloc(fixed), *work = NULL;
+    char *buffer = (char *)big_malloc(fixed), *work = NULL;
     if (buffer == NULL) return PyErr_NoMemory();
     to_fortran(buffer, PyArray_BYTES(a), m, n, PyArray_STRIDES(a)[0], PyArray_STRIDES(a)[1], es);
     if (!all_finite(t, buffer, m * n)) {
@@ -84,7 +84,7 @@ static PyObject *fast_svd(PyObject *self, PyObject *const *args, Py_ssize_t narg
                   buffer + m * n * es, (int *)(buffer + m * n * es + rwork * rs)};
     run_svd(t, gesvd, &c);
     c.lwork = lwork_of(t, query);
-    work = (char *)malloc((size_t)c.lwork * (size_t)es);
+    work = (char *)big_malloc((size_t)c.lwork * (size_t)es);
     if (work == NULL) {
         PyErr_NoMemory();
         goto fail;
