@@ -12,9 +12,9 @@ another library beats it by :data:`MARGIN`.
 
 FFTW at FFTW_MEASURE is timed too (planned under :data:`FFTW_PLAN_SECONDS`, forward and, for
 complex transforms, backward): where it beats the first library by :data:`MARGIN` and FFTW
-plans it again from the wisdom it left alone, the value
-also holds ``"planned": "pyfftw"``, the thread count and FFTW's wisdom of those plans, and a plan
-made for repeated use on that very shape and thread count builds its FFTW plan from that wisdom
+plans it again from the wisdom it left alone, the value also holds ``"planned": "pyfftw"``, the
+thread count and FFTW's wisdom of those plans, and a plan made for repeated use on that very
+shape and thread count builds its FFTW plan from that wisdom
 (:func:`._heuristic.calibrated_fftw`). It never leads the one-call functions: an FFTW plan
 keeps state, and a one-call function must not plan on a shape it may never see again.
 
@@ -85,7 +85,8 @@ def _contenders(kind: str, layout: Layout, x: np.ndarray, threads: int) -> tuple
                    for name in usable}
 
 
-def measure(kind: str, precision: str, shape: tuple[int, ...], seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
+def measure(kind: str, precision: str, shape: tuple[int, ...],
+            seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
     """Measure the libraries for ``kind`` in ``precision`` on ``shape``: ``({"first": library,
     ...}, {library: median ratio})``, the ratio being scipy.fft's time over the library's
     (:func:`~nvmathpy.plan.calibration.choose_first`, keeping the built-in first choice unless

@@ -25,9 +25,8 @@ answer for every length. Where calibration also found FFTW at FFTW_MEASURE faste
 of the very shape it measured, and kept FFTW's wisdom of it, a plan made for repeated use on
 that shape at the calibration's thread count tries that FFTW plan first, built from the kept
 wisdom only (:func:`calibrated_fftw`): planning it costs a look-up, never a measurement.
-Threads: problems of
-fewer than 2^15 elements run on one thread (below that, threading costs more than it saves),
-larger ones on the whole budget.
+Threads: problems of fewer than 2^15 elements run on one thread (below that, threading costs
+more than it saves), larger ones on the whole budget.
 """
 
 from __future__ import annotations
@@ -40,7 +39,8 @@ from ..plan.calibration import calibrated
 from ._layout import Layout
 
 __all__ = ["CALIBRATED_KINDS", "CALIBRATED_SHAPES", "CALIBRATION_WISDOM", "builtin_order", "calibrated_fftw",
-           "calibration_name", "first_library", "heuristic_candidate", "library_order", "rank", "small_band", "smooth", "threads_guess"]
+           "calibration_name", "first_library", "heuristic_candidate", "library_order", "rank", "small_band", "smooth",
+           "threads_guess"]
 
 #: Below this many elements per call, one thread is the guess.
 THREADED_FROM = 1 << 15
@@ -52,9 +52,9 @@ SMALL = 1024
 #: axes, within :data:`CALIBRATED_REACH` of the smallest and the largest size; one axis beyond
 #: the small band (:func:`small_band`, whose one answer for every length the quick path's runner
 #: families rely on; a plan of the band's calibrated length still takes its FFTW plan,
-#: :func:`calibrated_fftw`), several axes of lengths within :data:`CALIBRATED_ASPECT` of each other. A
-#: step of 4 between sizes: with a step of 16, 2^16 and 2^20 lie halfway between two values that
-#: may differ and took the smaller's.
+#: :func:`calibrated_fftw`), several axes of lengths within :data:`CALIBRATED_ASPECT` of each
+#: other. A step of 4 between sizes: with a step of 16, 2^16 and 2^20 lie halfway between two
+#: values that may differ and took the smaller's.
 CALIBRATED_KINDS = ("c2c", "r2c")
 CALIBRATED_SHAPES = {1: tuple((1 << k,) for k in range(10, 23, 2)),
                      2: tuple((1 << k,) * 2 for k in range(8, 12)),

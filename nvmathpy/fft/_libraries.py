@@ -431,7 +431,8 @@ def plans_from_wisdom_only(layout: Layout, threads: int, extra: Mapping[str, Any
     pyfftw.forget_wisdom()
     _IMPORTED_FFTW_WISDOM.clear()
     try:
-        LIBRARIES["pyfftw"].build(layout, Candidate.of("pyfftw", threads=threads, effort="measure", wisdom="only"), extra)
+        only = Candidate.of("pyfftw", threads=threads, effort="measure", wisdom="only")
+        LIBRARIES["pyfftw"].build(layout, only, extra)
     except RuntimeError:
         return False
     return True

@@ -42,7 +42,8 @@ from ....kernels.cpu_gemm import process_id, running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
 __all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
-           "count_changed", "holds_counts", "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
+           "count_changed", "holds_counts", "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas",
+           "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
