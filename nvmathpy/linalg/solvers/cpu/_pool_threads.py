@@ -172,8 +172,16 @@ POOLS = (NUMPY, SCIPY)
 
 
 def _workers_of(pools: tuple[Pool, ...]) -> frozenset[str]:
-    """The known workers of ``pools``, together."""
-    return frozenset().union(*(pool.known_workers() or () for pool in pools))
+    """The known workers of ``pools``, together (kept per set of pools' workers: every look asks)."""
+    key = (process_id(), *(pool.workers for pool in pools))
+    together = _WORKERS_OF.get(key)
+    if together is None:
+        together = _WORKERS_OF[key] = frozenset().union(*(pool.known_workers() or () for pool in pools))
+    return together
+
+
+#: :func:`_workers_of` by the process and the pools' ``workers`` (learned a few times a process).
+_WORKERS_OF: dict[tuple, frozenset[str]] = {}
 
 
 def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozenset[str], busy: bool) -> bool:
@@ -316,7 +324,7 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
         return call()
     # where all that runs besides the caller is the pools' known workers, only they are read, not
     # every thread (a busy call that may still learn a pool reads all, to probe beside them)
-    known = _workers_of(watched) if anywhere > 1 and (_all_known(watched) or not busy_learn) else frozenset()
+    known = _workers_of(watched) if anywhere > 1 and (not busy_learn or _all_known(watched)) else frozenset()
     hot = running_among(known) if known else frozenset()
     if known and len(hot) >= anywhere - 1:
         running = hot
