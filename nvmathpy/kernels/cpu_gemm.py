@@ -335,8 +335,8 @@ def others_running() -> int:
 _STAT_FILES: dict[str, int] = {}
 _STAT_PID = [0]
 _STAT_LOCK = threading.Lock()
-#: This process's id, kept up to date in a forked child (``os.getpid()`` is a system call,
-#: half a microsecond on a virtual machine, and a look at the free cores asked it many times).
+#: This process's id, kept up to date in a forked child (``os.getpid()`` is a system call, and
+#: a look at the free cores asked it several times).
 _PID = [os.getpid()]
 if hasattr(os, "register_at_fork"):  # (POSIX: elsewhere no process forks)
     os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))

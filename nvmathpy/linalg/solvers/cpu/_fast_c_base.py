@@ -57,8 +57,8 @@ static const int DOUBLE[4] = {0, 1, 0, 1};     /* real type is double */
 static const int REAL_TYPE[4] = {NPY_FLOAT, NPY_DOUBLE, NPY_FLOAT, NPY_DOUBLE};
 
 /* malloc, asking the kernel for huge pages on a block of 4 MiB or more, as NumPy does for its
-   arrays: a workspace of many megabytes otherwise takes a page fault per 4 KiB of it on each call
-   (a thousand more than SciPy's call for svd of order 512, 1% of its time). */
+   arrays: a workspace of many megabytes otherwise takes a page fault per 4 KiB of it on each
+   call, where SciPy's, a NumPy array, takes one per huge page. */
 static void *big_malloc(size_t bytes) {
     void *p = malloc(bytes);
 #if defined(MADV_HUGEPAGE)
