@@ -60,6 +60,21 @@ def test_squares_and_cubes_read_the_value_of_the_nearest_calibrated_size():
     assert first_library(describe((1024, 1024), np.dtype("complex128"))) is None  # its own value, not measured
 
 
+def test_plans_take_the_calibrated_library_in_the_small_band_and_one_call_functions_do_not():
+    """The small band's one answer for every length binds the one-call functions (their runner
+    families rely on it), not plans made for repeated use (pyFFTW among their libraries)."""
+    calibrate("fft.c2c.double.1024", "ducc0")
+    for length in (256, 1000, 1024):
+        layout = describe((length,), np.dtype("complex128"))
+        assert library_order(layout)[0] == library_order(layout, planned=False)[0] == "pocketfft"
+        assert library_order(layout, planned=True)[0] == "ducc0"
+        if "pyfftw" in installed_libraries():  # a plan that may keep state is one made for repeated use
+            assert rank(layout, list(installed_libraries()), [1, 2])[0].label == "ducc0"
+        stateless = [name for name in installed_libraries() if name != "pyfftw"]
+        assert rank(layout, stateless, [1, 2])[0].label == "pocketfft"
+    assert library_order(describe((128,), np.dtype("complex128")), planned=True)[0] == "pocketfft"  # not covered
+
+
 def test_layouts_a_value_does_not_cover_keep_the_built_in_rules():
     for shapes in CALIBRATED_SHAPES.values():
         for shape in shapes:

@@ -21,7 +21,9 @@ functions take the first library that keeps no state, :mod:`._quick`). scipy.fft
 machine is calibrated (``python -m nvmathpy tune``, :mod:`._calibrate`: one transform of a
 smooth shape - a 1-D length beyond the small band, a square, a cube - by kind, precision and
 size), the library measured fastest there goes first instead; the small band keeps its one
-answer for every length. Where calibration also found FFTW at FFTW_MEASURE fastest for a plan
+answer for every length in the one-call functions (their runner families rely on it), while a
+plan made for repeated use takes the calibrated library there too (calibration measures 1,024
+points, which covers 256 on). Where calibration also found FFTW at FFTW_MEASURE fastest for a plan
 of the very shape it measured, and kept FFTW's wisdom of it, a plan made for repeated use on
 that shape at the calibration's thread count tries that FFTW plan first, built from the kept
 wisdom only (:func:`calibrated_fftw`): planning it costs a look-up, never a measurement.
@@ -51,10 +53,10 @@ SMALL = 1024
 #: of smooth lengths (no prime factor above 7), nearest in size one of these shapes of as many
 #: axes, within :data:`CALIBRATED_REACH` of the smallest and the largest size; one axis beyond
 #: the small band (:func:`small_band`, whose one answer for every length the quick path's runner
-#: families rely on; a plan of the band's calibrated length still takes its FFTW plan,
-#: :func:`calibrated_fftw`), several axes of lengths within :data:`CALIBRATED_ASPECT` of each
-#: other. A step of 4 between sizes: with a step of 16, 2^16 and 2^20 lie halfway between two
-#: values that may differ and took the smaller's.
+#: families rely on; a plan made for repeated use takes the values there too), several axes of
+#: lengths within :data:`CALIBRATED_ASPECT` of each other. A step of 4 between sizes: with a
+#: step of 16, 2^16 and 2^20 lie halfway between two values that may differ and took the
+#: smaller's.
 CALIBRATED_KINDS = ("c2c", "r2c")
 CALIBRATED_SHAPES = {1: tuple((1 << k,) for k in range(10, 23, 2)),
                      2: tuple((1 << k,) * 2 for k in range(8, 12)),
@@ -86,11 +88,12 @@ def calibration_name(kind: str, precision: str, shape: tuple[int, ...]) -> str:
     return f"fft.{kind}.{precision}.{'x'.join(map(str, shape))}"
 
 
-def first_library(layout: Layout) -> str | None:
+def first_library(layout: Layout, planned: bool = False) -> str | None:
     """The library calibrated first for ``layout`` on this machine, or ``None`` (not covered,
     or not calibrated: the built-in rules decide). Only ``tune`` measures these values: a
     first transform takes microseconds, and a measurement on first need would cost it many
-    thousand times that.
+    thousand times that. ``planned``: for a plan made for repeated use, which the small band's
+    one answer for every length (the one-call functions' runner families) does not bind.
 
     Examples
     --------
@@ -99,7 +102,7 @@ def first_library(layout: Layout) -> str | None:
     >>> first_library(describe((3, 10007), np.dtype("complex128"))) is None  # a batch of prime lengths: not covered
     True
     """
-    value = _calibrated_value(layout)
+    value = _calibrated_value(layout, band=planned)
     return value.get("first") if value is not None else None
 
 
@@ -126,7 +129,7 @@ def calibrated_fftw(layout: Layout, threads: int) -> dict | None:
 
 def _calibrated_value(layout: Layout, band: bool = False) -> dict | None:
     """The calibrated value covering ``layout`` (``None``: not covered, or not calibrated); in
-    the small band only with ``band`` (its FFTW plans: its first library is the band's one)."""
+    the small band only with ``band`` (for plans made for repeated use)."""
     lengths = layout.lengths
     if (layout.kind not in CALIBRATED_KINDS or len(lengths) not in CALIBRATED_SHAPES or layout.in_shape != lengths
             or (not band and len(lengths) == 1 and small_band(lengths[0], layout.size))):
@@ -161,12 +164,13 @@ def smooth(n: int) -> bool:
     return n == 1
 
 
-def library_order(layout: Layout) -> list[str]:
+def library_order(layout: Layout, planned: bool = False) -> list[str]:
     """Libraries in the heuristic's order for ``layout`` (``"pyfftw"`` at FFTW_ESTIMATE): the
     built-in rules' (:func:`builtin_order`), with the library this machine's calibration puts
-    first for such transforms, if any (:func:`first_library`), moved to the front."""
+    first for such transforms, if any (:func:`first_library`; ``planned``: for a plan made for
+    repeated use), moved to the front."""
     order = builtin_order(layout)
-    first = first_library(layout)
+    first = first_library(layout, planned)
     return order if first not in order else [first] + [name for name in order if name != first]
 
 
@@ -217,7 +221,9 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     >>> [str(c) for c in rank(lay, ["scipy", "ducc0"], [1, 2])][:2]
     ['ducc0(threads=1)', 'scipy(threads=1)']
     """
-    order = [name for name in library_order(layout) if name in libraries]
+    # a plan that may keep state (pyFFTW among its libraries) is made for repeated use: the small
+    # band's one answer, which the one-call functions' runner families need, does not bind it
+    order = [name for name in library_order(layout, planned="pyfftw" in libraries) if name in libraries]
     best_t = threads_guess(layout, threads)
     other_t = [t for t in reversed(threads) if t != best_t]
     head = [heuristic_candidate(name, best_t) for name in order[:2]]
