@@ -173,8 +173,12 @@ def test_fftw_measured_plans_lead_the_plans_of_their_own_shape_and_thread_count_
     layout = record_fftw((4096,), "complex128", 1)
     assert calibrated_fftw(layout, 1)["fftw_wisdom"] and calibrated_fftw(layout, 2) is None
     assert calibrated_fftw(describe((3 * 1024,), np.dtype("complex128")), 1) is None  # covered, not its shape
-    first = rank(layout, list(installed_libraries()), [1, 2])[0]
+    ranked = rank(layout, list(installed_libraries()), [1, 2])
+    first = ranked[0]
     assert first.label == "pyfftw" and first.params == {"threads": 1, "effort": "measure", "wisdom": CALIBRATION_WISDOM}
+    # autotune's "measure" times the top four: another FFTW_MEASURE plan comes after the other thread count
+    assert [str(c) for c in ranked[1:5]] == [str(ranked[1]), str(ranked[2]), f"{ranked[1].label}(threads=2)",
+                                             "pyfftw(effort=measure,threads=1)"]
     stateless = [name for name in installed_libraries() if name != "pyfftw"]  # a one-call function's plan
     assert rank(layout, stateless, [1, 2])[0].label == "ducc0"
     assert library_order(layout)[0] == "ducc0"  # the one-call functions' first library

@@ -227,12 +227,14 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     best_t = threads_guess(layout, threads)
     other_t = [t for t in reversed(threads) if t != best_t]
     head = [heuristic_candidate(name, best_t) for name in order[:2]]
-    if "pyfftw" in order and calibrated_fftw(layout, best_t) is not None:
-        head.insert(0, Candidate.of("pyfftw", threads=best_t, effort="measure", wisdom=CALIBRATION_WISDOM))
-    if "pyfftw" in order:
-        head.append(heuristic_candidate("pyfftw", best_t, "measure"))
-    if other_t:
-        head.append(heuristic_candidate(order[0], other_t[0]))
+    measured = [heuristic_candidate("pyfftw", best_t, "measure")] if "pyfftw" in order else []
+    other = [heuristic_candidate(order[0], t) for t in other_t[:1]]
+    if measured and calibrated_fftw(layout, best_t) is not None:
+        # calibration's FFTW_MEASURE plan leads; another one is worth timing less than the other thread count
+        head = [Candidate.of("pyfftw", threads=best_t, effort="measure", wisdom=CALIBRATION_WISDOM)] + head + other
+        head += measured
+    else:
+        head += measured + other
     rest = [heuristic_candidate(name, t) for t in [best_t, *other_t] for name in order]
     rest += [heuristic_candidate("pyfftw", t, "measure") for t in other_t if "pyfftw" in order]
     rest += [heuristic_candidate("pyfftw", t, "patient") for t in [best_t, *other_t] if "pyfftw" in order]
