@@ -157,12 +157,17 @@ def test_measure_refuses_a_bound_it_cannot_keep():
 needs_pyfftw = pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyFFTW is not installed")
 
 
+#: FFTW wisdom a value may hold besides the real one: none, and a damaged store's (not base64).
+NO_WISDOM = {"fftw_wisdom": {}, "fftw_time_limit": 1.0}
+DAMAGED_WISDOM = {"fftw_wisdom": {"double": "not base64 at all!"}, "fftw_time_limit": 1.0}
+
+
 def record_fftw(shape, dtype, threads, wisdom=True):
     """A value that names FFTW's measured plan for ``shape`` on ``threads`` threads, with FFTW's
-    real wisdom of it (or none), as ``tune`` stores one where that plan was fastest."""
+    real wisdom of it (or ``wisdom``, a stand-in), as ``tune`` stores one where that plan was fastest."""
     layout = describe(shape, np.dtype(dtype))
     kind = "c2c" if np.dtype(dtype).kind == "c" else "r2c"
-    extra = measured_fftw_wisdom(layout, threads, 1.0)[1] if wisdom else {"fftw_wisdom": {}, "fftw_time_limit": 1.0}
+    extra = measured_fftw_wisdom(layout, threads, 1.0)[1] if wisdom is True else wisdom
     calibration.record(calibration_name(kind, layout.precision, shape),
                        {"first": "ducc0", "planned": "pyfftw", "threads": threads, **extra}, {}, 0.0)
     return layout
@@ -219,17 +224,17 @@ print(json.dumps([candidate, errors, bool(np.array_equal(one_call, np.fft.fft(x)
 
 
 @needs_pyfftw
-@pytest.mark.parametrize("wisdom", [True, False])
+@pytest.mark.parametrize("wisdom", [True, NO_WISDOM, DAMAGED_WISDOM], ids=["real", "none", "damaged"])
 def test_a_plan_builds_the_calibrated_fftw_plan_from_its_wisdom_only(isolated_cache, wisdom):
     """In a fresh process (FFTW knows nothing, rankings are memoised per layout): with the value's
     wisdom the plan is FFTW's measured one, planned from that wisdom only (FFTW_WISDOM_ONLY: no
-    measurement); without it, the next candidate."""
+    measurement); without it, or with a damaged one, the next candidate."""
     record_fftw((4096,), "complex128", 1, wisdom)
     out = subprocess.run([sys.executable, "-c", PLAN_FROM_CALIBRATION], capture_output=True, text=True, cwd=ROOT,
                          check=True, env={**os.environ, "NVMATHPY_CACHE_DIR": str(isolated_cache)})
     candidate, errors, one_call_right = json.loads(out.stdout)
     assert max(errors) < 1e-14 and one_call_right
-    if wisdom:
+    if wisdom is True:
         assert candidate == "pyfftw(effort=measure,threads=1,wisdom=calibration)"
     else:
         assert candidate == "ducc0(threads=1)"  # the value's first library
