@@ -66,10 +66,11 @@ def _view(a: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.asfortranarray(a), False
 
 
-#: Up to this order :func:`detect` reads a matrix that is not recognised as general from its
-#: first entries in one call of the compiled extension (a few hundred nanoseconds, where the
-#: Python comparisons take microseconds); above it, SciPy's ``bandwidth``/``issymmetric``.
-COMPILED_DETECT_MAX = 64
+#: Whether :func:`detect` reads a matrix that is not recognised as general from its first
+#: entries in one call of the compiled extension (one walk over the lower triangle and its
+#: mirror, in tiles: faster than the Python comparisons of a small matrix and than SciPy's
+#: ``bandwidth`` and ``issymmetric``, two walks, of a large one) where it is built.
+COMPILED_DETECT = True
 
 
 def detect(a: np.ndarray) -> str:
@@ -81,7 +82,7 @@ def detect(a: np.ndarray) -> str:
         if (x10 != 0 and x01 != 0 and x10 != x01 and (a.dtype.kind != "c" or x10 != x01.conjugate())
                 and (n <= 3 or a.item(2, 0) != 0 or a.item(0, 2) != 0)):
             return "gen"
-    if n <= COMPILED_DETECT_MAX:
+    if COMPILED_DETECT:
         fast = fast_module()
         found = fast.structure(a) if fast is not None else NotImplemented
         if found is not NotImplemented:

@@ -357,6 +357,19 @@ static PyObject *fast_solve_sym(PyObject *self, PyObject *const *args, Py_ssize_
 /* structure(a) -> "diagonal", "lower", "upper", "tri" (order 4 and more), "her" (complex),
    "sym" or "gen": SciPy 1.17's detection of a square 2-D matrix (exact comparisons: a NaN
    entry is not equal to itself), or NotImplemented */
+/* fast_structure's walk for a real dtype T: no imaginary parts, no dtype test per entry */
+#define REAL_STRUCTURE(T)                                                                      \
+    for (npy_intp i0 = 0; i0 < n; i0 += TILE)                                                  \
+        for (npy_intp j0 = 0; j0 <= i0; j0 += TILE)                                            \
+            for (npy_intp i = i0; i < TILE_END(i0, n); ++i)                                    \
+                for (npy_intp j = j0; j < TILE_END(j0, n) && j < i; ++j) {                     \
+                    T x = *(const T *)(p + i * s0 + j * s1), y = *(const T *)(p + j * s0 + i * s1); \
+                    npy_intp d = i - j;                                                        \
+                    below = x != 0 && d > below ? d : below;                                   \
+                    above = y != 0 && d > above ? d : above;                                   \
+                    symmetric &= x == y;                                                       \
+                }
+
 static PyObject *fast_structure(PyObject *self, PyObject *arg) {
     int t = kind_of(arg);
     if (t < 0 || PyArray_NDIM((PyArrayObject *)arg) != 2) Py_RETURN_NOTIMPLEMENTED;
@@ -366,21 +379,25 @@ static PyObject *fast_structure(PyObject *self, PyObject *arg) {
     const char *p = PyArray_BYTES(a);
     npy_intp s0 = PyArray_STRIDES(a)[0], s1 = PyArray_STRIDES(a)[1], below = 0, above = 0;
     int symmetric = 1, hermitian = t >= 2;
-    for (npy_intp i = 0; i < n; ++i) {
-        double re, im, tr, ti;
-        if (hermitian) {
-            ENTRY(i, i, re, im);
-            hermitian = re == re && im == 0;        /* equal to its conjugate (a NaN is not) */
-        }
-        for (npy_intp j = 0; j < i; ++j) {
-            ENTRY(i, j, re, im);            /* below the diagonal */
-            ENTRY(j, i, tr, ti);            /* its mirror above */
-            if ((re != 0 || im != 0) && i - j > below) below = i - j;
-            if ((tr != 0 || ti != 0) && i - j > above) above = i - j;
-            symmetric &= re == tr && im == ti;
-            hermitian &= re == tr && im == -ti;
-        }
-    }
+    if (t == 1) REAL_STRUCTURE(double)
+    else if (t == 0) REAL_STRUCTURE(float)
+    else for (npy_intp i0 = 0; i0 < n; i0 += TILE)      /* in tiles: an entry and its mirror, both in cache */
+        for (npy_intp j0 = 0; j0 <= i0; j0 += TILE)
+            for (npy_intp i = i0; i < TILE_END(i0, n); ++i) {
+                double re, im, tr, ti;
+                if (hermitian && j0 == i0) {
+                    ENTRY(i, i, re, im);
+                    hermitian = re == re && im == 0;        /* equal to its conjugate (a NaN is not) */
+                }
+                for (npy_intp j = j0; j < TILE_END(j0, n) && j < i; ++j) {
+                    ENTRY(i, j, re, im);            /* below the diagonal */
+                    ENTRY(j, i, tr, ti);            /* its mirror above */
+                    if ((re != 0 || im != 0) && i - j > below) below = i - j;
+                    if ((tr != 0 || ti != 0) && i - j > above) above = i - j;
+                    symmetric &= re == tr && im == ti;
+                    hermitian &= re == tr && im == -ti;
+                }
+            }
     const char *name = below == 0 && above == 0 ? "diagonal" : above == 0 ? "lower" : below == 0 ? "upper"
                        : below <= 1 && above <= 1 && n > 3 ? "tri" : hermitian ? "her" : symmetric ? "sym" : "gen";
     return PyUnicode_InternFromString(name);
