@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..fft._libraries import forget_fftw_wisdom
 from .harness import Case
 
 __all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "TRIG_CASES", "TRIG_QUICK", "cases", "make_input", "direct_runners",
@@ -53,17 +54,6 @@ def make_input(kind: str, shape: tuple[int, ...], precision: str, rng: np.random
         x = (x + 1j * rng.standard_normal(shape).astype(real)).astype(np.result_type(real, np.complex64))
     return x
 
-
-def forget_fftw_wisdom() -> None:
-    """Forget FFTW's in-process wisdom (pyFFTW's and what nvmathpy imported), as in a new process."""
-    try:
-        import pyfftw
-    except ImportError:
-        return
-    from ..fft import _libraries
-
-    pyfftw.forget_wisdom()
-    _libraries._IMPORTED_FFTW_WISDOM.clear()
 
 
 def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int,

@@ -32,8 +32,8 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "import_pyfftw", "installed_libraries",
-           "measured_fftw_wisdom", "plans_from_wisdom_only", "pocketfft_call"]
+__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "forget_fftw_wisdom", "import_pyfftw",
+           "installed_libraries", "measured_fftw_wisdom", "plans_from_wisdom_only", "pocketfft_call"]
 
 Call = Callable[..., np.ndarray]
 
@@ -407,15 +407,29 @@ def import_fftw_wisdom(extra: Mapping[str, Any] | None) -> None:
     _IMPORTED_FFTW_WISDOM.add(key)
 
 
+def forget_fftw_wisdom() -> None:
+    """Forget FFTW's in-process wisdom, what nvmathpy imported included (a wisdom entry's hit
+    then imports its wisdom again), as in a new process; nothing without pyFFTW.
+
+    Examples
+    --------
+    >>> forget_fftw_wisdom() is None
+    True
+    """
+    try:
+        import_pyfftw().forget_wisdom()
+    except ImportError:
+        return
+    _IMPORTED_FFTW_WISDOM.clear()
+
+
 def measured_fftw_wisdom(layout: Layout, threads: int, time_limit: float) -> tuple[FFTPrepared, dict[str, Any]]:
     """The FFTW plan of ``layout`` at FFTW_MEASURE on ``threads`` threads (a complex transform's
     backward plan made too), planned under ``time_limit`` seconds per direction from no wisdom,
     and what a build needs to make it again from wisdom only: ``{"fftw_wisdom": {precision:
     text}, "fftw_time_limit": time_limit}`` (FFTW's wisdom of these plans alone: the process's
     FFTW wisdom is forgotten first)."""
-    pyfftw = import_pyfftw()
-    pyfftw.forget_wisdom()
-    _IMPORTED_FFTW_WISDOM.clear()  # (forgotten: a wisdom entry's hit imports its wisdom again)
+    forget_fftw_wisdom()
     measured = Candidate.of("pyfftw", threads=threads, effort="measure")
     prepared = LIBRARIES["pyfftw"].build(layout, measured, time_limit=time_limit)
     if layout.kind == "c2c":
@@ -427,9 +441,7 @@ def plans_from_wisdom_only(layout: Layout, threads: int, extra: Mapping[str, Any
     """Whether FFTW plans ``layout`` at FFTW_MEASURE on ``threads`` threads from the wisdom of
     ``extra`` alone (the process's other FFTW wisdom forgotten first): FFTW does not reuse the
     wisdom of a search its time limit cut short."""
-    pyfftw = import_pyfftw()
-    pyfftw.forget_wisdom()
-    _IMPORTED_FFTW_WISDOM.clear()
+    forget_fftw_wisdom()
     try:
         only = Candidate.of("pyfftw", threads=threads, effort="measure", wisdom="only")
         LIBRARIES["pyfftw"].build(layout, only, extra)
