@@ -125,8 +125,11 @@ def test_workers_spinning_already_are_learned_when_the_probe_wakes_none(fake, mo
 
 def test_a_smaller_call_probes_only_scipys_pool_beside_an_unknown_running_thread(fake, monkeypatch):
     """Without ``busy_learn`` (calls below BUSY_LEARN_FROM elements) an unknown running thread
-    allows no probe of NumPy's pool (whose worker would wait for a core the thread may hold):
-    SciPy's alone is probed, and the call steps down beside the thread it did not place."""
+    allows no probe of NumPy's pool while SciPy's workers are unknown (the thread may be
+    SciPy's, and NumPy's worker would wait for its core): SciPy's alone is probed, and the call
+    steps down beside the thread it did not place. With every other pool known, NumPy's pool
+    is probed beside it (it may be NumPy's own spinning worker); here it is not, and the probe
+    learns the worker it woke."""
     probes = _scipy_pool(monkeypatch)
     monkeypatch.setattr(pool.NUMPY, "workers", None)
     numpy_probes: list[int] = []
@@ -136,9 +139,28 @@ def test_a_smaller_call_probes_only_scipys_pool_beside_an_unknown_running_thread
     assert (probes, numpy_probes) == ([1], []) and pool.SCIPY.workers == (os.getpid(), frozenset({"202"}))
     assert pool.NUMPY.workers is None and fake.seen == 1
     monkeypatch.setattr(pool.SCIPY, "functions", lambda: None)  # NumPy's pool alone
-    running(monkeypatch, frozenset({"303"}))
+    running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset({"303", "101"}))
     pool.stepped_down(fake.call)
-    assert numpy_probes == [] and fake.seen == 1
+    assert numpy_probes == [1] and pool.NUMPY.workers == (os.getpid(), frozenset({"101"})) and fake.seen == 1
+
+
+def test_numpys_spinning_worker_is_learned_beside_scipys_known_one(fake, monkeypatch):
+    """SciPy's worker known and spinning beside one unknown thread (NumPy's worker spins too
+    where calls use both pools): a call that is not busy probes NumPy's pool, which wakes none,
+    and learns that thread; beside no unknown thread it probes nothing (NumPy's sleeping
+    worker would wait for the core SciPy's holds)."""
+    _scipy_pool(monkeypatch)
+    monkeypatch.setattr(pool, "_running_anywhere", lambda: 3)
+    monkeypatch.setattr(pool.SCIPY, "workers", (os.getpid(), frozenset({"202"})))
+    monkeypatch.setattr(pool.NUMPY, "workers", None)
+    numpy_probes: list[int] = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: numpy_probes.append(1))
+    running(monkeypatch, frozenset({"202"}))
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert numpy_probes == [] and pool.NUMPY.workers is None
+    running(monkeypatch, frozenset({"202", "101"}))  # before the look, the probe, and after it
+    pool.stepped_down(fake.call, pool.POOLS)
+    assert numpy_probes == [1] and pool.NUMPY.workers == (os.getpid(), frozenset({"101"}))
 
 
 def test_a_quiet_call_learns_one_pool_scipys_first(fake, monkeypatch):

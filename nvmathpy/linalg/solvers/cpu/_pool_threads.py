@@ -194,11 +194,14 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
     A probe whose worker finds its core taken waits for it (a few milliseconds on two cores),
     so a ``busy`` call (long enough to hide that) probes every unknown pool where the unknown
     threads ``running`` now could all be their workers; any other call probes one pool, and
-    only where that needs no taken core: where no thread of the process runs, or SciPy's pool
-    beside running threads that could all be its own workers (which spin right after every
-    SciPy call, the usual state of a program that calls SciPy and the drop-in in turn: the
-    probe then wakes none and costs a tenth of a millisecond; where they were another's, it
-    waits once and learns the worker it woke). Under :data:`THREAD_COUNT` (no count changes
+    only where that needs no taken core: where no thread of the process runs, or beside
+    running threads that could all be its own workers: SciPy's pool beside threads none of
+    which is a known worker (SciPy's spin right after every SciPy call, the usual state of a
+    program that calls SciPy and the drop-in in turn), any pool beside as many unknown threads
+    as it has workers, all other pools' workers being known (NumPy's spin beside SciPy's
+    where calls use both pools, and would otherwise never be learned). The probe then wakes
+    none and costs a tenth of a millisecond; where they were another's, it waits once and
+    learns the worker it woke. Under :data:`THREAD_COUNT` (no count changes
     meanwhile), at most :data:`PROBES` times per pool and process. Returns whether it probed
     (the probed pools' workers then spin)."""
     unknown = [(pool, count) for (pool, _), count in zip(present, counts)
@@ -207,7 +210,8 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
     strangers = running - known
     if not busy:
         fitting = [(pool, count) for pool, count in unknown if not running
-                   or pool is SCIPY and running == strangers and len(strangers) <= count - 1]
+                   or pool is SCIPY and running == strangers and len(strangers) <= count - 1
+                   or len(strangers) == count - 1 and _others_known(pool)]
         unknown = sorted(fitting, key=lambda pool_count: pool_count[0] is not SCIPY)[:1]
     if not unknown or len(strangers) > sum(count - 1 for _, count in unknown):
         return False
@@ -228,6 +232,12 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
     finally:
         THREAD_COUNT.release()
     return True
+
+
+def _others_known(pool: Pool) -> bool:
+    """Whether every loaded pool but ``pool`` has its workers known (a thread running beside
+    them then is no other pool's worker: it may be ``pool``'s own, spinning after its call)."""
+    return _all_known(tuple(other for other in POOLS if other is not pool))
 
 
 def only_hot(pool: Pool, scan: bool = True) -> bool:
