@@ -375,3 +375,20 @@ def test_importing_scipy_linalg_is_left_to_the_caller():
     code = "import sys\nfrom nvmathpy.execution import cpu_description\ncpu_description()\nprint('scipy.linalg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_alternating_rounds_vary_who_follows_whom():
+    """With three contenders or more, no contender always runs right after the same other one
+    (the call before leaves caches and threads behind), and none follows itself; two alternate
+    within a round."""
+    trace: list[str] = []
+    contenders = {name: (lambda name=name: trace.append(name)) for name in "abcd"}
+    times = calibration.alternating_rounds(contenders, rounds=6, calls=5)
+    assert {name: len(t) for name, t in times.items()} == dict.fromkeys("abcd", 6)
+    assert sorted(trace) == sorted("abcd" * 30)
+    follows = {(before, after) for before, after in zip(trace, trace[1:])}
+    assert all(before != after for before, after in follows)
+    assert all(len({before for before, after in follows if after == name}) >= 2 for name in "abcd")
+    trace.clear()
+    calibration.alternating_rounds({name: contenders[name] for name in "ab"}, rounds=3, calls=2)
+    assert "".join(trace) == "abab" + "baba" + "abab"  # who goes first moves on each round

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import statistics
 import threading
 import time
@@ -255,9 +256,12 @@ def entries() -> list[dict[str, Any]]:
 def alternating_rounds(contenders: dict[str, Callable[[], Any]], rounds: int, calls: int = 1) -> dict[str, list[float]]:
     """Seconds per call of each contender in each round.
 
-    A round makes ``calls`` passes, each pass one call of every contender in turn (who goes
-    first moves on by one each round), with no pause: each call runs right after a call of
-    another, as in a program that mixes them.
+    A round makes ``calls`` passes, each pass one call of every contender, with no pause: each
+    call runs right after a call of another, as in a program that mixes them. Two contenders
+    alternate (who goes first moves on each round); with more, each pass takes an order drawn
+    afresh (seeded: runs repeat), never starting with the contender that ended the pass before,
+    so that no contender always follows the same other one (a call leaves caches, spinning
+    threads and freed memory behind, which the next call pays or profits from).
 
     Examples
     --------
@@ -267,11 +271,21 @@ def alternating_rounds(contenders: dict[str, Callable[[], Any]], rounds: int, ca
     """
     names = list(contenders)
     seconds: dict[str, list[float]] = {name: [] for name in names}
+    draw = random.Random(len(names))
+    order: list[str] = names
+    last = None
     for r in range(rounds):
-        k = r % len(names)
-        order = names[k:] + names[:k]
+        if len(names) <= 2:
+            k = r % len(names)
+            order = names[k:] + names[:k]
         spent = dict.fromkeys(names, 0.0)
         for _ in range(calls):
+            if len(names) > 2:
+                order = names[:]
+                draw.shuffle(order)
+                while order[0] == last:
+                    draw.shuffle(order)
+                last = order[-1]
             for name in order:
                 start = time.perf_counter()
                 contenders[name]()
