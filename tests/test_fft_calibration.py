@@ -149,6 +149,20 @@ def test_measure_names_one_of_the_installed_libraries(kind, precision, shape):
             assert value["threads"] >= 1 and value["fftw_wisdom"] and value["fftw_time_limit"] > 0
 
 
+def test_measure_plans_its_contenders_without_the_wisdom_earlier_values_left(monkeypatch):
+    """FFTW plans an FFTW_ESTIMATE request from the wisdom in memory: the contenders of a value
+    are made after forgetting what the values measured before it left (a user's process
+    planning the shape has none of it), else pyFFTW at FFTW_ESTIMATE is timed with plans
+    FFTW_MEASURE found for other shapes."""
+    events = []
+    monkeypatch.setattr(fft_calibration, "forget_fftw_wisdom", lambda: events.append("forget"))
+    real_prepare = fft_calibration.prepare_candidate
+    monkeypatch.setattr(fft_calibration, "prepare_candidate",
+                        lambda layout, candidate: events.append(candidate.label) or real_prepare(layout, candidate))
+    fft_calibration.measure("c2c", "double", (1024,), seconds=10.0)
+    assert events[0] == "forget" and len(events) > 1 and "forget" not in events[1:]
+
+
 def test_measure_refuses_a_bound_it_cannot_keep():
     with pytest.raises(calibration.OutOfTime, match="fft c2c double 16384: 3 rounds take over"):
         fft_calibration.measure("c2c", "double", (16384,), seconds=0.0)

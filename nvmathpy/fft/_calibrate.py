@@ -40,7 +40,7 @@ from ._engines_cpu import cores, prepare_candidate, thread_options
 from ._heuristic import CALIBRATED_KINDS, CALIBRATED_SHAPES, builtin_order, calibration_name, heuristic_candidate, \
     threads_guess
 from ._layout import Layout, describe
-from ._libraries import LIBRARIES, installed_libraries, measured_fftw_wisdom, plans_from_wisdom_only
+from ._libraries import LIBRARIES, forget_fftw_wisdom, installed_libraries, measured_fftw_wisdom, plans_from_wisdom_only
 from ._quick import _STATELESS, QUICK_ELEMENTS
 
 __all__ = ["CALIBRATIONS", "FFTW_PLAN_SECONDS", "MARGIN", "measure"]
@@ -99,6 +99,9 @@ def measure(kind: str, precision: str, shape: tuple[int, ...],
     x = _operand(kind, precision, shape)
     layout = describe(shape, x.dtype, axes=tuple(range(len(shape))), kind=kind)
     threads = threads_guess(layout, thread_options(cores()))
+    # FFTW plans an FFTW_ESTIMATE request from the wisdom it holds: the values measured before
+    # this one left theirs, which a user's process planning this shape has not
+    forget_fftw_wisdom()
     first, libraries = _contenders(kind, layout, x, threads)
     fftw = None
     if "pyfftw" in installed_libraries() and LIBRARIES["pyfftw"].supports(layout):
