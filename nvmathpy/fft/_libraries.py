@@ -511,11 +511,30 @@ class PyfftwLibrary(Library):
         # less than checking alignment and allocating aligned memory); large ones run on the
         # caller's input when it is contiguous and aligned as the FFTW plan needs (pyFFTW's
         # ``input_alignment``: often less than the buffers' SIMD alignment, e.g. NumPy's 16
-        # bytes suffice where the buffers have 32), into a fresh aligned output.
+        # bytes suffice where the buffers have 32), into a fresh aligned output (see bound).
         small = max(in_buf.nbytes, out_buf.nbytes) <= _FFTW_SMALL_BYTES
         copy_always = small or layout.kind == "c2r"
-        strides = in_buf.strides
         empty, out_shape, out_dtype = pyfftw.empty_aligned, layout.out_shape, layout.out_dtype
+
+        def bound(fftw: Any, a: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+            """The array FFTW writes, bound to it with the input: ``a`` and ``out`` (a fresh
+            aligned array for None) where the plan takes them (``update_arrays`` checks their
+            strides and alignment), else a copy of ``a`` in the plan's input buffer and a fresh
+            aligned output."""
+            result = empty(out_shape, out_dtype, n=align) if out is None else out
+            try:
+                fftw.update_arrays(a, result)
+                return result
+            except ValueError:
+                pass
+            if a is not in_buf:
+                np.copyto(in_buf, a)
+            try:
+                fftw.update_arrays(in_buf, result)
+            except ValueError:
+                result = empty(out_shape, out_dtype, n=align)
+                fftw.update_arrays(in_buf, result)
+            return result
 
         def runner(direction: str, conj_in: bool, conj_out: bool) -> Call:
             scale = scale_factor(layout, direction)
@@ -536,19 +555,17 @@ class PyfftwLibrary(Library):
                 if conj_in:
                     np.conjugate(a, out=in_buf)
                     a = in_buf
-                elif copy_always or a is out or a.strides != strides or a.ctypes.data % fftw.input_alignment:
+                elif copy_always or a is out:
                     np.copyto(in_buf, a)
                     a = in_buf
                 if small:
                     fftw.execute()
                     result = out_buf.copy() if out is None else _into(out, out_buf)
                 else:
-                    fits = out is not None and out.strides == out_buf.strides and not out.ctypes.data % fftw.output_alignment
-                    result = out if fits else empty(out_shape, out_dtype, n=align)
-                    fftw.update_arrays(a, result)
+                    result = bound(fftw, a, out)
                     fftw.execute()
                     fftw.update_arrays(in_buf, out_buf)  # keep no reference to the caller's arrays
-                    if out is not None and not fits:
+                    if out is not None and result is not out:
                         result = _into(out, result)
                 if conj_out:
                     np.conjugate(result, out=result)
