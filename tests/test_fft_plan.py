@@ -285,10 +285,12 @@ def test_torch_plan_returns_torch(rng):
 
 @pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyfftw not installed")
 @pytest.mark.parametrize("kind", ["c2c", "r2c", "c2r"])
-def test_pyfftw_large_problem_path(rng, kind):
+@pytest.mark.parametrize("n", [1000, 1 << 17])  # outputs of NumPy's allocation; 2 MiB of complex128: SIMD-aligned
+def test_pyfftw_runs_on_the_callers_input_and_leaves_it_as_it_was(rng, kind, n):
+    """FFTW reads an aligned input where it lies (a copy of a misaligned one, and of every c2r
+    input, which FFTW destroys): the results are right and the input unchanged."""
     import pyfftw
 
-    n = 1 << 17  # 2 MiB of complex128: past the small-problem buffers
     if kind == "r2c":
         x = pyfftw.empty_aligned(n, np.float64)
         x[:] = rng.standard_normal(n)
@@ -313,13 +315,13 @@ def test_pyfftw_large_problem_path(rng, kind):
 
 @pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyfftw not installed")
 @pytest.mark.parametrize("offset", [0, 1, 2, 3])
-def test_pyfftw_large_input_aligned_as_the_plan_needs_is_not_copied(rng, offset):
-    """A large input at the alignment the FFTW plan needs (pyFFTW's ``input_alignment``, which
-    may be less than its SIMD alignment) is transformed where it lies; others are copied first.
+@pytest.mark.parametrize("n,threads", [(1 << 17, 1), (1 << 10, 2)])  # (a tiny plan on one thread copies: below)
+def test_pyfftw_input_aligned_as_the_plan_needs_is_not_copied(rng, offset, n, threads):
+    """An input at the alignment the FFTW plan needs (pyFFTW's ``input_alignment``, which may
+    be less than its SIMD alignment) is transformed where it lies; others are copied first.
     Either way the result is right and the input untouched."""
     import pyfftw
 
-    n = 1 << 17
     base = np.empty(n + 8)
     x = base[offset:offset + n]  # 8-byte steps through the alignments
     x[:] = rng.standard_normal(n)
@@ -337,7 +339,7 @@ def test_pyfftw_large_input_aligned_as_the_plan_needs_is_not_copied(rng, offset)
             self.fftw.update_arrays(a, b)
             given.append(a)
 
-    with FFT(x, **only("pyfftw")) as plan:
+    with FFT(x, **only("pyfftw", threads)) as plan:
         plan.plan()
         plans = plan._prepared.state["plans"]
         fftw = plans["forward"]
@@ -431,3 +433,75 @@ def test_autotune_skips_a_candidate_that_cannot_be_prepared_or_run(rng, caplog, 
         assert np.array_equal(operand, x)  # timing ran on a private copy
     got = plan.execute()
     assert rel_err(operand if inplace else got, want) < 1e-12
+
+
+@pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyfftw not installed")
+@pytest.mark.parametrize("n", [1 << 15, 1 << 17])  # outputs of 512 KiB (NumPy's allocation) and 2 MiB (aligned)
+def test_pyfftw_large_plan_writes_only_outputs_aligned_as_the_plan_needs(rng, n):
+    """A large plan's fresh outputs - NumPy's below RECYCLED_BELOW, SIMD-aligned above - are
+    bound only where their alignment is what the plan needs (here a plan that needs the SIMD
+    alignment: NumPy's less aligned output is replaced, the caller's input still read where it
+    lies); every result, held or not, is right."""
+    import pyfftw
+
+    from nvmathpy.fft._libraries import RECYCLED_BELOW
+
+    x = cplx(rng, n)
+    refused, outputs = [], []
+
+    class NeedsSimdAlignment:  # the FFTW object, as if its plan needed the SIMD alignment for its output
+        output_alignment = pyfftw.simd_alignment
+
+        def __init__(self, fftw):
+            self.fftw = fftw
+
+        def __getattr__(self, name):
+            return getattr(self.fftw, name)
+
+        def update_arrays(self, a, b):
+            if b.ctypes.data % pyfftw.simd_alignment:
+                refused.append(b)
+                raise ValueError("output misaligned")
+            self.fftw.update_arrays(a, b)
+            outputs.append((a, b))
+
+    with FFT(x, **only("pyfftw")) as plan:
+        plan.plan()
+        plans = plan._prepared.state["plans"]
+        buffers = plans["forward"].input_array, plans["forward"].output_array
+        plans["forward"] = NeedsSimdAlignment(plans["forward"])
+        held = [plan.execute() for _ in range(6)]
+    want = np.fft.fft(x)
+    assert max(rel_err(h, want) for h in held) < 1e-12
+    bound = [(a, b) for a, b in outputs if a is not buffers[0]]  # (after each run: the plan's own buffers)
+    assert len(bound) == len(held) and all(a is x and b is h for (a, b), h in zip(bound, held))
+    assert all(h.ctypes.data % pyfftw.simd_alignment == 0 for h in held)
+    assert x.nbytes >= RECYCLED_BELOW or all(r.ctypes.data % 16 == 0 for r in refused)  # NumPy's, 16-aligned
+
+
+@pytest.mark.skipif("pyfftw" not in installed_libraries(), reason="pyfftw not installed")
+def test_pyfftw_tiny_plan_on_one_thread_copies_through_its_buffers(rng):
+    """A plan of a few kilobytes on one thread copies the input into its buffer and the result
+    out (never binding the caller's arrays); the result is a new array, right, the input intact."""
+    x = cplx(rng, 256)
+    before, calls = x.copy(), []
+
+    class Spy:
+        def __init__(self, fftw):
+            self.fftw = fftw
+
+        def __getattr__(self, name):
+            return getattr(self.fftw, name)
+
+        def update_arrays(self, a, b):
+            calls.append((a, b))
+            self.fftw.update_arrays(a, b)
+
+    with FFT(x, **only("pyfftw", 1)) as plan:
+        plan.plan()
+        plans = plan._prepared.state["plans"]
+        plans["forward"] = Spy(plans["forward"])
+        results = [plan.execute(), plan.execute()]
+    assert not calls and results[0] is not results[1]
+    assert max(rel_err(r, np.fft.fft(before)) for r in results) < 1e-12
+    np.testing.assert_array_equal(x, before)

@@ -32,7 +32,7 @@ import numpy as np
 from ..plan import Candidate, Prepared
 from ._layout import Layout, scale_factor
 
-__all__ = ["LIBRARIES", "FFTPrepared", "Library", "ducc0_call", "forget_fftw_wisdom", "import_pyfftw",
+__all__ = ["LIBRARIES", "RECYCLED_BELOW", "FFTPrepared", "Library", "ducc0_call", "forget_fftw_wisdom", "import_pyfftw",
            "installed_libraries", "measured_fftw_wisdom", "plans_from_wisdom_only", "pocketfft_call"]
 
 Call = Callable[..., np.ndarray]
@@ -378,11 +378,13 @@ def import_pyfftw() -> Any:
 
 #: FFTW wisdom texts this process has imported already, so a hit imports each once.
 _IMPORTED_FFTW_WISDOM: set[tuple] = set()
-#: Up to this many bytes per array, FFTW runs on the plan's own buffers (see PyfftwLibrary):
-#: beyond it, copying the operand in and the result out costs more than running on the
-#: caller's arrays. Where the two cost the same was measured with ``benchmarks/bench_fft.py``
-#: (nvmathpy beside a ``pyfftw.FFTW`` object on the caller's arrays); not calibrated per machine.
-_FFTW_SMALL_BYTES = 1 << 17
+#: Up to this many bytes per array, a plan on one thread copies through its own buffers: two
+#: copies within the core's cache cost less than binding the caller's arrays (pyFFTW checks
+#: each ``update_arrays``). Not calibrated per machine (a fraction of a microsecond either way).
+_COPIED_UP_TO = 1 << 13
+#: Arrays smaller than this many bytes come back from the allocator without page faults (glibc
+#: recycles freed blocks of this size from its heap); larger ones are mapped afresh.
+RECYCLED_BELOW = 1 << 20
 _FFTW_FLAGS = {"estimate": "FFTW_ESTIMATE", "measure": "FFTW_MEASURE", "patient": "FFTW_PATIENT"}
 
 
@@ -467,8 +469,8 @@ class PyfftwLibrary(Library):
 
     FFTW plans are bound to arrays of one alignment and strides: an input that is not
     C-contiguous and aligned as the plan needs is copied into the plan's aligned buffer first (as
-    ``pyfftw.builders`` objects do), and so are c2r inputs (FFTW destroys them) and the inputs
-    of small problems. ``inplace`` results are copied into the operand.
+    ``pyfftw.builders`` objects do), and so are c2r inputs (FFTW destroys them).
+    ``inplace`` results are copied into the operand.
     The backward c2c plan is built on first use of the inverse direction. ``time_limit``
     bounds FFTW's planning (seconds; FFTW keeps the best plan found by then).
     """
@@ -507,46 +509,50 @@ class PyfftwLibrary(Library):
         plans: dict[str, Any] = {"forward": make(sign[layout.kind][0])}
         if layout.kind != "c2c":
             plans["inverse"] = plans["forward"]
-        # Small problems always go through the plan's own buffers (a copy in, a copy out costs
-        # less than checking alignment and allocating aligned memory); large ones run on the
-        # caller's input when it is contiguous and aligned as the FFTW plan needs (pyFFTW's
-        # ``input_alignment``: often less than the buffers' SIMD alignment, e.g. NumPy's 16
-        # bytes suffice where the buffers have 32), into a fresh aligned output (see bound).
-        small = max(in_buf.nbytes, out_buf.nbytes) <= _FFTW_SMALL_BYTES
-        copy_always = small or layout.kind == "c2r"
-        empty, out_shape, out_dtype = pyfftw.empty_aligned, layout.out_shape, layout.out_dtype
+        # FFTW runs on the caller's input where it is contiguous and aligned as the plan needs
+        # (pyFFTW's ``input_alignment``: often less than the buffers' SIMD alignment, e.g.
+        # NumPy's 16 bytes suffice where the buffers have 32), into a fresh output (see bound):
+        # a copy in and out of the plan's buffers costs more, most of all where the plan's
+        # threads read and write what another core's cache holds. A c2r input is copied first
+        # (FFTW destroys it).
+        copy_in = layout.kind == "c2r"
+        copied = threads == 1 and max(in_buf.nbytes, out_buf.nbytes) <= _COPIED_UP_TO
+        aligned, out_shape, out_dtype = pyfftw.empty_aligned, layout.out_shape, layout.out_dtype
+        # A fresh output the allocator recycles is NumPy's own (pyFFTW's aligned allocation
+        # costs more Python than the SIMD alignment beyond the plan's saves there); larger
+        # outputs, mapped afresh anyway, get the buffers' alignment.
+        empty = (lambda: np.empty(out_shape, out_dtype)) if out_buf.nbytes < RECYCLED_BELOW else (
+            lambda: aligned(out_shape, out_dtype, n=align))
 
-        def bound(fftw: Any, a: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-            """The array FFTW writes, bound to it with the input: ``a`` and ``out`` (a fresh
-            aligned array for None) where the plan takes them (``update_arrays`` checks their
-            strides and alignment), else a copy of ``a`` in the plan's input buffer and a fresh
-            aligned output."""
-            result = empty(out_shape, out_dtype, n=align) if out is None else out
+        def binds(fftw: Any, a: np.ndarray, result: np.ndarray) -> bool:
+            """Whether the plan takes ``a`` and ``result`` (``update_arrays`` checks their
+            strides and alignment), then bound to them."""
             try:
                 fftw.update_arrays(a, result)
-                return result
+                return True
             except ValueError:
-                pass
+                return False
+
+        def bound(fftw: Any, a: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+            """The array FFTW writes, bound to it with the input: ``a`` where the plan takes it,
+            else a copy of it in the plan's input buffer; ``out`` where the plan takes it, else
+            a fresh array (``empty``'s, or the buffers' alignment where the plan needs more)."""
+            result = empty() if out is None else out
+            if binds(fftw, a, result):
+                return result
+            if out is None and result.ctypes.data % fftw.output_alignment:  # NumPy's, less aligned than the plan's
+                result = aligned(out_shape, out_dtype, n=align)
+                if binds(fftw, a, result):
+                    return result
             if a is not in_buf:
                 np.copyto(in_buf, a)
-            try:
-                fftw.update_arrays(in_buf, result)
-            except ValueError:
-                result = empty(out_shape, out_dtype, n=align)
+            if not binds(fftw, in_buf, result):
+                result = aligned(out_shape, out_dtype, n=align)
                 fftw.update_arrays(in_buf, result)
             return result
 
         def runner(direction: str, conj_in: bool, conj_out: bool) -> Call:
             scale = scale_factor(layout, direction)
-            if small and not conj_in and not conj_out and scale == 1.0 and direction in plans:
-                execute, copyto = plans[direction].execute, np.copyto
-
-                def run_plain(a, out=None):  # the common small case, with nothing to check
-                    copyto(in_buf, a)
-                    execute()
-                    return out_buf.copy() if out is None else _into(out, out_buf)
-
-                return run_plain
 
             def run(a, out=None):
                 fftw = plans.get(direction)
@@ -555,25 +561,41 @@ class PyfftwLibrary(Library):
                 if conj_in:
                     np.conjugate(a, out=in_buf)
                     a = in_buf
-                elif copy_always or a is out:
+                elif copy_in or a is out:
                     np.copyto(in_buf, a)
                     a = in_buf
-                if small:
-                    fftw.execute()
-                    result = out_buf.copy() if out is None else _into(out, out_buf)
-                else:
-                    result = bound(fftw, a, out)
-                    fftw.execute()
-                    fftw.update_arrays(in_buf, out_buf)  # keep no reference to the caller's arrays
-                    if out is not None and result is not out:
-                        result = _into(out, result)
+                result = bound(fftw, a, out)
+                fftw.execute()
+                fftw.update_arrays(in_buf, out_buf)  # keep no reference to the caller's arrays
+                if out is not None and result is not out:
+                    result = _into(out, result)
                 if conj_out:
                     np.conjugate(result, out=result)
                 if scale != 1.0:
                     np.multiply(result, scale, out=result)
                 return result
 
-            return run
+            if conj_in or conj_out or scale != 1.0 or copy_in or direction not in plans:
+                return run
+
+            def run_copied(a, out=None):  # the common case of a tiny plan on one thread
+                np.copyto(in_buf, a)
+                plans[direction].execute()
+                return out_buf.copy() if out is None else _into(out, out_buf)
+
+            def run_plain(a, out=None):  # the common case: nothing to convert, a fresh output
+                if out is not None:
+                    return run(a, out)
+                fftw, result = plans[direction], empty()
+                try:
+                    fftw.update_arrays(a, result)
+                except ValueError:
+                    result = bound(fftw, a, None)
+                fftw.execute()
+                fftw.update_arrays(in_buf, out_buf)
+                return result
+
+            return run_copied if copied else run_plain
 
         hermitian_in = layout.kind == "c2r"
         fwd = runner("forward", conj_in=hermitian_in, conj_out=False)

@@ -32,7 +32,7 @@ from ..plan import as_options
 from ._callbacks import _convert_input, check_inputs_used, make_callback
 from ._engines_cpu import engine_for, fft_problem
 from ._layout import DIRECTIONS, describe, make_stage
-from ._libraries import LIBRARIES
+from ._libraries import LIBRARIES, RECYCLED_BELOW
 from ._one_operand import OneOperandPlan
 
 __all__ = ["FFT", "FFTOptions"]
@@ -41,8 +41,8 @@ __all__ = ["FFT", "FFTOptions"]
 #: Whether execute() may reuse a previous result that no one references any more (checked
 #: with sys.getrefcount, as NumPy's own temporary elision does) - on CPython with the GIL
 #: before 3.14, where reference counts are exact. It saves the page faults of a fresh
-#: output allocation, a sizeable share of a large FFT's time (outputs under 1 MiB are allocated:
-#: the allocator recycles those without page faults).
+#: output allocation, a sizeable share of a large FFT's time (outputs under
+#: :data:`~._libraries.RECYCLED_BELOW` are allocated: the allocator recycles those without page faults).
 _SPARE_RESULTS = (
     sys.implementation.name == "cpython" and sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
 )
@@ -259,7 +259,7 @@ class FFT(OneOperandPlan):
         self._unwrap = unwrapper(operand)
         # Results nobody holds any more are written over instead of allocating afresh (see
         # _SPARE_RESULTS); two are kept so that ``y = plan.execute()`` in a loop finds one.
-        keep = _SPARE_RESULTS and not self._inplace and math.prod(layout.out_shape) * layout.out_dtype.itemsize >= 1 << 20
+        keep = _SPARE_RESULTS and not self._inplace and math.prod(layout.out_shape) * layout.out_dtype.itemsize >= RECYCLED_BELOW
         self._spares: list[Any] = [None, None] if keep else []
         #: autotune's private copy of an ``inplace`` operand (exists only during autotune).
         self._scratch: np.ndarray | None = None
