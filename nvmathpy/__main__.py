@@ -221,7 +221,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"  {name}: not measured ({exc}; the default stands)", flush=True)
             continue
         record(name, value, measured, time.perf_counter() - start)
-        planned = f", plans {value['planned']} at FFTW_MEASURE" if "planned" in value else ""
+        planned = f", plans {value['planned']} at FFTW_MEASURE on {value.get('threads')} thread(s)" if "planned" in value else ""
         print(f"  {name}: first {value['first']}{planned}  (speed-up over SciPy's call: {json.dumps(measured)}; "
               f"{time.perf_counter() - start:.1f} s)", flush=True)
     return 0

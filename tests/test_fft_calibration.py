@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 from nvmathpy.fft import _calibrate as fft_calibration
+from nvmathpy.fft._engines_cpu import cores, thread_options
 from nvmathpy.fft._heuristic import (CALIBRATED_KINDS, CALIBRATED_SHAPES, CALIBRATION_WISDOM, builtin_order,
-                                     calibrated_fftw, calibration_name, first_library, library_order, rank)
+                                     calibrated_fftw, calibration_name, first_library, library_order, rank,
+                                     threads_guess)
 from nvmathpy.fft._layout import describe
 from nvmathpy.fft._libraries import installed_libraries, measured_fftw_wisdom, plans_from_wisdom_only
 from nvmathpy.plan import calibration
@@ -137,16 +139,23 @@ print(json.dumps([label, first_candidate(describe(x.shape, x.dtype), 2).label, e
                                                     ("c2c", "single", (256, 256))])
 def test_measure_names_one_of_the_installed_libraries(kind, precision, shape):
     value, measured = fft_calibration.measure(kind, precision, shape, seconds=30.0)
-    plain = set(measured) - {fft_calibration.MEASURED_FFTW}
+    dtype = {("c2c", "double"): "complex128", ("c2c", "single"): "complex64", ("r2c", "single"): "float32"}[kind, precision]
+    layout = describe(shape, np.dtype(dtype), axes=tuple(range(len(shape))), kind=kind)
+    guess = threads_guess(layout, thread_options(cores()))
+    fftw = {count: fft_calibration.measured_fftw_name(count, guess) for count in sorted({guess, cores()})}
+    plain = set(measured) - set(fftw.values())
     assert value["first"] in installed_libraries() and plain <= set(installed_libraries())
     assert "scipy" in measured and all(ratio > 0 for ratio in measured.values())
     assert "pyfftw" not in measured  # keeps state between calls: would take quick-path sizes off the quick path
-    if "pyfftw" in installed_libraries():  # FFTW's measured plan is timed for the plans, and kept where it leads
-        assert fft_calibration.MEASURED_FFTW in measured
-        leads = measured[fft_calibration.MEASURED_FFTW] > fft_calibration.MARGIN * measured[value["first"]]
+    if "pyfftw" in installed_libraries():
+        # FFTW's measured plans, on the heuristic's thread count and on the whole budget, are
+        # timed for the plans, and the faster one kept where it leads
+        assert set(fftw.values()) <= set(measured)
+        fastest = max(fftw, key=lambda count: measured[fftw[count]])
+        leads = measured[fftw[fastest]] > fft_calibration.MARGIN * measured[value["first"]]
         assert (value.get("planned") == "pyfftw") == leads
         if leads:
-            assert value["threads"] >= 1 and value["fftw_wisdom"] and value["fftw_time_limit"] > 0
+            assert value["threads"] == fastest and value["fftw_wisdom"] and value["fftw_time_limit"] > 0
 
 
 def test_measure_plans_its_contenders_without_the_wisdom_earlier_values_left(monkeypatch):
@@ -201,6 +210,18 @@ def test_fftw_measured_plans_lead_the_plans_of_their_own_shape_and_thread_count_
     stateless = [name for name in installed_libraries() if name != "pyfftw"]  # a one-call function's plan
     assert rank(layout, stateless, [1, 2])[0].label == "ducc0"
     assert library_order(layout)[0] == "ducc0"  # the one-call functions' first library
+
+
+@needs_pyfftw
+def test_a_kept_fftw_plan_on_more_threads_than_the_guess_leads_plans_that_may_use_them():
+    """Calibration may keep FFTW's plan on the whole budget where the heuristic guesses one
+    thread (FFTW's threads pay from smaller sizes): plans whose options include that count rank
+    it first, plans held to one thread do not."""
+    layout = record_fftw((4096,), "complex128", 2)
+    assert threads_guess(layout, [1, 2]) == 1 and calibrated_fftw(layout, 2)["fftw_wisdom"]
+    first = rank(layout, list(installed_libraries()), [1, 2])[0]
+    assert first.label == "pyfftw" and first.params == {"threads": 2, "effort": "measure", "wisdom": CALIBRATION_WISDOM}
+    assert "wisdom" not in rank(layout, list(installed_libraries()), [1])[0].params
 
 
 @needs_pyfftw

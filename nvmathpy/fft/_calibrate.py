@@ -11,10 +11,12 @@ size, against ``scipy.fft`` (the call a user would otherwise make) in alternatin
 another library beats it by :data:`MARGIN`.
 
 FFTW at FFTW_MEASURE is timed too (planned under :data:`FFTW_PLAN_SECONDS`, forward and, for
-complex transforms, backward): where it beats the first library by :data:`MARGIN` and FFTW
-plans it again from the wisdom it left alone, the value also holds ``"planned": "pyfftw"``, the
-thread count and FFTW's wisdom of those plans, and a plan made for repeated use on that very
-shape and thread count builds its FFTW plan from that wisdom
+complex transforms, backward), on the heuristic's thread count and on the whole budget where
+that is more (FFTW's threads pay from smaller sizes than the other libraries' do): where the
+faster of those plans beats the first library by :data:`MARGIN` and FFTW plans it again from
+the wisdom it left alone, the value also holds ``"planned": "pyfftw"``, that plan's thread
+count and FFTW's wisdom of it, and a plan made for repeated use on that very shape (with that
+thread count among its options) builds its FFTW plan from that wisdom
 (:func:`._heuristic.calibrated_fftw`). It never leads the one-call functions: an FFTW plan
 keeps state, and a one-call function must not plan on a shape it may never see again.
 
@@ -43,7 +45,7 @@ from ._layout import Layout, describe
 from ._libraries import LIBRARIES, forget_fftw_wisdom, installed_libraries, measured_fftw_wisdom, plans_from_wisdom_only
 from ._quick import _STATELESS, QUICK_ELEMENTS
 
-__all__ = ["CALIBRATIONS", "FFTW_PLAN_SECONDS", "MARGIN", "measure"]
+__all__ = ["CALIBRATIONS", "FFTW_PLAN_SECONDS", "MARGIN", "measure", "measured_fftw_name"]
 
 #: How much faster than the built-in first choice (median of the per-round ratios) another
 #: library must be to take its place (as for the solvers: above a busy machine's noise); and
@@ -53,14 +55,27 @@ MARGIN = 1.10
 ROUNDS = 7
 MIN_ROUNDS = 3
 CALL_SECONDS = 0.005
-#: The most seconds FFTW may plan one direction at FFTW_MEASURE (half the value's time bound
-#: where that is less). A search the limit cut short leaves wisdom FFTW does not plan from
+#: The most seconds FFTW may plan one direction at FFTW_MEASURE (half the value's time bound,
+#: shared among the thread counts timed, where that is less). A search the limit cut short leaves wisdom FFTW does not plan from
 #: again: such a plan is not kept (:func:`._libraries.plans_from_wisdom_only`).
 FFTW_PLAN_SECONDS = 4.0
-#: The name of FFTW's measured plan among the contenders.
+#: The name of FFTW's measured plan on the heuristic's thread count among the contenders (on
+#: another count: :func:`measured_fftw_name`).
 MEASURED_FFTW = "pyfftw(measure)"
 _DTYPES = {("c2c", "double"): "complex128", ("c2c", "single"): "complex64",
            ("r2c", "double"): "float64", ("r2c", "single"): "float32"}
+
+
+def measured_fftw_name(threads: int, guess: int) -> str:
+    """The contender name of FFTW's measured plan on ``threads`` threads, the heuristic's
+    thread count being ``guess``.
+
+    Examples
+    --------
+    >>> measured_fftw_name(1, 1), measured_fftw_name(2, 1)
+    ('pyfftw(measure)', 'pyfftw(measure,threads=2)')
+    """
+    return MEASURED_FFTW if threads == guess else f"{MEASURED_FFTW[:-1]},threads={threads})"
 
 
 def _operand(kind: str, precision: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -98,27 +113,33 @@ def measure(kind: str, precision: str, shape: tuple[int, ...],
 
     x = _operand(kind, precision, shape)
     layout = describe(shape, x.dtype, axes=tuple(range(len(shape))), kind=kind)
-    threads = threads_guess(layout, thread_options(cores()))
+    options = thread_options(cores())
+    threads = threads_guess(layout, options)
     # FFTW plans an FFTW_ESTIMATE request from the wisdom it holds: the values measured before
     # this one left theirs, which a user's process planning this shape has not
     forget_fftw_wisdom()
     first, libraries = _contenders(kind, layout, x, threads)
-    fftw = None
+    fftw: dict[int, tuple[Any, dict[str, Any]]] = {}
     if "pyfftw" in installed_libraries() and LIBRARIES["pyfftw"].supports(layout):
-        fftw = measured_fftw_wisdom(layout, threads, min(FFTW_PLAN_SECONDS, seconds / 2))
-        libraries[MEASURED_FFTW] = lambda f=fftw[0].forward: f(x)
+        counts = sorted({threads, options[-1]})
+        for count in counts:  # each from no wisdom: a plan's wisdom is of that plan alone
+            fftw[count] = measured_fftw_wisdom(layout, count, min(FFTW_PLAN_SECONDS, seconds / (2 * len(counts))))
+            libraries[measured_fftw_name(count, threads)] = lambda f=fftw[count][0].forward: f(x)
     transform = scipy.fft.fftn if kind == "c2c" else scipy.fft.rfftn
     try:
         _, medians = choose_first(libraries, lambda: transform(x, workers=threads), first, seconds, rounds=ROUNDS,
                                   min_rounds=MIN_ROUNDS, call_seconds=CALL_SECONDS, max_calls=1000, margin=MARGIN)
     except OutOfTime as exc:
         raise OutOfTime(f"fft {kind} {precision} {'x'.join(map(str, shape))}: {exc}") from None
-    plain = {name: ratio for name, ratio in medians.items() if name != MEASURED_FFTW}
+    measured = {count: medians.pop(measured_fftw_name(count, threads)) for count in fftw}
+    plain = dict(medians)
     best = max(plain, key=lambda name: plain[name] / (1.0 if name == first else MARGIN))
     value: dict[str, Any] = {"first": best}
-    if (fftw is not None and medians[MEASURED_FFTW] > MARGIN * plain[best]
-            and plans_from_wisdom_only(layout, threads, fftw[1])):
-        value.update(planned="pyfftw", threads=threads, **fftw[1])
+    if measured:
+        count = max(measured, key=measured.__getitem__)
+        if measured[count] > MARGIN * plain[best] and plans_from_wisdom_only(layout, count, fftw[count][1]):
+            value.update(planned="pyfftw", threads=count, **fftw[count][1])
+        medians.update((measured_fftw_name(count, threads), ratio) for count, ratio in measured.items())
     return value, medians
 
 

@@ -210,8 +210,8 @@ def heuristic_candidate(library: str, threads: int, effort: str = "estimate") ->
 
 def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candidate]:
     """Every candidate for ``layout`` over ``libraries`` and ``threads``, best guess first (the
-    FFTW plan calibration kept for this shape and thread count, :func:`calibrated_fftw`, first
-    of all where pyFFTW is among ``libraries``).
+    FFTW plan calibration kept for this shape, on a thread count among ``threads``,
+    :func:`calibrated_fftw`, first of all where pyFFTW is among ``libraries``).
 
     Examples
     --------
@@ -229,9 +229,10 @@ def rank(layout: Layout, libraries: list[str], threads: list[int]) -> list[Candi
     head = [heuristic_candidate(name, best_t) for name in order[:2]]
     measured = [heuristic_candidate("pyfftw", best_t, "measure")] if "pyfftw" in order else []
     other = [heuristic_candidate(order[0], t) for t in other_t[:1]]
-    if measured and calibrated_fftw(layout, best_t) is not None:
+    kept = next((t for t in [best_t, *other_t] if calibrated_fftw(layout, t) is not None), None) if measured else None
+    if kept is not None:
         # calibration's FFTW_MEASURE plan leads; another one is worth timing less than the other thread count
-        head = [Candidate.of("pyfftw", threads=best_t, effort="measure", wisdom=CALIBRATION_WISDOM)] + head + other
+        head = [Candidate.of("pyfftw", threads=kept, effort="measure", wisdom=CALIBRATION_WISDOM)] + head + other
         head += measured
     else:
         head += measured + other
