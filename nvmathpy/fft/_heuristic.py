@@ -109,7 +109,7 @@ def first_library(layout: Layout, planned: bool = False) -> str | None:
 def calibrated_fftw(layout: Layout, threads: int) -> dict | None:
     """What a plan of ``layout`` on ``threads`` threads needs to build the FFTW_MEASURE plan that
     calibration measured fastest for exactly this shape (the ``extra`` of
-    :meth:`._libraries.PyfftwLibrary.build`: FFTW's wisdom of it and the planning time limit it
+    :meth:`._pyfftw.PyfftwLibrary.build`: FFTW's wisdom of it and the planning time limit it
     was made under), or ``None`` where calibration found no such plan for it.
 
     Examples
