@@ -56,8 +56,9 @@ ROUNDS = 7
 MIN_ROUNDS = 3
 CALL_SECONDS = 0.005
 #: The most seconds FFTW may plan one direction at FFTW_MEASURE (half the value's time bound,
-#: shared among the thread counts timed, where that is less). A search the limit cut short leaves wisdom FFTW does not plan from
-#: again: such a plan is not kept (:func:`._pyfftw.plans_from_wisdom_only`).
+#: shared among the thread counts timed, where that is less). A search the limit cut short
+#: leaves wisdom FFTW does not plan from again: such a plan is not kept
+#: (:func:`._pyfftw.plans_from_wisdom_only`).
 FFTW_PLAN_SECONDS = 4.0
 #: The name of FFTW's measured plan on the heuristic's thread count among the contenders (on
 #: another count: :func:`measured_fftw_name`).
