@@ -217,6 +217,26 @@ def test_more_unknown_threads_than_workers_prevent_any_probe(fake, monkeypatch):
     assert probes == [] and pool.SCIPY.workers is None
 
 
+def test_both_pools_spinning_spend_no_probe_and_are_learned_when_one_spins_alone(fake, monkeypatch):
+    """Neither pool known, both pools' workers spinning (a SciPy call, then one on NumPy's
+    pool): a probe would wake no new thread and could not tell whose they are, so none is made
+    or counted - every one of them was once spent so, and the workers were never learned. When
+    SciPy's worker alone spins, a busy call learns both."""
+    probes = _scipy_pool(monkeypatch)
+    monkeypatch.setattr(pool.NUMPY, "workers", None)
+    numpy_probes = []
+    monkeypatch.setattr(pool.NUMPY, "probe", lambda: numpy_probes.append(1))
+    running(monkeypatch, frozenset({"303", "404"}))
+    for _ in range(pool.PROBES + 1):
+        pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
+    assert probes == numpy_probes == [] and pool.SCIPY.probes_left() == pool.NUMPY.probes_left() == pool.PROBES
+    # SciPy's "303" alone: NumPy's probe wakes "404", SciPy's wakes none ("303" was spinning)
+    running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset({"303", "404"}))
+    pool.stepped_down(fake.call, pool.POOLS, busy_learn=True)
+    assert numpy_probes == probes == [1]
+    assert pool.NUMPY.known_workers() == {"404"} and pool.SCIPY.known_workers() == {"303"}
+
+
 def test_a_thread_that_stops_during_the_probe_is_not_learned(fake, monkeypatch):
     probes = _scipy_pool(monkeypatch)
     running(monkeypatch, frozenset({"303"}), frozenset({"303"}), frozenset())

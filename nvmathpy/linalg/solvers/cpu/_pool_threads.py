@@ -202,8 +202,10 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
     where calls use both pools, and would otherwise never be learned). The probe then wakes
     none and costs a tenth of a millisecond; where they were another's, it waits once and
     learns the worker it woke. Under :data:`THREAD_COUNT` (no count changes
-    meanwhile), at most :data:`PROBES` times per pool and process. Returns whether it probed
-    (the probed pools' workers then spin)."""
+    meanwhile), at most :data:`PROBES` times per pool and process; a pool beside more unknown
+    running threads than its workers is not probed (nor the probe counted): where both pools
+    spin, a probe wakes no new thread and cannot tell whose they are. Returns whether it
+    probed (the probed pools' workers then spin)."""
     unknown = [(pool, count) for (pool, _), count in zip(present, counts)
                if count >= 2 and pool.known_workers() is None and pool.probes_left() > 0]
     known = _workers_of(POOLS)
@@ -217,9 +219,13 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
         return False
     if not THREAD_COUNT.acquire(blocking=False):
         return False
+    probed = False
     try:
         for pool, count in unknown:
             before = running_threads() - known
+            if len(before) > count - 1:  # not all the pool's: were its own among them, it would wake
+                continue  # none and tell nothing (both pools spinning); not spent, left for a clearer look
+            probed = True
             pool.probed()
             pool.probe()
             after = running_threads()
@@ -231,7 +237,7 @@ def _learn(present: list[tuple[Pool, Any]], counts: list[int], running: frozense
                 known |= seen
     finally:
         THREAD_COUNT.release()
-    return True
+    return probed
 
 
 def _others_known(pool: Pool) -> bool:
