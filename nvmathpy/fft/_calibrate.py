@@ -132,15 +132,15 @@ def measure(kind: str, precision: str, shape: tuple[int, ...],
                                   min_rounds=MIN_ROUNDS, call_seconds=CALL_SECONDS, max_calls=1000, margin=MARGIN)
     except OutOfTime as exc:
         raise OutOfTime(f"fft {kind} {precision} {'x'.join(map(str, shape))}: {exc}") from None
-    measured = {count: medians.pop(measured_fftw_name(count, threads)) for count in fftw}
-    plain = dict(medians)
+    names = {count: measured_fftw_name(count, threads) for count in fftw}
+    measured = {count: medians[name] for count, name in names.items()}
+    plain = {name: ratio for name, ratio in medians.items() if name not in names.values()}
     best = max(plain, key=lambda name: plain[name] / (1.0 if name == first else MARGIN))
     value: dict[str, Any] = {"first": best}
     if measured:
         count = max(measured, key=measured.__getitem__)
         if measured[count] > MARGIN * plain[best] and plans_from_wisdom_only(layout, count, fftw[count][1]):
             value.update(planned="pyfftw", threads=count, **fftw[count][1])
-        medians.update((measured_fftw_name(count, threads), ratio) for count, ratio in measured.items())
     return value, medians
 
 

@@ -199,12 +199,13 @@ class PyfftwLibrary(Library):
             except ValueError:
                 return False
 
-        def bound(fftw: Any, a: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        def bound(fftw: Any, a: np.ndarray, out: np.ndarray | None, refused: np.ndarray | None = None) -> np.ndarray:
             """The array FFTW writes, bound to it with the input: ``a`` where the plan takes it,
             else a copy of it in the plan's input buffer; ``out`` where the plan takes it, else
-            a fresh array (``empty``'s, or the buffers' alignment where the plan needs more)."""
-            result = empty() if out is None else out
-            if binds(fftw, a, result):
+            a fresh array (``empty``'s, or the buffers' alignment where the plan needs more).
+            ``refused``: a fresh output the plan already refused beside ``a`` (not tried again)."""
+            result = refused if refused is not None else empty() if out is None else out
+            if refused is None and binds(fftw, a, result):
                 return result
             if out is None and result.ctypes.data % fftw.output_alignment:  # NumPy's, less aligned than the plan's
                 result = aligned(out_shape, out_dtype, n=align)
@@ -256,7 +257,7 @@ class PyfftwLibrary(Library):
                 try:
                     fftw.update_arrays(a, result)
                 except ValueError:
-                    result = bound(fftw, a, None)
+                    result = bound(fftw, a, None, result)
                 fftw.execute()
                 fftw.update_arrays(in_buf, out_buf)
                 return result
