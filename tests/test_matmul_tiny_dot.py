@@ -1,8 +1,9 @@
 """The one-call ``matmul``'s direct route: tiny all-defaults products of NumPy operands go
-straight to the NumPy call their plan binds (``ndarray.dot`` for 1-D/2-D operands, see
-``nvmathpy.linalg.gemm._tiny`` for batches) and must return exactly what the planned route
-returns, and ``numpy.matmul``'s result up to rounding; everything else must still take the
-planned route."""
+straight to the call their plan binds (the compiled tiny kernel for float32/float64, else
+``ndarray.dot`` for 1-D/2-D operands; see ``nvmathpy.linalg.gemm._tiny``) and must return
+exactly what the planned route returns, and ``numpy.matmul``'s result up to rounding;
+everything else must still take the planned route. The compiled kernel is built before these
+tests run, so every route sees it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import nvmathpy.linalg as la
 from nvmathpy.errors import InvalidOperandError, InvalidOptionError
 from nvmathpy.linalg.gemm import _tiny, matmul_plan
 from nvmathpy.linalg.gemm._layout import TINY_FLOPS
+from nvmathpy.linalg.gemm.cpu._tiny_c import TINY_EXTENSION
+
+TINY_EXTENSION.get(wait=True)  # (built now: not half-way through a test that compares two routes)
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -49,7 +53,7 @@ def planned(a, b):
 def assert_same(got, want, a, b):
     assert type(got) is type(want)
     assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(got, want)  # bit for bit: the same BLAS call
+    assert np.array_equal(got, want)  # bit for bit: the same call
     if isinstance(want, np.ndarray):
         assert got.strides == want.strides
         assert (got.flags.c_contiguous, got.flags.f_contiguous, got.flags.owndata) == \
@@ -157,8 +161,9 @@ def ineligible():
     yield "epilogue", x, y, {"epilogue": "relu"}
     yield "execution", x, y, {"execution": "cpu"}
     yield "options", x, y, {"options": {"check_finite": True}}
-    yield "batched not tiny", rand((3, 64, 64), np.float64, 10), rand((64, 64), np.float64, 10), {}
-    yield "batches broadcast", rand((2, 1, 16, 16), np.float64, 11), rand((8, 16, 16), np.float64, 12), {}
+    yield "batched not tiny", rand((3, 64, 65), np.float64, 10), rand((65, 64), np.float64, 10), {}
+    yield "batches broadcast", rand((2, 1, 16, 32), np.float64, 11), rand((8, 32, 513), np.float64, 12), {}
+    yield "batched complex", rand((3, 64, 64), np.complex128, 10), rand((64, 64), np.complex128, 10), {}
     yield "not tiny", rand((64, 64), np.float64, 13), rand((64, 65), np.float64, 14), {}
     yield "float16", x.astype(np.float16), y.astype(np.float16), {}
     yield "byte-swapped", x.astype(">f8"), y.astype(">f8"), {}
@@ -169,8 +174,10 @@ def ineligible():
 def test_other_calls_take_the_planned_route(name, a, b, kwargs, routes):
     got = la.matmul(a, b, **kwargs)
     assert len(routes) == 1
-    if name in ("batched not tiny", "batches broadcast", "not tiny", "float16", "byte-swapped", "subclass"):
-        want = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    if name in ("batched not tiny", "batches broadcast", "batched complex", "not tiny", "float16", "byte-swapped",
+                "subclass"):
+        wide = np.complex128 if np.iscomplexobj(a) else np.float64
+        want = np.matmul(np.asarray(a, wide), np.asarray(b, wide))
         tol = 1e-2 if name == "float16" else 1e-12
         assert got.shape == want.shape and type(got) is np.ndarray
         assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
@@ -307,9 +314,9 @@ def test_bad_batched_shapes_get_the_planned_routes_error(a_shape, b_shape, match
 def batched_ineligible():
     """(name, a, b, kwargs) of batched calls the direct route must leave to the planned route."""
     x, y = rand((4, 8, 8), np.float64, 25), rand((4, 8, 8), np.float64, 26)
-    yield "batched not tiny", rand((5, 64, 64), np.float64, 27), rand((64, 64), np.float64, 28), {}
-    yield "true batch not tiny", rand((5, 64, 64), np.float64, 27), rand((5, 64, 64), np.float64, 28), {}
-    yield "ranks differ", rand((2, 1, 16, 16), np.float64, 29), rand((8, 16, 16), np.float64, 30), {}
+    yield "batched not tiny", rand((5, 64, 65), np.float64, 27), rand((65, 64), np.float64, 28), {}
+    yield "true batch not tiny", rand((5, 64, 65), np.float64, 27), rand((5, 65, 64), np.float64, 28), {}
+    yield "ranks differ", rand((2, 1, 16, 32), np.float64, 29), rand((8, 32, 513), np.float64, 30), {}
     yield "float16", x.astype(np.float16), y.astype(np.float16), {}
     yield "alpha", x, y, {"alpha": 2.0}
     yield "epilogue", x, y, {"epilogue": "relu"}
@@ -326,3 +333,42 @@ def test_other_batched_calls_take_the_planned_route(name, a, b, kwargs, routes):
         want = np.maximum(want, 0)
     assert got.shape == want.shape and got.dtype == a.dtype
     assert np.linalg.norm(got - want) <= (1e-2 if name == "float16" else 1e-12) * np.linalg.norm(want)
+
+
+# -- batches of tiny matrices, more than TINY_FLOPS in all ------------------------------------------
+
+LARGE_BATCHES = [((20000, 3, 3), (20000, 3, 3)), ((1000, 8, 8), (8, 8)), ((2, 1, 16, 16), (8, 16, 16)),
+                 ((7, 64, 64), (64, 64)), ((1, 9, 5), (10000, 5, 7))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", LARGE_BATCHES, ids=str)
+def test_large_batches_of_tiny_matrices_take_the_compiled_kernel(dtype, shapes, no_plan, monkeypatch):
+    x, y = rand(shapes[0], dtype, 31), rand(shapes[1], dtype, 32)
+    a, b = LAYOUTS["batch-step"](x), y
+    assert _tiny.tiny_flops(a, b) > TINY_FLOPS
+    kernel = _tiny.compiled_matmul()
+    calls = []
+    monkeypatch.setattr(_tiny, "_compiled", lambda p, q: calls.append(1) or kernel(p, q))
+    got = la.matmul(a, b)  # the direct route (no_plan refuses the planned one)
+    assert calls and matmul_plan.plan_cache_info() == no_plan
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    tol = 2e-6 if dtype == np.float32 else 1e-14
+    assert got.dtype == dtype and got.flags.c_contiguous and got.shape == ref.shape
+    assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref) * shapes[0][-1]
+    monkeypatch.undo()
+    with la.Matmul(a, b) as mm:  # the plan takes the same call
+        mm.plan()
+        assert mm.candidate.label == "dot"
+        assert_same(mm.execute(), got, a, b)
+
+
+def test_large_batches_take_the_planned_route_without_the_kernel(routes, monkeypatch):
+    monkeypatch.setattr(_tiny, "_compiled", None)
+    monkeypatch.setattr(TINY_EXTENSION, "get", lambda wait=False: None)
+    a, b = rand((20000, 3, 3), np.float64, 33), rand((20000, 3, 3), np.float64, 34)
+    got = la.matmul(a, b)
+    assert len(routes) == 1 and np.allclose(got, a @ b, rtol=1e-14, atol=1e-14)
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        assert mm.candidate.label == "matmul"

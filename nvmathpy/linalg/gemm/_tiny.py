@@ -1,10 +1,15 @@
-"""Tiny plain NumPy products: the direct NumPy calls of the CPU engine's ``"dot"`` candidate.
+"""Tiny plain products: the direct calls of the CPU engine's ``"dot"`` candidate.
 
 A product with at most :data:`~._layout.TINY_FLOPS` multiply-adds, no epilogue, ``alpha = 1``
 and no ``c`` costs less than the Python around it, so its plan (and :func:`.matmul_plan.matmul`,
-which skips the plan) makes one NumPy call and nothing else:
+which skips the plan) makes one call and nothing else:
 
-- 1-D/2-D operands: ``a.dot(b)``;
+- float32/float64 matrices (2-D or batched, any strides and broadcast batches): the compiled
+  kernel of :mod:`.cpu._tiny_c` (from its first use, once built: until then, and where it
+  cannot be built, the NumPy calls below). NumPy spends most of such a call in the ufunc
+  machinery and in one BLAS call per matrix, each packing its operands: ``bench_matmul.py
+  --only tiny`` shows the difference;
+- otherwise, 1-D/2-D operands: ``a.dot(b)``;
 - a batched ``a`` times a 1-D/2-D ``b``: one ``dot`` of ``a`` seen as ``(batch * m, k)``
   (a copy if ``a`` is not C-contiguous), its result reshaped: one BLAS call instead of one
   per matrix;
@@ -28,10 +33,22 @@ from typing import Callable
 import numpy as np
 
 from ._layout import TINY_FLOPS
+from .cpu._tiny_c import TINY_EXTENSION
 
 _matmul = np.matmul
+#: The compiled kernel's ``matmul(a, b)`` once loaded (:func:`compiled_matmul`).
+_compiled: Callable[[np.ndarray, np.ndarray], object] | None = None
 
-__all__ = ["direct_call", "tiny_flops", "tiny_product"]
+__all__ = ["batch_of_tiny", "compiled_matmul", "direct_call", "tiny_flops", "tiny_product"]
+
+
+def compiled_matmul() -> Callable[[np.ndarray, np.ndarray], object] | None:
+    """The compiled tiny kernel (``NotImplemented`` for operands it does not take), or ``None``
+    while it is built (the first call starts the build) and where it cannot be built."""
+    global _compiled
+    if _compiled is None and (module := TINY_EXTENSION.get()) is not None:
+        _compiled = module.matmul
+    return _compiled
 
 
 def tiny_flops(a: np.ndarray, b: np.ndarray) -> int:
@@ -58,7 +75,8 @@ def tiny_flops(a: np.ndarray, b: np.ndarray) -> int:
 
 def tiny_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """``a @ b`` as the ``"dot"`` candidate computes it, or ``None`` when :func:`tiny_flops`
-    is above :data:`~._layout.TINY_FLOPS` (``ValueError`` when the shapes do not match).
+    is above :data:`~._layout.TINY_FLOPS` and :func:`batch_of_tiny` does not take it
+    (``ValueError`` when the shapes do not match).
 
     This runs before every one-call product that is not 2-D times 2-D: the common cases are
     tested inline. A batched ``a`` that is not C-contiguous is copied to one that is by its reshape.
@@ -67,10 +85,14 @@ def tiny_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if ndb > 2:  # a.size * b.size bounds the multiply-adds (batch * m * k * n * k; 0 when k = 0)
         if a.size * b.size > TINY_FLOPS and (a.size * b.shape[2] if a.ndim == 3 == ndb and len(a) == len(b)
                                              else tiny_flops(a, b)) > TINY_FLOPS:
-            return None
+            return batch_of_tiny(a, b)
+        if (kernel := _compiled or compiled_matmul()) is not None and (result := kernel(a, b)) is not NotImplemented:
+            return result
         return np.matmul(a, b, order="C")
     if ndb == 0 or (a.size * b.shape[1] if ndb == 2 else a.size) > TINY_FLOPS:
-        return None
+        return batch_of_tiny(a, b) if ndb == 2 and a.ndim > 2 else None
+    if (kernel := _compiled or compiled_matmul()) is not None and (result := kernel(a, b)) is not NotImplemented:
+        return result
     nda = a.ndim
     if nda < 3:
         return a.dot(b) if nda else None
@@ -79,9 +101,27 @@ def tiny_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return a.reshape(-1, k).dot(b).reshape(shape[:-1] + b.shape[1:]) if k else np.matmul(a, b, order="C")
 
 
+def batch_of_tiny(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b`` by the compiled kernel where it is a batch of products each within
+    :data:`~._layout.TINY_FLOPS` (more of them than that bound takes in all), else ``None``.
+
+    NumPy makes one BLAS call per matrix of such a batch, each packing its operands; the
+    kernel does the batch in one loop (releasing the GIL for it)."""
+    if (a.ndim < 2 or b.ndim < 2 or a.shape[-2] * a.shape[-1] * b.shape[-1] > TINY_FLOPS
+            or (kernel := _compiled or compiled_matmul()) is None):
+        return None
+    result = kernel(a, b)
+    return None if result is NotImplemented else result
+
+
 def direct_call(a: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:
     """The zero-argument call a plan binds for a tiny ``a @ b``: :func:`tiny_product`'s call,
-    with a C-contiguous batched ``a`` reshaped once (a view: the call reads its current values)."""
+    with a C-contiguous batched ``a`` reshaped once (a view: the call reads its current values).
+    The compiled kernel is bound where one trial call shows it takes these operands (their
+    dtype, layout and alignment are the plan's for good)."""
+    kernel = _compiled or compiled_matmul()
+    if kernel is not None and kernel(a, b) is not NotImplemented:
+        return functools.partial(kernel, a, b)
     if a.ndim < 3 > b.ndim:
         return functools.partial(a.dot, b)
     k = a.shape[-1]

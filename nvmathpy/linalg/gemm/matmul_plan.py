@@ -20,7 +20,7 @@ from ...errors import InvalidOperandError, InvalidOptionError, OperandMismatchEr
 from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_execution
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ...plan import Plan, PlanCache, Prepared, Problem, as_options
-from ._layout import TINY_FLOPS, analyse_shapes, broadcast_check, layout_class
+from ._layout import analyse_shapes, broadcast_check, layout_class
 from ._tiny import direct_call, tiny_product
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
@@ -513,7 +513,8 @@ def matmul(
     function) is traced on every call and keyed by its traced expression, so equal functions
     share a plan. A tiny product (``m * k * n`` times the batch size ``<= 64**3``) of NumPy
     arrays of one float/complex dtype with every option left default takes no plan: it is the
-    NumPy call its plan makes (see :mod:`._tiny`).
+    call its plan makes - one call of the compiled tiny kernel for float32/float64, which also
+    takes larger batches of such matrices, else NumPy's (see :mod:`._tiny`).
 
     Examples
     --------
@@ -531,16 +532,14 @@ def matmul(
            [6., 8.]])
     """
     # tiny and all defaults: the plan's "dot" call (wisdom could only prefer its "matmul" candidate, which
-    # computes the same up to rounding); a K that differs gets the planned route's error
+    # computes the same up to rounding); a K that differs gets the planned route's error (NumPy's
+    # ValueError here)
     if (type(a) is _ndarray is type(b) and c is None and beta is None and epilogue is None
             and epilogue_inputs is None and execution is None and options is None and stream is None
             and type(alpha) is float and alpha == 1.0
             and a.dtype is b.dtype in _DOT_DTYPES):
         try:
-            if a.ndim == 2 == b.ndim:
-                if len(a) * b.size <= TINY_FLOPS:
-                    return a.dot(b)
-            elif (result := tiny_product(a, b)) is not None:
+            if (result := tiny_product(a, b)) is not None:
                 return result
         except ValueError:
             pass

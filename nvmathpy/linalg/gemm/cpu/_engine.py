@@ -2,8 +2,8 @@
 
 Candidates (``Candidate.params``):
 
-- ``method``: ``"dot"`` (tiny plain products, batched ones included: the direct NumPy call of
-  :mod:`.._tiny`, nothing else),
+- ``method``: ``"dot"`` (tiny plain products, batched ones included: the direct call of
+  :mod:`.._tiny` - the compiled tiny kernel for float32/float64, else NumPy's - nothing else),
   ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case),
   ``"gemm"`` (``?gemm`` of NumPy's own BLAS: ``alpha``, ``beta``, ``c`` and a leading bias
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
@@ -48,7 +48,7 @@ from ._epilogue_eval import compile_program, fold_addend, numexpr_available, pro
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import TINY_FLOPS, analyse_shapes
-from .._tiny import tiny_product
+from .._tiny import compiled_matmul, tiny_product
 from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
@@ -177,7 +177,7 @@ class CpuMatmulEngine(Engine):
     def candidates(self, problem: Problem) -> list[Candidate]:
         spec = _Spec(problem, self.alpha, self.beta, self.epilogue)
         threads = spec.threads
-        if spec.plain and not spec.half and spec.flops <= TINY_FLOPS and threads is None:
+        if spec.plain and not spec.half and threads is None and (spec.flops <= TINY_FLOPS or _batch_of_tiny(spec)):
             return [Candidate.of("dot", method="dot", evaluator=None, threads=None),
                     Candidate.of("matmul", method="matmul", evaluator=None, threads=None)]
         evaluators: list[str | None]
@@ -318,6 +318,14 @@ def _c_method(spec: _Spec, methods: list[str]) -> str:
         return methods[0]
     rest = tuple(step for step in fold_addend(spec.epilogue.steps)[1] if step != ("d", _X))
     return "matmul" if rest else methods[0]
+
+
+def _batch_of_tiny(spec: _Spec) -> bool:
+    """A batch of float32/float64 products each within ``TINY_FLOPS``, where the compiled tiny
+    kernel is built: its one loop over the batch (:func:`.._tiny.batch_of_tiny`)."""
+    s = spec.shape
+    return (bool(s.batch) and spec.dtype_name in ("float32", "float64") and s.m * s.k * s.n <= TINY_FLOPS
+            and compiled_matmul() is not None)
 
 
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:

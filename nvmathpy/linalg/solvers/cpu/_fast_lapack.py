@@ -18,13 +18,21 @@ looked up per dtype (``s``, ``d``, ``c``, ``z``), and LAPACK is called through a
 function pointers filled once by ``set_lapack``. The C source is kept by function group in
 :mod:`._fast_c_base` (shared helpers, the pointer table), :mod:`._fast_c_solve`,
 :mod:`._fast_c_inverse`, :mod:`._fast_c_factor`, :mod:`._fast_c_svd` and :mod:`._fast_c_expm`; this module
-assembles and loads it.
+assembles and loads it (:class:`~nvmathpy.kernels.background_build.BackgroundExtension`).
+
+Examples
+--------
+>>> import numpy as np
+>>> fast = fast_module(wait=True)
+>>> fast is None or fast.cho_solve(np.asfortranarray([[2.0]]), np.array([4.0]), False, True).tolist() == [1.0]
+True
 """
 
 from __future__ import annotations
 
-import threading
 import types
+
+from ....kernels.background_build import BackgroundExtension
 
 from . import _fast_c_base, _fast_c_expm, _fast_c_factor, _fast_c_inverse, _fast_c_solve, _fast_c_svd
 from ._calibrate import COVERED_TO
@@ -57,72 +65,26 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
 """).replace("@MODULE@", MODULE_NAME).replace("@MAXN@", str(MAX_ORDER)).replace("@LU_MAXN@", str(LU_MAX_ORDER))
 
 
-_LOCK = threading.Lock()
-_MODULE: types.ModuleType | None = None
-#: Whether :data:`_MODULE` is final (loaded, or known to be unavailable here).
-_SETTLED = False
-_BUILDER: threading.Thread | None = None
+def _set_up(module: types.ModuleType) -> None:
+    """Install SciPy's LAPACK and BLAS function pointers in the loaded extension."""
+    from scipy.linalg import cython_blas, cython_lapack
+
+    module.set_lapack(cython_lapack.__pyx_capi__)
+    module.set_expm(cython_blas.__pyx_capi__, cython_lapack.__pyx_capi__)
 
 
-def fast_module(wait: bool = False) -> types.ModuleType | None:
-    """The compiled extension with SciPy's LAPACK installed, or ``None`` (never raises).
-
-    The first call loads it from the disk cache (milliseconds); when it is not built yet it is
-    compiled on a background thread (about a second) and callers get ``None`` - their Python
-    paths - until it is ready, so that no call waits for the compiler. ``wait=True`` waits for
-    a build in progress. ``None`` for good where it cannot be built (no C compiler or
-    ``Python.h``, ``NVMATHPY_CPU_JIT=off``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> fast = fast_module(wait=True)
-    >>> fast is None or fast.cho_solve(np.asfortranarray([[2.0]]), np.array([4.0]), False, True).tolist() == [1.0]
-    True
-    """
-    if _SETTLED:
-        return _MODULE
-    return _first_use(wait)
+_EXTENSION = BackgroundExtension(MODULE_NAME, SOURCE, _set_up)
 
 
-def _first_use(wait: bool) -> types.ModuleType | None:
-    global _BUILDER
-    with _LOCK:
-        if not _SETTLED and _BUILDER is None and not _install(build=False):
-            _BUILDER = threading.Thread(target=_install, kwargs={"build": True}, name="nvmathpy-fast-lapack",
-                                        daemon=True)
-            _BUILDER.start()
-        builder = _BUILDER
-    if wait and builder is not None:
-        builder.join()
-    return _MODULE
-
-
-def _install(build: bool) -> bool:
-    """Load (``build=False``: only from the cache) or build the extension; ``False`` when it
-    is not built yet, else settle :data:`_MODULE` (the module, or ``None`` on any failure)."""
-    global _MODULE, _SETTLED
-    try:
-        from scipy.linalg import cython_blas, cython_lapack
-
-        from ....kernels.cpu_jit import compile_extension
-
-        module = compile_extension(MODULE_NAME, SOURCE, build=build)
-        if module is None:
-            return False
-        module.set_lapack(cython_lapack.__pyx_capi__)
-        module.set_expm(cython_blas.__pyx_capi__, cython_lapack.__pyx_capi__)
-    except Exception:  # noqa: BLE001 - a speed-up only: any failure means the Python paths
-        module = None
-    _MODULE, _SETTLED = module, True
-    return True
+#: ``fast_module(wait=False)``: the compiled extension with SciPy's LAPACK installed, or ``None``
+#: (never raises) - while it is compiled on a background thread at first use (about a second;
+#: callers take their Python paths meanwhile), and for good where it cannot be built (no C
+#: compiler or ``Python.h``, ``NVMATHPY_CPU_JIT=off``); ``wait=True`` waits for a build in
+#: progress. The bound method itself: small calls look it up on every call.
+fast_module = _EXTENSION.get
 
 
 def reset() -> None:
     """Forget the extension: the next :func:`fast_module` loads or builds it again (for tests
     that change the environment)."""
-    global _MODULE, _SETTLED, _BUILDER
-    with _LOCK:
-        if _BUILDER is not None:
-            _BUILDER.join()
-        _MODULE, _SETTLED, _BUILDER = None, False, None
+    _EXTENSION.reset()

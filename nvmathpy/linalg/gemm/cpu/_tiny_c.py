@@ -1,0 +1,225 @@
+"""The compiled tiny-product extension: ``a @ b`` of small float32/float64 matrices, batched and
+broadcast as :func:`numpy.matmul`, in one C call (built in the background at first use:
+:data:`TINY_EXTENSION`).
+
+For a product of a few thousand multiply-adds NumPy's cost is the ufunc machinery and one
+BLAS call per matrix (each packing its operands), not arithmetic. This extension checks the
+operands, allocates the C-ordered result and computes every matrix of the batch with a loop
+the compiler vectorises: tiles of up to ``MR`` rows and two SIMD vectors of columns are
+accumulated in registers over the depth of the product, then stored once. It reads ``a`` with
+any strides (a broadcast batch axis is stride 0); ``b`` is read in place where its rows are
+contiguous whole vectors, else copied a matrix at a time into a zero-padded buffer.
+
+``matmul(a, b)`` returns ``NotImplemented`` for what it does not take - not exactly an
+``ndarray``, dtypes other than one shared float32/float64, byte-swapped or unaligned data,
+fewer than 2 dimensions, inner dimensions or batch shapes that do not match - and the caller
+then makes NumPy's call (which raises NumPy's errors for what does not match).
+"""
+
+from __future__ import annotations
+
+from ....kernels.background_build import BackgroundExtension
+
+__all__ = ["MODULE_NAME", "SOURCE", "TINY_EXTENSION"]
+
+MODULE_NAME = "_nvmathpy_tiny_matmul"
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <Python.h>
+#include <numpy/arrayobject.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MR 6          /* rows of the result per register tile */
+#define STACK_ELEMENTS 2048
+#define LONG_CALL (1 << 18)  /* multiply-adds from which the GIL is released (tens of microseconds) */
+
+/* One register tile: rows R (<= MR) of the result from column j on, NV vectors wide (w valid
+   columns), accumulated over the product's depth k in registers and stored once. Bp holds B's
+   rows (leading dimension ldb), zero-padded to whole vectors. */
+#define TILE(NAME, T, V)                                                                         \
+static inline __attribute__((always_inline)) void NAME(                                        \
+        int R, int NV, npy_intp k, const T *A, npy_intp sam, npy_intp sak, const T *Bp, npy_intp ldb, \
+        T *C, npy_intp ldc, npy_intp w) {                                                      \
+    V acc[MR][2];                                                                              \
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = (V){0};                                \
+    for (npy_intp p = 0; p < k; p++) {                                                         \
+        const T *b = Bp + p * ldb;                                                             \
+        V b0, b1;                                                                              \
+        memcpy(&b0, b, sizeof b0);                                                             \
+        if (NV > 1) memcpy(&b1, b + sizeof(V) / sizeof(T), sizeof b1);                         \
+        for (int r = 0; r < R; r++) {                                                          \
+            T x = A[r * sam + p * sak];                                                        \
+            acc[r][0] += x * b0;                                                               \
+            if (NV > 1) acc[r][1] += x * b1;                                                   \
+        }                                                                                      \
+    }                                                                                          \
+    if (w >= NV * (npy_intp)(sizeof(V) / sizeof(T))) {  /* whole vectors: fixed-size stores */   \
+        for (int r = 0; r < R; r++) {                                                          \
+            memcpy(C + r * ldc, &acc[r][0], sizeof(V));                                        \
+            if (NV > 1) memcpy(C + r * ldc + sizeof(V) / sizeof(T), &acc[r][1], sizeof(V));    \
+        }                                                                                      \
+    } else {                                                                                   \
+        for (int r = 0; r < R; r++) memcpy(C + r * ldc, acc[r], (size_t)w * sizeof(T));        \
+    }                                                                                          \
+}
+
+/* The last m - i (< MR) rows of a column block, as one tile of that many rows. */
+#define REST(TILE_NAME, NV)                                                                      \
+    switch (m - i) {                                                                           \
+        case 5: TILE_NAME(5, NV, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w); break; \
+        case 4: TILE_NAME(4, NV, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w); break; \
+        case 3: TILE_NAME(3, NV, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w); break; \
+        case 2: TILE_NAME(2, NV, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w); break; \
+        case 1: TILE_NAME(1, NV, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w); break; \
+        default: break;                                                                        \
+    }
+
+/* C (m x n, row-major, contiguous) = A (m x k, strides sam, sak) @ B (k x n, strides sbk, sbn),
+   strides in elements. B is read in place where its rows are contiguous whole vectors, else
+   packed first into pack (or a buffer allocated here); -1 when that allocation fails. */
+#define KERNEL(NAME, TILE_NAME, T, V)                                                            \
+static int NAME(npy_intp m, npy_intp n, npy_intp k, const T *A, npy_intp sam, npy_intp sak,   \
+                const T *B, npy_intp sbk, npy_intp sbn, T *C, T *pack, npy_intp packed) {      \
+    const npy_intp L = sizeof(V) / sizeof(T);                                                  \
+    const T *Bp = B;                                                                           \
+    npy_intp ldb = sbk, npad = (n + L - 1) / L * L;                                            \
+    T *heap = NULL;                                                                            \
+    if (sbn != 1 || n % L) {                                                                   \
+        if (k * npad > packed) {                                                               \
+            heap = (T *)malloc((size_t)(k * npad) * sizeof(T));                                \
+            if (heap == NULL) return -1;                                                       \
+            pack = heap;                                                                       \
+        }                                                                                      \
+        for (npy_intp p = 0; p < k; p++) {                                                     \
+            T *row = pack + p * npad;                                                          \
+            for (npy_intp j = 0; j < n; j++) row[j] = B[p * sbk + j * sbn];                    \
+            for (npy_intp j = n; j < npad; j++) row[j] = 0;                                    \
+        }                                                                                      \
+        Bp = pack;                                                                             \
+        ldb = npad;                                                                            \
+    }                                                                                          \
+    for (npy_intp j = 0; j < n; j += 2 * L) {                                                  \
+        npy_intp w = n - j, i = 0;                                                             \
+        if (w > L) {                                                                           \
+            for (; i + MR <= m; i += MR)                                                       \
+                TILE_NAME(MR, 2, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w);  \
+            REST(TILE_NAME, 2)                                                                 \
+        } else {                                                                               \
+            for (; i + MR <= m; i += MR)                                                       \
+                TILE_NAME(MR, 1, k, A + i * sam, sam, sak, Bp + j, ldb, C + i * n + j, n, w);  \
+            REST(TILE_NAME, 1)                                                                 \
+        }                                                                                      \
+    }                                                                                          \
+    free(heap);                                                                                \
+    return 0;                                                                                  \
+}
+
+#ifdef __AVX512F__
+#define VECTOR_BYTES 64
+#else
+#define VECTOR_BYTES 32
+#endif
+typedef double vec_d __attribute__((vector_size(VECTOR_BYTES)));
+typedef float vec_f __attribute__((vector_size(VECTOR_BYTES)));
+TILE(tile_d, double, vec_d)
+TILE(tile_f, float, vec_f)
+KERNEL(kernel_d, tile_d, double, vec_d)
+KERNEL(kernel_f, tile_f, float, vec_f)
+
+/* The element strides of array x's last two axes, and of its batch axes aligned to the right
+   with the result's nb batch axes (0 where x has no such axis or it has length 1); -1 when a
+   stride is not a whole number of elements. */
+static int strides_of(PyArrayObject *x, int nb, npy_intp itemsize, npy_intp *batch, npy_intp *rows, npy_intp *cols) {
+    int nd = PyArray_NDIM(x), lead = nb - (nd - 2);
+    npy_intp *st = PyArray_STRIDES(x), *sh = PyArray_DIMS(x);
+    for (int d = 0; d < nd; d++)
+        if (st[d] % itemsize) return -1;
+    for (int d = 0; d < nb; d++)
+        batch[d] = d < lead || sh[d - lead] == 1 ? 0 : st[d - lead] / itemsize;
+    *rows = st[nd - 2] / itemsize;
+    *cols = st[nd - 1] / itemsize;
+    return 0;
+}
+
+static int takes(PyObject *o) {
+    if (!PyArray_CheckExact(o)) return 0;
+    PyArrayObject *x = (PyArrayObject *)o;
+    return PyArray_NDIM(x) >= 2 && PyArray_ISALIGNED(x) && PyArray_ISNOTSWAPPED(x)
+           && (PyArray_TYPE(x) == NPY_DOUBLE || PyArray_TYPE(x) == NPY_FLOAT);
+}
+
+/* matmul(a, b): numpy.matmul(a, b) as a new C-ordered array, or NotImplemented */
+static PyObject *tiny_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !takes(args[0]) || !takes(args[1])) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
+    int type = PyArray_TYPE(a);
+    if (PyArray_TYPE(b) != type) Py_RETURN_NOTIMPLEMENTED;
+    int nda = PyArray_NDIM(a), ndb = PyArray_NDIM(b), nb = (nda > ndb ? nda : ndb) - 2;
+    npy_intp *sa = PyArray_DIMS(a), *sb = PyArray_DIMS(b);
+    npy_intp m = sa[nda - 2], k = sa[nda - 1], n = sb[ndb - 1];
+    if (sb[ndb - 2] != k) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp dims[NPY_MAXDIMS], count = 1;
+    for (int d = 0; d < nb; d++) {
+        int da = d - (nb - (nda - 2)), db = d - (nb - (ndb - 2));
+        npy_intp x = da >= 0 ? sa[da] : 1, y = db >= 0 ? sb[db] : 1;
+        if (x != y && x != 1 && y != 1) Py_RETURN_NOTIMPLEMENTED;
+        dims[d] = x == 1 ? y : x;
+        count *= dims[d];
+    }
+    dims[nb] = m;
+    dims[nb + 1] = n;
+    npy_intp itemsize = PyArray_ITEMSIZE(a), ba[NPY_MAXDIMS], bb[NPY_MAXDIMS], sam, sak, sbk, sbn;
+    if (strides_of(a, nb, itemsize, ba, &sam, &sak) < 0 || strides_of(b, nb, itemsize, bb, &sbk, &sbn) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (count == 0 || m == 0 || n == 0 || k == 0)  /* nothing to multiply: an empty or zero result */
+        return PyArray_ZEROS(nb + 2, dims, type, 0);
+    PyArrayObject *c = (PyArrayObject *)PyArray_EMPTY(nb + 2, dims, type, 0);
+    if (c == NULL) return NULL;
+    char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *pc = PyArray_BYTES(c);
+    npy_intp index[NPY_MAXDIMS] = {0}, oa = 0, ob = 0, size = m * n * itemsize;
+    double pack[STACK_ELEMENTS];
+    int failed = 0, unlocked = count * m * n * k >= LONG_CALL;
+    PyThreadState *state = unlocked ? PyEval_SaveThread() : NULL;
+    for (npy_intp t = 0; t < count && !failed; t++) {
+        if (type == NPY_DOUBLE)
+            failed = kernel_d(m, n, k, (double *)pa + oa, sam, sak, (double *)pb + ob, sbk, sbn,
+                              (double *)(pc + t * size), pack, STACK_ELEMENTS);
+        else
+            failed = kernel_f(m, n, k, (float *)pa + oa, sam, sak, (float *)pb + ob, sbk, sbn,
+                              (float *)(pc + t * size), (float *)pack, 2 * STACK_ELEMENTS);
+        for (int d = nb - 1; d >= 0; d--) {  /* the next batch index, odometer-wise */
+            oa += ba[d];
+            ob += bb[d];
+            if (++index[d] < dims[d]) break;
+            oa -= ba[d] * dims[d];
+            ob -= bb[d] * dims[d];
+            index[d] = 0;
+        }
+    }
+    if (unlocked) PyEval_RestoreThread(state);
+    if (failed) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)c;
+}
+
+static PyMethodDef methods[] = {
+    {"matmul", (PyCFunction)(void (*)(void))tiny_matmul, METH_FASTCALL,
+     "matmul(a, b): numpy.matmul(a, b) of float32/float64 arrays as a new C-ordered array, or NotImplemented"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "@MODULE@", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_@MODULE@(void) {
+    import_array();
+    return PyModule_Create(&module);
+}
+""".replace("@MODULE@", MODULE_NAME)
+
+#: The extension, loaded or built at first use (``TINY_EXTENSION.get()``: ``None`` until then).
+TINY_EXTENSION = BackgroundExtension(MODULE_NAME, SOURCE)
