@@ -53,6 +53,24 @@ collect_ignore_glob = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def tiny_kernel_built(tmp_path_factory):
+    """The compiled tiny-product kernel, built (or found unavailable) before the first test, in
+    a cache directory of the session: a tiny product's route does not change half-way through
+    a test that compares two routes."""
+    from nvmathpy.linalg.gemm.cpu._tiny_c import TINY_EXTENSION
+
+    before = os.environ.get("NVMATHPY_CACHE_DIR")
+    os.environ["NVMATHPY_CACHE_DIR"] = str(tmp_path_factory.mktemp("session-cache"))
+    try:
+        TINY_EXTENSION.get(wait=True)
+    finally:
+        if before is None:
+            del os.environ["NVMATHPY_CACHE_DIR"]
+        else:
+            os.environ["NVMATHPY_CACHE_DIR"] = before
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
     """Point NVMATHPY_CACHE_DIR at a fresh temporary directory for each test."""

@@ -235,18 +235,21 @@ def tiny_rows(rounds: int) -> list[str]:
 
 
 def tiny_batched_rows(rounds: int) -> list[str]:
-    """Batches of tiny fp64 matrices, ``a`` batched times one ``b`` and a true batch (above
-    ``TINY_FLOPS`` multiply-adds in all, the compiled kernel's loop over the batch)."""
-    rows = ["| batched fp64 a @ b | numpy.matmul | planned execute | one-call matmul (repeated) | candidate | "
+    """Batches of tiny fp64 (and two of complex128) matrices, ``a`` batched times one ``b`` and a
+    true batch (above ``TINY_FLOPS`` multiply-adds in all, the compiled kernel's loop over the
+    batch)."""
+    rows = ["| batched fp64 (or complex128) a @ b | numpy.matmul | planned execute | one-call matmul (repeated) | candidate | "
             "execute / matmul | one-call / matmul |", "|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(4)
-    for batch, n in ((4, 2), (4, 8), (4, 32), (64, 2), (64, 8), (64, 32), (10000, 3)):
+    cases = [(np.float64, batch, n) for batch, n in ((4, 2), (4, 8), (4, 32), (64, 2), (64, 8), (64, 32), (10000, 3))]
+    for dtype, batch, n in cases + [(np.complex128, 64, 4), (np.complex128, 10000, 2)]:
         for b_shape in ((n, n), (batch, n, n)):
-            a, b = rng.standard_normal((batch, n, n)), rng.standard_normal(b_shape)
+            a, b = rng.standard_normal((batch, n, n)).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
             mm = la.Matmul(a, b).plan()
             t, r, _ = measure({"matmul": lambda: np.matmul(a, b), "execute": mm.execute,
                                "onecall": lambda: la.matmul(a, b)}, rounds, 0.02)
-            rows.append(f"| {a.shape} @ {b.shape} | {fmt(t['matmul'])} | {fmt(t['execute'])} | "
+            rows.append(f"| {a.shape} @ {b.shape} {'' if dtype == np.float64 else 'complex128 '}| {fmt(t['matmul'])} | "
+                        f"{fmt(t['execute'])} | "
                         f"{fmt(t['onecall'])} | {mm.candidate.label} | {r['execute']:.2f}x | {r['onecall']:.2f}x |")
             mm.free()
     return rows

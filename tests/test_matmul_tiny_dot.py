@@ -341,8 +341,12 @@ LARGE_BATCHES = [((20000, 3, 3), (20000, 3, 3)), ((1000, 8, 8), (8, 8)), ((2, 1,
                  ((7, 64, 64), (64, 64)), ((1, 9, 5), (10000, 5, 7))]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shapes", LARGE_BATCHES, ids=str)
+LARGE_CASES = [(dtype, shapes) for dtype in (np.float32, np.float64, np.complex64, np.complex128)
+               for shapes in LARGE_BATCHES
+               if shapes[0][-2] * shapes[0][-1] * shapes[1][-1] <= _tiny.per_matrix_bound(np.dtype(dtype))]
+
+
+@pytest.mark.parametrize("dtype, shapes", LARGE_CASES, ids=str)
 def test_large_batches_of_tiny_matrices_take_the_compiled_kernel(dtype, shapes, no_plan, monkeypatch):
     x, y = rand(shapes[0], dtype, 31), rand(shapes[1], dtype, 32)
     a, b = LAYOUTS["batch-step"](x), y
@@ -352,8 +356,8 @@ def test_large_batches_of_tiny_matrices_take_the_compiled_kernel(dtype, shapes, 
     monkeypatch.setattr(_tiny, "_compiled", lambda p, q: calls.append(1) or kernel(p, q))
     got = la.matmul(a, b)  # the direct route (no_plan refuses the planned one)
     assert calls and matmul_plan.plan_cache_info() == no_plan
-    ref = x.astype(np.float64) @ y.astype(np.float64)
-    tol = 2e-6 if dtype == np.float32 else 1e-14
+    ref = x.astype(np.complex128) @ y.astype(np.complex128)
+    tol = 4e-6 if dtype in (np.float32, np.complex64) else 2e-14
     assert got.dtype == dtype and got.flags.c_contiguous and got.shape == ref.shape
     assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref) * shapes[0][-1]
     monkeypatch.undo()

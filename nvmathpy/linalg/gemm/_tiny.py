@@ -4,9 +4,10 @@ A product with at most :data:`~._layout.TINY_FLOPS` multiply-adds, no epilogue, 
 and no ``c`` costs less than the Python around it, so its plan (and :func:`.matmul_plan.matmul`,
 which skips the plan) makes one call and nothing else:
 
-- float32/float64 matrices (2-D or batched, any strides and broadcast batches): the compiled
-  kernel of :mod:`.cpu._tiny_c` (from its first use, once built: until then, and where it
-  cannot be built, the NumPy calls below). NumPy spends most of such a call in the ufunc
+- float32/float64 matrices, and complex64/complex128 ones of at most ``16**3`` multiply-adds
+  each (2-D or batched, any strides and broadcast batches): the compiled kernel of
+  :mod:`.cpu._tiny_c` (from its first use, once built: until then, and where it cannot be
+  built, the NumPy calls below). NumPy spends most of such a call in the ufunc
   machinery and in one BLAS call per matrix, each packing its operands: ``bench_matmul.py
   --only tiny`` shows the difference;
 - otherwise, 1-D/2-D operands: ``a.dot(b)``;
@@ -33,13 +34,13 @@ from typing import Callable
 import numpy as np
 
 from ._layout import TINY_FLOPS
-from .cpu._tiny_c import TINY_EXTENSION
+from .cpu._tiny_c import COMPLEX_TINY, TINY_EXTENSION
 
 _matmul = np.matmul
 #: The compiled kernel's ``matmul(a, b)`` once loaded (:func:`compiled_matmul`).
 _compiled: Callable[[np.ndarray, np.ndarray], object] | None = None
 
-__all__ = ["batch_of_tiny", "compiled_matmul", "direct_call", "tiny_flops", "tiny_product"]
+__all__ = ["batch_of_tiny", "compiled_matmul", "direct_call", "per_matrix_bound", "tiny_flops", "tiny_product"]
 
 
 def compiled_matmul() -> Callable[[np.ndarray, np.ndarray], object] | None:
@@ -107,11 +108,17 @@ def batch_of_tiny(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
     NumPy makes one BLAS call per matrix of such a batch, each packing its operands; the
     kernel does the batch in one loop (releasing the GIL for it)."""
-    if (a.ndim < 2 or b.ndim < 2 or a.shape[-2] * a.shape[-1] * b.shape[-1] > TINY_FLOPS
+    if (a.ndim < 2 or b.ndim < 2 or a.shape[-2] * a.shape[-1] * b.shape[-1] > per_matrix_bound(a.dtype)
             or (kernel := _compiled or compiled_matmul()) is None):
         return None
     result = kernel(a, b)
     return None if result is NotImplemented else result
+
+
+def per_matrix_bound(dtype: np.dtype) -> int:
+    """The most multiply-adds per matrix of ``dtype`` that :func:`batch_of_tiny` gives the
+    compiled kernel (complex matrices: :data:`.cpu._tiny_c.COMPLEX_TINY`)."""
+    return COMPLEX_TINY if dtype.kind == "c" else TINY_FLOPS
 
 
 def direct_call(a: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:

@@ -513,8 +513,8 @@ def matmul(
     function) is traced on every call and keyed by its traced expression, so equal functions
     share a plan. A tiny product (``m * k * n`` times the batch size ``<= 64**3``) of NumPy
     arrays of one float/complex dtype with every option left default takes no plan: it is the
-    call its plan makes - one call of the compiled tiny kernel for float32/float64, which also
-    takes larger batches of such matrices, else NumPy's (see :mod:`._tiny`).
+    call its plan makes - one call of the compiled tiny kernel where it takes the operands
+    (which also takes larger batches of such matrices), else NumPy's (see :mod:`._tiny`).
 
     Examples
     --------

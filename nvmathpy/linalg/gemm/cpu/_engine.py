@@ -3,7 +3,7 @@
 Candidates (``Candidate.params``):
 
 - ``method``: ``"dot"`` (tiny plain products, batched ones included: the direct call of
-  :mod:`.._tiny` - the compiled tiny kernel for float32/float64, else NumPy's - nothing else),
+  :mod:`.._tiny` - the compiled tiny kernel where it takes them, else NumPy's - nothing else),
   ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case),
   ``"gemm"`` (``?gemm`` of NumPy's own BLAS: ``alpha``, ``beta``, ``c`` and a leading bias
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
@@ -48,7 +48,7 @@ from ._epilogue_eval import compile_program, fold_addend, numexpr_available, pro
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import TINY_FLOPS, analyse_shapes
-from .._tiny import compiled_matmul, tiny_product
+from .._tiny import compiled_matmul, per_matrix_bound, tiny_product
 from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
@@ -321,11 +321,11 @@ def _c_method(spec: _Spec, methods: list[str]) -> str:
 
 
 def _batch_of_tiny(spec: _Spec) -> bool:
-    """A batch of float32/float64 products each within ``TINY_FLOPS``, where the compiled tiny
-    kernel is built: its one loop over the batch (:func:`.._tiny.batch_of_tiny`)."""
+    """A batch of products each within the compiled tiny kernel's bound, where it is built: its
+    one loop over the batch (:func:`.._tiny.batch_of_tiny`)."""
     s = spec.shape
-    return (bool(s.batch) and spec.dtype_name in ("float32", "float64") and s.m * s.k * s.n <= TINY_FLOPS
-            and compiled_matmul() is not None)
+    return (bool(s.batch) and spec.dtype_name in ("float32", "float64", "complex64", "complex128")
+            and s.m * s.k * s.n <= per_matrix_bound(np.dtype(spec.dtype_name)) and compiled_matmul() is not None)
 
 
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:

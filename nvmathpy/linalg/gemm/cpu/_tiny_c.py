@@ -1,6 +1,6 @@
-"""The compiled tiny-product extension: ``a @ b`` of small float32/float64 matrices, batched and
-broadcast as :func:`numpy.matmul`, in one C call (built in the background at first use:
-:data:`TINY_EXTENSION`).
+"""The compiled tiny-product extension: ``a @ b`` of small float32, float64, complex64 or
+complex128 matrices, batched and broadcast as :func:`numpy.matmul`, in one C call (built in
+the background at first use: :data:`TINY_EXTENSION`).
 
 For a product of a few thousand multiply-adds NumPy's cost is the ufunc machinery and one
 BLAS call per matrix (each packing its operands), not arithmetic. This extension checks the
@@ -8,21 +8,27 @@ operands, allocates the C-ordered result and computes every matrix of the batch 
 the compiler vectorises: tiles of up to ``MR`` rows and two SIMD vectors of columns are
 accumulated in registers over the depth of the product, then stored once. It reads ``a`` with
 any strides (a broadcast batch axis is stride 0); ``b`` is read in place where its rows are
-contiguous whole vectors, else copied a matrix at a time into a zero-padded buffer.
+contiguous whole vectors, else copied into a zero-padded buffer (once for a ``b`` shared by
+the batch). A complex product is the real product of ``a``'s (real, imaginary) pairs with a
+matrix of twice ``b``'s rows (see ``COMPLEX_KERNEL``).
 
 ``matmul(a, b)`` returns ``NotImplemented`` for what it does not take - not exactly an
-``ndarray``, dtypes other than one shared float32/float64, byte-swapped or unaligned data,
-fewer than 2 dimensions, inner dimensions or batch shapes that do not match - and the caller
-then makes NumPy's call (which raises NumPy's errors for what does not match).
+``ndarray``, dtypes other than one shared float32/float64/complex64/complex128, byte-swapped
+or unaligned data, fewer than 2 dimensions, inner dimensions or batch shapes that do not
+match, complex matrices of more than ``16**3`` multiply-adds each - and the caller then makes NumPy's call (which raises NumPy's errors for what does not
+match).
 """
 
 from __future__ import annotations
 
 from ....kernels.background_build import BackgroundExtension
 
-__all__ = ["MODULE_NAME", "SOURCE", "TINY_EXTENSION"]
+__all__ = ["COMPLEX_TINY", "MODULE_NAME", "SOURCE", "TINY_EXTENSION"]
 
 MODULE_NAME = "_nvmathpy_tiny_matmul"
+#: The most multiply-adds per matrix the kernel takes in complex dtypes (real ones: any count;
+#: the callers bound it by ``TINY_FLOPS``).
+COMPLEX_TINY = 16**3
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -34,6 +40,10 @@ SOURCE = r"""
 
 #define MR 6          /* rows of the result per register tile */
 #define STACK_ELEMENTS 2048
+/* Complex matrices of at most this many multiply-adds: where NumPy's fixed cost per call and per
+   matrix dominates (the loop does twice a real product's work; ?gemm's complex kernels do
+   better on larger matrices). */
+#define COMPLEX_MAX @COMPLEX_MAX@
 #define LONG_CALL (1 << 18)  /* multiply-adds from which the GIL is released (tens of microseconds) */
 
 /* One register tile: rows R (<= MR) of the result from column j on, NV vectors wide (w valid
@@ -77,30 +87,12 @@ static inline __attribute__((always_inline)) void NAME(                         
         default: break;                                                                        \
     }
 
-/* C (m x n, row-major, contiguous) = A (m x k, strides sam, sak) @ B (k x n, strides sbk, sbn),
-   strides in elements. B is read in place where its rows are contiguous whole vectors, else
-   packed first into pack (or a buffer allocated here); -1 when that allocation fails. */
-#define KERNEL(NAME, TILE_NAME, T, V)                                                            \
-static int NAME(npy_intp m, npy_intp n, npy_intp k, const T *A, npy_intp sam, npy_intp sak,   \
-                const T *B, npy_intp sbk, npy_intp sbn, T *C, T *pack, npy_intp packed) {      \
+/* C (m x n, row-major, contiguous) = A (m x k, strides sam, sak) @ Bp (k x n, leading dimension
+   ldb, each row readable to a whole number of vectors), in register tiles. */
+#define PRODUCT(NAME, TILE_NAME, T, V)                                                           \
+static void NAME(npy_intp m, npy_intp n, npy_intp k, const T *A, npy_intp sam, npy_intp sak,  \
+                 const T *Bp, npy_intp ldb, T *C) {                                            \
     const npy_intp L = sizeof(V) / sizeof(T);                                                  \
-    const T *Bp = B;                                                                           \
-    npy_intp ldb = sbk, npad = (n + L - 1) / L * L;                                            \
-    T *heap = NULL;                                                                            \
-    if (sbn != 1 || n % L) {                                                                   \
-        if (k * npad > packed) {                                                               \
-            heap = (T *)malloc((size_t)(k * npad) * sizeof(T));                                \
-            if (heap == NULL) return -1;                                                       \
-            pack = heap;                                                                       \
-        }                                                                                      \
-        for (npy_intp p = 0; p < k; p++) {                                                     \
-            T *row = pack + p * npad;                                                          \
-            for (npy_intp j = 0; j < n; j++) row[j] = B[p * sbk + j * sbn];                    \
-            for (npy_intp j = n; j < npad; j++) row[j] = 0;                                    \
-        }                                                                                      \
-        Bp = pack;                                                                             \
-        ldb = npad;                                                                            \
-    }                                                                                          \
     for (npy_intp j = 0; j < n; j += 2 * L) {                                                  \
         npy_intp w = n - j, i = 0;                                                             \
         if (w > L) {                                                                           \
@@ -113,8 +105,63 @@ static int NAME(npy_intp m, npy_intp n, npy_intp k, const T *A, npy_intp sam, np
             REST(TILE_NAME, 1)                                                                 \
         }                                                                                      \
     }                                                                                          \
-    free(heap);                                                                                \
-    return 0;                                                                                  \
+}
+
+/* Real C = A @ B (strides in elements). B is read in place where its rows are contiguous whole
+   vectors, else copied into pack (k x whole vectors, zero-padded; pack_b = 0: it holds this B
+   already, a b broadcast over the batch). */
+#define KERNEL(NAME, PRODUCT_NAME, T, V)                                                         \
+static void NAME(npy_intp m, npy_intp n, npy_intp k, const void *A_, npy_intp sam, npy_intp sak, \
+                 const void *B_, npy_intp sbk, npy_intp sbn, void *C_, void *pack_, int pack_b) { \
+    const T *A = (const T *)A_, *B = (const T *)B_;                                            \
+    T *C = (T *)C_, *pack = (T *)pack_;                                                        \
+    const npy_intp L = sizeof(V) / sizeof(T), npad = (n + L - 1) / L * L;                      \
+    if (sbn == 1 && n % L == 0) {                                                              \
+        PRODUCT_NAME(m, n, k, A, sam, sak, B, sbk, C);                                         \
+        return;                                                                                \
+    }                                                                                          \
+    for (npy_intp p = 0; pack_b && p < k; p++) {                                               \
+        T *row = pack + p * npad;                                                              \
+        for (npy_intp j = 0; j < n; j++) row[j] = B[p * sbk + j * sbn];                        \
+        for (npy_intp j = n; j < npad; j++) row[j] = 0;                                        \
+    }                                                                                          \
+    PRODUCT_NAME(m, n, k, A, sam, sak, pack, npad, C);                                         \
+}
+
+/* Complex C = A @ B, A, B and C as interleaved (real, imaginary) pairs of T, strides in complex
+   elements: the real product of A's pairs (m x 2k) and the 2k x 2n matrix whose rows 2p and
+   2p + 1 are B's row p as (re, im) and as (-im, re) pairs - row 2p gives each product's real
+   part re*re - im*im and row 2p + 1 its imaginary part re*im + im*re. pack holds that matrix
+   (zero-padded to whole vectors; pack_b = 0: built already), then A's pairs where A's rows are
+   not contiguous. */
+#define COMPLEX_KERNEL(NAME, PRODUCT_NAME, T, V)                                                 \
+static void NAME(npy_intp m, npy_intp n, npy_intp k, const void *A_, npy_intp sam, npy_intp sak, \
+                 const void *B_, npy_intp sbk, npy_intp sbn, void *C_, void *pack_, int pack_b) { \
+    const T *A = (const T *)A_, *B = (const T *)B_;                                            \
+    T *C = (T *)C_, *pack = (T *)pack_;                                                        \
+    const npy_intp L = sizeof(V) / sizeof(T), npad = (2 * n + L - 1) / L * L;                  \
+    for (npy_intp p = 0; pack_b && p < k; p++) {                                               \
+        T *re = pack + 2 * p * npad, *im = re + npad;                                          \
+        for (npy_intp j = 0; j < n; j++) {                                                     \
+            const T *b = B + 2 * (p * sbk + j * sbn);                                          \
+            re[2 * j] = b[0];                                                                  \
+            re[2 * j + 1] = b[1];                                                              \
+            im[2 * j] = -b[1];                                                                 \
+            im[2 * j + 1] = b[0];                                                              \
+        }                                                                                      \
+        for (npy_intp j = 2 * n; j < npad; j++) re[j] = im[j] = 0;                             \
+    }                                                                                          \
+    if (sak == 1) {                                                                            \
+        PRODUCT_NAME(m, 2 * n, 2 * k, A, 2 * sam, 1, pack, npad, C);                           \
+        return;                                                                                \
+    }                                                                                          \
+    T *a = pack + 2 * k * npad;                                                                \
+    for (npy_intp i = 0; i < m; i++)                                                           \
+        for (npy_intp p = 0; p < k; p++) {                                                     \
+            a[2 * (i * k + p)] = A[2 * (i * sam + p * sak)];                                   \
+            a[2 * (i * k + p) + 1] = A[2 * (i * sam + p * sak) + 1];                           \
+        }                                                                                      \
+    PRODUCT_NAME(m, 2 * n, 2 * k, a, 2 * k, 1, pack, npad, C);                                 \
 }
 
 #ifdef __AVX512F__
@@ -126,8 +173,33 @@ typedef double vec_d __attribute__((vector_size(VECTOR_BYTES)));
 typedef float vec_f __attribute__((vector_size(VECTOR_BYTES)));
 TILE(tile_d, double, vec_d)
 TILE(tile_f, float, vec_f)
-KERNEL(kernel_d, tile_d, double, vec_d)
-KERNEL(kernel_f, tile_f, float, vec_f)
+PRODUCT(product_d, tile_d, double, vec_d)
+PRODUCT(product_f, tile_f, float, vec_f)
+KERNEL(kernel_d, product_d, double, vec_d)
+KERNEL(kernel_f, product_f, float, vec_f)
+COMPLEX_KERNEL(kernel_z, product_d, double, vec_d)
+COMPLEX_KERNEL(kernel_c, product_f, float, vec_f)
+
+/* The four dtypes' index (s, d, c, z order), their kernels and pack sizes. */
+typedef void (*kernel_t)(npy_intp, npy_intp, npy_intp, const void *, npy_intp, npy_intp, const void *, npy_intp,
+                         npy_intp, void *, void *, int);
+static int kind_of(int type) {
+    switch (type) {
+        case NPY_FLOAT: return 0;
+        case NPY_DOUBLE: return 1;
+        case NPY_CFLOAT: return 2;
+        case NPY_CDOUBLE: return 3;
+        default: return -1;
+    }
+}
+static const kernel_t KERNELS[4] = {kernel_f, kernel_d, kernel_c, kernel_z};
+/* The pack's size in elements of the real type for an m x k @ k x n product of dtype kind t
+   (0: B is read in place). */
+static npy_intp pack_size(int t, npy_intp m, npy_intp n, npy_intp k, npy_intp sak, npy_intp sbn) {
+    npy_intp L = VECTOR_BYTES / (t % 2 ? 8 : 4);
+    if (t >= 2) return 2 * k * ((2 * n + L - 1) / L * L) + (sak == 1 ? 0 : 2 * m * k);
+    return sbn == 1 && n % L == 0 ? 0 : k * ((n + L - 1) / L * L);
+}
 
 /* The element strides of array x's last two axes, and of its batch axes aligned to the right
    with the result's nb batch axes (0 where x has no such axis or it has length 1); -1 when a
@@ -148,7 +220,7 @@ static int takes(PyObject *o) {
     if (!PyArray_CheckExact(o)) return 0;
     PyArrayObject *x = (PyArrayObject *)o;
     return PyArray_NDIM(x) >= 2 && PyArray_ISALIGNED(x) && PyArray_ISNOTSWAPPED(x)
-           && (PyArray_TYPE(x) == NPY_DOUBLE || PyArray_TYPE(x) == NPY_FLOAT);
+           && kind_of(PyArray_TYPE(x)) >= 0;
 }
 
 /* matmul(a, b): numpy.matmul(a, b) as a new C-ordered array, or NotImplemented */
@@ -174,22 +246,27 @@ static PyObject *tiny_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n
     npy_intp itemsize = PyArray_ITEMSIZE(a), ba[NPY_MAXDIMS], bb[NPY_MAXDIMS], sam, sak, sbk, sbn;
     if (strides_of(a, nb, itemsize, ba, &sam, &sak) < 0 || strides_of(b, nb, itemsize, bb, &sbk, &sbn) < 0)
         Py_RETURN_NOTIMPLEMENTED;
+    if (kind_of(type) >= 2 && m * n * k > COMPLEX_MAX) Py_RETURN_NOTIMPLEMENTED;
     if (count == 0 || m == 0 || n == 0 || k == 0)  /* nothing to multiply: an empty or zero result */
         return PyArray_ZEROS(nb + 2, dims, type, 0);
     PyArrayObject *c = (PyArrayObject *)PyArray_EMPTY(nb + 2, dims, type, 0);
     if (c == NULL) return NULL;
     char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *pc = PyArray_BYTES(c);
-    npy_intp index[NPY_MAXDIMS] = {0}, oa = 0, ob = 0, size = m * n * itemsize;
-    double pack[STACK_ELEMENTS];
-    int failed = 0, unlocked = count * m * n * k >= LONG_CALL;
+    int t = kind_of(type);
+    kernel_t kernel = KERNELS[t];
+    npy_intp index[NPY_MAXDIMS] = {0}, oa = 0, ob = 0, size = m * n * itemsize, last_ob = -1;
+    npy_intp need = pack_size(t, m, n, k, sak, sbn), real_size = t % 2 ? 8 : 4;
+    double stack[STACK_ELEMENTS];
+    void *pack = need * real_size <= (npy_intp)sizeof stack ? (void *)stack : malloc((size_t)(need * real_size));
+    if (pack == NULL) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    int unlocked = count * m * n * k >= LONG_CALL;
     PyThreadState *state = unlocked ? PyEval_SaveThread() : NULL;
-    for (npy_intp t = 0; t < count && !failed; t++) {
-        if (type == NPY_DOUBLE)
-            failed = kernel_d(m, n, k, (double *)pa + oa, sam, sak, (double *)pb + ob, sbk, sbn,
-                              (double *)(pc + t * size), pack, STACK_ELEMENTS);
-        else
-            failed = kernel_f(m, n, k, (float *)pa + oa, sam, sak, (float *)pb + ob, sbk, sbn,
-                              (float *)(pc + t * size), (float *)pack, 2 * STACK_ELEMENTS);
+    for (npy_intp i = 0; i < count; i++) {
+        kernel(m, n, k, pa + oa * itemsize, sam, sak, pb + ob * itemsize, sbk, sbn, pc + i * size, pack, ob != last_ob);
+        last_ob = ob;
         for (int d = nb - 1; d >= 0; d--) {  /* the next batch index, odometer-wise */
             oa += ba[d];
             ob += bb[d];
@@ -200,16 +277,14 @@ static PyObject *tiny_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
     }
     if (unlocked) PyEval_RestoreThread(state);
-    if (failed) {
-        Py_DECREF(c);
-        return PyErr_NoMemory();
-    }
+    if (pack != (void *)stack) free(pack);
     return (PyObject *)c;
 }
 
 static PyMethodDef methods[] = {
     {"matmul", (PyCFunction)(void (*)(void))tiny_matmul, METH_FASTCALL,
-     "matmul(a, b): numpy.matmul(a, b) of float32/float64 arrays as a new C-ordered array, or NotImplemented"},
+     "matmul(a, b): numpy.matmul(a, b) of float32/float64/complex64/complex128 arrays as a new C-ordered array, "
+     "or NotImplemented"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -219,7 +294,7 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
     import_array();
     return PyModule_Create(&module);
 }
-""".replace("@MODULE@", MODULE_NAME)
+""".replace("@MODULE@", MODULE_NAME).replace("@COMPLEX_MAX@", str(COMPLEX_TINY))
 
 #: The extension, loaded or built at first use (``TINY_EXTENSION.get()``: ``None`` until then).
 TINY_EXTENSION = BackgroundExtension(MODULE_NAME, SOURCE)
