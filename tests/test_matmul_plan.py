@@ -230,6 +230,30 @@ def test_plan_cache_hits_sizes_and_clears():
     matmul_plan.set_plan_cache_size(128)
 
 
+def test_one_call_with_numpy_epilogue_inputs_keys_on_their_layouts():
+    """A built-in epilogue with NumPy inputs takes the cheap key (shapes, strides and dtypes of
+    every operand): new arrays of the same layouts reuse the plan, another layout or dtype of an
+    input gets its own plan, and the results are the planned route's."""
+    matmul_plan.clear_plan_cache()
+    a, b = arrays((70, 50), (50, 80), seed=6)
+    bias = arrays((80,), seed=7)[0]
+    want = np.maximum(a @ b + bias, 0)
+    for seed in range(3):
+        fresh = arrays((80,), seed=seed)[0]
+        got = la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": fresh})
+        assert close(got, np.maximum(a @ b + fresh, 0))
+    assert (matmul_plan.plan_cache_info()["hits"], matmul_plan.plan_cache_info()["size"]) == (2, 1)
+    strided = np.repeat(bias, 2)[::2]  # the same values, another layout
+    assert close(la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": strided}), want)
+    row = bias.reshape(1, 80)  # another shape that broadcasts alike
+    assert close(la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": row}), want)
+    assert matmul_plan.plan_cache_info()["size"] == 3
+    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+        assert close(la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}), mm.plan().execute())
+    with pytest.raises(InvalidOperandError):  # a bad input still gets the plan's error
+        la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": arrays((79,))[0]})
+
+
 def test_plan_cache_controls_are_exported():
     assert la.clear_plan_cache is matmul_plan.clear_plan_cache
     assert la.set_plan_cache_size is matmul_plan.set_plan_cache_size

@@ -546,15 +546,26 @@ def matmul(
     return _planned_matmul(a, b, c, alpha, beta, epilogue, epilogue_inputs, execution, options, stream)
 
 
+#: NumPy's own float and complex dtypes (never FP8, whose scales the general route adds).
+_NATIVE_CHARS = "efdFD"
+
+
 def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any, epilogue_inputs: Any,
                     execution: Any, options: Any, stream: Any) -> Any:
     """:func:`matmul` through its plan cache (its arguments, in its order)."""
     custom = is_custom(epilogue)
-    if (type(a) is np.ndarray and type(b) is np.ndarray and c is None and epilogue_inputs is None
-            and options is None and (execution is None or type(execution) is str) and not custom):
+    numpy_only = (type(a) is np.ndarray and type(b) is np.ndarray and c is None and options is None
+                  and (execution is None or type(execution) is str) and not custom)
+    if numpy_only and epilogue_inputs is None:
         na, nb, nc, inputs = a, b, None, _NO_INPUTS  # the common case: the cheapest key
         key: tuple | None = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
                              execution, options, stream)
+    elif (numpy_only and type(epilogue) is str and type(epilogue_inputs) is dict and a.dtype.char in _NATIVE_CHARS
+          and all(type(v) is np.ndarray for v in epilogue_inputs.values())):
+        # a built-in epilogue with NumPy inputs (a bias): as cheap, the inputs' layouts in the key
+        na, nb, nc, inputs = a, b, None, epilogue_inputs
+        key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
+               tuple((n, v.shape, v.strides, v.dtype) for n, v in epilogue_inputs.items()), execution, stream)
     else:
         if custom:
             epilogue_inputs = scalar_inputs(epilogue_inputs or {}, wrap(a, "a"))
