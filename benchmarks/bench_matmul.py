@@ -1,4 +1,5 @@
-"""nvmathpy.linalg matmul beside NumPy: GEMM throughput, fused epilogues, tiny products.
+"""nvmathpy.linalg matmul beside NumPy: GEMM throughput, fused epilogues, tiny products, small
+products with an epilogue.
 
 Run (unset the OpenBLAS overrides for this command only):
 
@@ -255,10 +256,35 @@ def tiny_batched_rows(rounds: int) -> list[str]:
     return rows
 
 
+def small_epilogue_rows(rounds: int) -> list[str]:
+    """Small products with a bias and ReLU beside NumPy's chain ``np.maximum(a @ b + bias, 0)``:
+    the plan's heuristic choice, its autotuned choice and the one-call ``matmul``."""
+    rows = ["| relu_bias m x k x n | NumPy chain | planned (heuristic) | autotuned | one-call matmul | "
+            "planned / chain | autotuned / chain | one-call / chain |", "|---|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        for m, k, n in ((8, 16, 16), (32, 64, 64), (64, 64, 64), (100, 100, 100)):
+            a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+            bias = rng.standard_normal(n).astype(dtype)
+            kwargs = {"epilogue": "relu_bias", "epilogue_inputs": {"bias": bias}}
+            planned = la.Matmul(a, b, **kwargs).plan()
+            heuristic = planned.candidate.label
+            tuned = la.Matmul(a, b, **kwargs)
+            tuned.autotune()
+            t, r, _ = measure({"chain": lambda: np.maximum(a @ b + bias, 0), "planned": planned.execute,
+                               "tuned": tuned.execute, "onecall": lambda: la.matmul(a, b, **kwargs)}, rounds, 0.02)
+            rows.append(f"| {m}x{k}x{n} {np.dtype(dtype).name} | {fmt(t['chain'])} | {fmt(t['planned'])} ({heuristic}) | "
+                        f"{fmt(t['tuned'])} ({tuned.candidate.label}) | {fmt(t['onecall'])} | {r['planned']:.2f}x | "
+                        f"{r['tuned']:.2f}x | {r['onecall']:.2f}x |")
+            planned.free()
+            tuned.free()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
-    parser.add_argument("--only", choices=["gemm", "epilogues", "custom", "tiny"], help="run one row group")
+    parser.add_argument("--only", choices=["gemm", "epilogues", "custom", "tiny", "small"], help="run one row group")
     args = parser.parse_args()
     rounds = 5 if args.quick else 11
     from nvmathpy.bench.harness import blas_summary
@@ -266,7 +292,8 @@ def main() -> None:
     print(f"BLAS: {blas_summary()}; rounds: {rounds}; load average before: {os.getloadavg()[0]:.1f}; "
           "ratios are medians of per-round ratios\n")
     groups = {"gemm": lambda: gemm_rows(args.quick, rounds), "epilogues": lambda: epilogue_rows(args.quick, rounds),
-              "custom": lambda: custom_epilogue_rows(args.quick, rounds), "tiny": lambda: tiny_rows(rounds)}
+              "custom": lambda: custom_epilogue_rows(args.quick, rounds), "tiny": lambda: tiny_rows(rounds),
+              "small": lambda: small_epilogue_rows(rounds)}
     for name, rows in groups.items():
         if args.only in (None, name):
             print("\n".join(rows()))

@@ -254,6 +254,20 @@ def test_one_call_with_numpy_epilogue_inputs_keys_on_their_layouts():
         la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": arrays((79,))[0]})
 
 
+@pytest.mark.parametrize("shape, first", [((8, 16, 16), "matmul"), ((64, 64, 64), "matmul"),
+                                          ((65, 64, 64), "gemm"), ((256, 128, 128), "gemm")])
+def test_a_bias_goes_into_blas_first_except_on_tiny_products(shape, first):
+    """The heuristic folds a leading bias into ``?gemm`` (no pass of its own), except on tiny
+    products, where NumPy's product and the pass cost less than the ctypes call of CBLAS."""
+    m, k, n = shape
+    a, b = arrays((m, k), (k, n), seed=8)
+    bias = arrays((n,), seed=9)[0]
+    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+        mm.plan()
+        assert (mm.candidate.params["method"], mm.chosen_by) == (first, "heuristic")
+        assert close(mm.execute(), np.maximum(a @ b + bias, 0))
+
+
 def test_plan_cache_controls_are_exported():
     assert la.clear_plan_cache is matmul_plan.clear_plan_cache
     assert la.set_plan_cache_size is matmul_plan.set_plan_cache_size

@@ -193,7 +193,9 @@ class CpuMatmulEngine(Engine):
         gemm_ok = spec.two_d and not spec.half and spec.a_layout in ("C", "F") and spec.b_layout in ("C", "F")
         # gemm folds alpha, beta, c and a bias into BLAS (NumPy's own, through CBLAS)
         methods = ["matmul", "gemm"] if gemm_ok else ["matmul"]
-        if gemm_ok and _has_addend(spec):  # the bias costs no pass of its own: gemm first
+        # the bias costs no pass of its own: gemm first - but not on tiny products, where the
+        # ctypes call of CBLAS costs more than the pass it saves (bench_matmul.py --only small)
+        if gemm_ok and _has_addend(spec) and spec.flops > TINY_FLOPS:
             methods.reverse()
         cores = threads or os.cpu_count() or 1
         chunk = max(4, CHUNK_BYTES // (max(1, spec.shape.n) * spec.compute.itemsize))
