@@ -532,8 +532,7 @@ def matmul(
            [6., 8.]])
     """
     # tiny and all defaults: the plan's "dot" call (wisdom could only prefer its "matmul" candidate, which
-    # computes the same up to rounding); a K that differs gets the planned route's error (NumPy's
-    # ValueError here)
+    # computes the same up to rounding); a K that differs gets the planned route's error
     if (type(a) is _ndarray is type(b) and c is None and beta is None and epilogue is None
             and epilogue_inputs is None and execution is None and options is None and stream is None
             and type(alpha) is float and alpha == 1.0
@@ -546,10 +545,6 @@ def matmul(
     return _planned_matmul(a, b, c, alpha, beta, epilogue, epilogue_inputs, execution, options, stream)
 
 
-#: NumPy's own float and complex dtypes (never FP8, whose scales the general route adds).
-_NATIVE_CHARS = "efdFD"
-
-
 def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any, epilogue_inputs: Any,
                     execution: Any, options: Any, stream: Any) -> Any:
     """:func:`matmul` through its plan cache (its arguments, in its order)."""
@@ -560,9 +555,10 @@ def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any
         na, nb, nc, inputs = a, b, None, _NO_INPUTS  # the common case: the cheapest key
         key: tuple | None = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
                              execution, options, stream)
-    elif (numpy_only and type(epilogue) is str and type(epilogue_inputs) is dict and a.dtype.char in _NATIVE_CHARS
+    elif (numpy_only and type(epilogue) is str and type(epilogue_inputs) is dict and a.dtype.char in "efdFD"
           and all(type(v) is np.ndarray for v in epilogue_inputs.values())):
-        # a built-in epilogue with NumPy inputs (a bias): as cheap, the inputs' layouts in the key
+        # a built-in epilogue with NumPy inputs (a bias; NumPy's own dtypes, never FP8 with its scales):
+        # as cheap, the inputs' layouts in the key
         na, nb, nc, inputs = a, b, None, epilogue_inputs
         key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
                tuple((n, v.shape, v.strides, v.dtype) for n, v in epilogue_inputs.items()), execution, stream)
@@ -584,12 +580,9 @@ def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any
             if lifted:
                 epilogue_inputs = {**epilogue_inputs, **lifted}
                 inputs.update((n, wrap(v, n).array) for n, v in lifted.items())
-        key = (
-            _op_key(na), _op_key(nb), None if nc is None else _op_key(nc), alpha, beta,
-            ("custom", str(epilogue)) if custom else epilogue,
-            tuple((n, _op_key(v)) for n, v in inputs.items()), _frozen(execution), _frozen(options), stream,
-            ops["a"].package,
-        )
+        key = (_op_key(na), _op_key(nb), None if nc is None else _op_key(nc), alpha, beta,
+               ("custom", str(epilogue)) if custom else epilogue, tuple((n, _op_key(v)) for n, v in inputs.items()),
+               _frozen(execution), _frozen(options), stream, ops["a"].package)
     try:
         plan = _CACHE.take(key)
     except TypeError:  # unhashable arguments: no caching, the constructor reports what is wrong
