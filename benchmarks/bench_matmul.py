@@ -263,7 +263,7 @@ def small_epilogue_rows(rounds: int) -> list[str]:
             "planned / chain | autotuned / chain | one-call / chain |", "|---|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):
-        for m, k, n in ((8, 16, 16), (32, 64, 64), (64, 64, 64), (100, 100, 100)):
+        for m, k, n in ((8, 16, 16), (32, 64, 64), (64, 64, 64), (100, 100, 100), (128, 128, 128), (256, 256, 256)):
             a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
             bias = rng.standard_normal(n).astype(dtype)
             kwargs = {"epilogue": "relu_bias", "epilogue_inputs": {"bias": bias}}

@@ -83,3 +83,25 @@ def test_eight_threads_never_share_a_plan():
     for t in threads:
         t.join()
     assert errors == [] and len(cache) <= 4
+
+
+def test_keys_of_plans_taken_and_never_given_back_do_not_pile_up():
+    # a caller whose run failed frees the plan it took instead of giving it back: its key,
+    # kept while the plan was out, must not stay for good
+    cache = PlanCache(maxsize=8)
+    for i in range(500):
+        cache.give(("lost", i), FakePlan(i))
+        assert cache.take(("lost", i)) is not None  # taken, never given back
+    kept = FakePlan("kept")
+    cache.give("kept", kept)
+    assert len(cache) == 1 and len(cache._plans) <= 1 + 64 + 1
+    assert cache.take("kept") is kept and cache.take("kept") is None
+    # a plan taken out and given back after an eviction pass is cached again, under its key
+    cache.give("back", kept)
+    out = cache.take("back")
+    for i in range(20):
+        cache.give(i, FakePlan(i))
+    cache.give("back", out)
+    assert len(cache) == 8 and cache.take("back") is out
+    cache.clear()
+    assert len(cache) == 0 and not cache._plans

@@ -22,6 +22,10 @@ from nvmathpy.errors import (
     PlanStateError,
 )
 from nvmathpy.linalg.gemm import matmul_plan
+from nvmathpy.linalg.gemm.cpu import _engine as cpu_engine
+from nvmathpy.linalg.gemm.cpu._tiny_c import TINY_EXTENSION
+
+MODULE = TINY_EXTENSION.get(wait=True)
 
 
 def arrays(*shapes, dtype=np.float32, seed=0):
@@ -254,18 +258,31 @@ def test_one_call_with_numpy_epilogue_inputs_keys_on_their_layouts():
         la.matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": arrays((79,))[0]})
 
 
-@pytest.mark.parametrize("shape, first", [((8, 16, 16), "matmul"), ((64, 64, 64), "matmul"),
-                                          ((65, 64, 64), "gemm"), ((256, 128, 128), "gemm")])
-def test_a_bias_goes_into_blas_first_except_on_tiny_products(shape, first):
+@pytest.mark.parametrize("shape, epilogue, bias_shape, built, first", [
+    ((8, 16, 16), "relu_bias", "col", True, "matmul"), ((64, 64, 64), "gelu_bias", "col", True, "matmul"),
+    ((65, 64, 64), "relu_bias", "col", True, "matmul"), ((256, 128, 128), "bias", "col", True, "matmul"),
+    ((65, 64, 64), "gelu_bias", "col", True, "gemm"), ((65, 64, 64), "relu_bias", "row", True, "gemm"),
+    ((300, 256, 256), "bias", "col", True, "gemm"), ((65, 64, 64), "relu_bias", "col", False, "gemm"),
+])
+def test_a_bias_goes_into_blas_first_except_on_small_products(shape, epilogue, bias_shape, built, first,
+                                                              monkeypatch):
     """The heuristic folds a leading bias into ``?gemm`` (no pass of its own), except on tiny
-    products, where NumPy's product and the pass cost less than the ctypes call of CBLAS."""
+    products (NumPy's product and the pass cost less than the ctypes call of CBLAS) and where the
+    tiny kernel's ``bias_relu`` does a built-in bias/ReLU in one pass after NumPy's product."""
+    if MODULE is None and built:
+        pytest.skip("no C compiler or Python headers: the tiny kernel cannot be built")
+    if not built:
+        monkeypatch.setattr(cpu_engine, "compiled_bias_relu", lambda: None)
     m, k, n = shape
     a, b = arrays((m, k), (k, n), seed=8)
-    bias = arrays((n,), seed=9)[0]
-    with la.Matmul(a, b, epilogue="relu_bias", epilogue_inputs={"bias": bias}) as mm:
+    bias = arrays((n,) if bias_shape == "col" else (m, 1), seed=9)[0]
+    with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs={"bias": bias}) as mm:
         mm.plan()
         assert (mm.candidate.params["method"], mm.chosen_by) == (first, "heuristic")
-        assert close(mm.execute(), np.maximum(a @ b + bias, 0))
+        x = a @ b + bias
+        want = np.maximum(x, 0) if epilogue == "relu_bias" else x if epilogue == "bias" else None
+        if want is not None:
+            assert close(mm.execute(), want)
 
 
 def test_plan_cache_controls_are_exported():
@@ -349,7 +366,7 @@ def test_plans_share_one_worker_pool(monkeypatch):
 
 def test_plan_cache_under_eight_threads():
     matmul_plan.clear_plan_cache()
-    shapes = [((3, 4), (4, 5)), ((17, 9), (9, 11)), ((2, 6, 5), (5, 4)), ((70, 40), (40, 30))]
+    shapes = [((3, 4), (4, 5)), ((17, 9), (9, 11)), ((2, 6, 5), (5, 4)), ((70, 80), (80, 60))]  # the last: planned
 
     def work(i):
         (sa, sb) = shapes[i % len(shapes)]

@@ -14,6 +14,10 @@ from typing import Any, Hashable
 
 __all__ = ["PlanCache"]
 
+#: A key stays while its plans are out (taken, to be given back: cheaper than removing and adding
+#: it on every call); beyond this many keys without plans, the next ``give`` drops them.
+_EMPTY_KEYS = 64
+
 
 class PlanCache:
     """A bounded LRU of plans keyed by a problem key.
@@ -66,29 +70,35 @@ class PlanCache:
                 self.misses += 1
                 return None
             self.hits += 1
-            plan = plans.pop()
             self._count -= 1
-            if not plans:
-                del self._plans[key]
-            return plan
+            return plans.pop()  # (an emptied key stays, for the plan's return: see _evict)
 
     def give(self, key: Hashable, plan: Any) -> None:
         """Return ``plan`` to the cache under ``key``, freeing whatever falls out."""
         with self._lock:
-            self._plans.setdefault(key, []).append(plan)
-            self._plans.move_to_end(key)
+            plans = self._plans.get(key)
+            if plans is None:
+                self._plans[key] = [plan]
+            else:
+                plans.append(plan)
+                self._plans.move_to_end(key)
             self._count += 1
-            spare = self._evict(self._maxsize)
+            spare = self._evict(self._maxsize) if self._count > self._maxsize else ()
+            if len(self._plans) > self._count + _EMPTY_KEYS:  # keys of plans taken and never given back
+                for empty in [k for k, found in self._plans.items() if not found]:
+                    del self._plans[empty]
         for extra in spare:
             extra.free()
 
     def _evict(self, bound: int) -> list[Any]:
-        """Remove plans of the least recently used keys until at most ``bound`` remain."""
+        """Remove plans of the least recently used keys until at most ``bound`` remain (keys whose
+        plans are all taken out go on the way)."""
         spare = []
         while self._count > bound:
             key, plans = next(iter(self._plans.items()))
-            spare.append(plans.pop(0))
-            self._count -= 1
+            if plans:
+                spare.append(plans.pop(0))
+                self._count -= 1
             if not plans:
                 del self._plans[key]
         return spare
@@ -106,6 +116,7 @@ class PlanCache:
         """Free every cached plan and reset the hit/miss counters."""
         with self._lock:
             spare = self._evict(0)
+            self._plans.clear()  # the keys whose plans are out (given back later, they come back)
             self.hits = self.misses = 0
         for plan in spare:
             plan.free()

@@ -39,8 +39,11 @@ from .cpu._tiny_c import COMPLEX_TINY, TINY_EXTENSION
 _matmul = np.matmul
 #: The compiled kernel's ``matmul(a, b)`` once loaded (:func:`compiled_matmul`).
 _compiled: Callable[[np.ndarray, np.ndarray], object] | None = None
+#: Its ``bias_relu(d, bias, relu)`` once loaded (:func:`compiled_bias_relu`).
+_bias_relu: Callable[[np.ndarray, np.ndarray | None, bool], object] | None = None
 
-__all__ = ["batch_of_tiny", "compiled_matmul", "direct_call", "per_matrix_bound", "tiny_flops", "tiny_product"]
+__all__ = ["BIAS_RELU_EPILOGUES", "batch_of_tiny", "compiled_bias_relu", "compiled_matmul", "direct_call",
+           "per_matrix_bound", "tiny_bias_relu", "tiny_flops", "tiny_product"]
 
 
 def compiled_matmul() -> Callable[[np.ndarray, np.ndarray], object] | None:
@@ -50,6 +53,48 @@ def compiled_matmul() -> Callable[[np.ndarray, np.ndarray], object] | None:
     if _compiled is None and (module := TINY_EXTENSION.get()) is not None:
         _compiled = module.matmul
     return _compiled
+
+
+def compiled_bias_relu() -> Callable[[np.ndarray, np.ndarray | None, bool], object] | None:
+    """The compiled kernel's ``bias_relu(d, bias, relu)`` (:mod:`.cpu._tiny_c`: ``d + bias``,
+    then ``maximum(., 0)``, in place on a product of its ``matmul``), or ``None`` where
+    :func:`compiled_matmul` is."""
+    global _bias_relu
+    if _bias_relu is None and compiled_matmul() is not None:
+        _bias_relu = TINY_EXTENSION.get().bias_relu
+    return _bias_relu
+
+
+#: The built-in epilogues the compiled kernel's ``bias_relu`` applies: ``(bias input or None, relu)``.
+BIAS_RELU_EPILOGUES = {"bias": ("bias", False), "relu": (None, True), "relu_bias": ("bias", True)}
+
+
+def tiny_bias_relu(a: np.ndarray, b: np.ndarray, epilogue: object, inputs: object) -> np.ndarray | None:
+    """``epilogue(a @ b)`` for one of :data:`BIAS_RELU_EPILOGUES` (a string) as its plan computes
+    it on a tiny product (:func:`tiny_product`, then the kernel's ``bias_relu`` in place), or
+    ``None`` where that plan's call is not this one: another epilogue, not tiny, not the compiled
+    kernel's, operands of fewer than two dimensions, ``inputs`` other than the epilogue's bias as
+    one C-contiguous value per column in the operands' dtype (the caller then takes the planned
+    route, which also reports what is wrong). ``a`` and ``b`` are NumPy arrays of one dtype."""
+    if type(epilogue) is not str or epilogue not in BIAS_RELU_EPILOGUES or a.ndim < 2 or b.ndim < 2 or (
+            bias_relu := _bias_relu or compiled_bias_relu()) is None:
+        return None
+    name, relu = BIAS_RELU_EPILOGUES[epilogue]
+    if name is None:
+        bias = None
+        if inputs is not None:
+            return None
+    elif (type(inputs) is not dict or len(inputs) != 1 or type(bias := inputs.get(name)) is not np.ndarray
+          or bias.dtype is not a.dtype or not bias.flags.c_contiguous or not bias.ndim
+          or bias.shape[-1] != b.shape[-1]):
+        return None
+    try:
+        product = tiny_product(a, b)
+    except ValueError:  # shapes that do not match: the planned route's error
+        return None
+    if product is None or bias_relu(product, bias, relu) is NotImplemented:
+        return None
+    return product
 
 
 def tiny_flops(a: np.ndarray, b: np.ndarray) -> int:

@@ -21,7 +21,7 @@ from ...execution import ExecutionCPU, ExecutionCUDA, as_execution, resolve_exec
 from ...operands import SUPPORTED_DTYPES, Operand, common_package, unwrapper, wrap
 from ...plan import Plan, PlanCache, Prepared, Problem, as_options
 from ._layout import analyse_shapes, broadcast_check, layout_class
-from ._tiny import direct_call, tiny_product
+from ._tiny import direct_call, tiny_bias_relu, tiny_product
 from ._custom_epilogue import is_custom, scalar_inputs, trace_epilogue, trace_epilogue_lifting
 from ._fp8 import SCALE_NAMES, check_fp8, check_result_option, fp8_inputs, is_fp8, numpy_dtype
 from ._engines import engine_for
@@ -462,7 +462,7 @@ class Matmul(Plan):
 
 _CACHE = PlanCache(maxsize=128)
 _NO_INPUTS: Mapping[str, Any] = {}
-#: dtypes whose tiny all-defaults NumPy products :func:`matmul` computes unplanned (see :mod:`._tiny`).
+#: dtypes whose tiny NumPy products :func:`matmul` computes unplanned (see :mod:`._tiny`).
 _DOT_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _ndarray = np.ndarray
 
@@ -512,9 +512,9 @@ def matmul(
     dtypes, epilogue, scalars and options) reuses its plan. A custom epilogue (a Python
     function) is traced on every call and keyed by its traced expression, so equal functions
     share a plan. A tiny product (``m * k * n`` times the batch size ``<= 64**3``) of NumPy
-    arrays of one float/complex dtype with every option left default takes no plan: it is the
-    call its plan makes - one call of the compiled tiny kernel where it takes the operands
-    (which also takes larger batches of such matrices), else NumPy's (see :mod:`._tiny`).
+    arrays of one float/complex dtype, options left default and no epilogue (or ``"bias"``,
+    ``"relu"``, ``"relu_bias"`` with a per-column bias) takes no plan: it is the call its plan
+    makes - the compiled tiny kernel where it takes the operands, else NumPy's (:mod:`._tiny`).
 
     Examples
     --------
@@ -531,17 +531,17 @@ def matmul(
     array([[2., 0.],
            [6., 8.]])
     """
-    # tiny and all defaults: the plan's "dot" call (wisdom could only prefer its "matmul" candidate, which
-    # computes the same up to rounding); a K that differs gets the planned route's error
-    if (type(a) is _ndarray is type(b) and c is None and beta is None and epilogue is None
-            and epilogue_inputs is None and execution is None and options is None and stream is None
-            and type(alpha) is float and alpha == 1.0
-            and a.dtype is b.dtype in _DOT_DTYPES):
-        try:
-            if (result := tiny_product(a, b)) is not None:
-                return result
-        except ValueError:
-            pass
+    # tiny, options left default: the plan's own call (._tiny); a K that differs gets the planned route's error
+    if (type(a) is _ndarray is type(b) and c is None and beta is None and execution is None and options is None
+            and stream is None and type(alpha) is float and alpha == 1.0 and a.dtype is b.dtype in _DOT_DTYPES):
+        if epilogue is None and epilogue_inputs is None:
+            try:
+                if (result := tiny_product(a, b)) is not None:
+                    return result
+            except ValueError:
+                pass
+        elif (result := tiny_bias_relu(a, b, epilogue, epilogue_inputs)) is not None:
+            return result
     return _planned_matmul(a, b, c, alpha, beta, epilogue, epilogue_inputs, execution, options, stream)
 
 
@@ -561,7 +561,7 @@ def _planned_matmul(a: Any, b: Any, c: Any, alpha: Any, beta: Any, epilogue: Any
         # as cheap, the inputs' layouts in the key
         na, nb, nc, inputs = a, b, None, epilogue_inputs
         key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, alpha, beta, epilogue,
-               tuple((n, v.shape, v.strides, v.dtype) for n, v in epilogue_inputs.items()), execution, stream)
+               tuple([(n, v.shape, v.strides, v.dtype) for n, v in epilogue_inputs.items()]), execution, stream)
     else:
         if custom:
             epilogue_inputs = scalar_inputs(epilogue_inputs or {}, wrap(a, "a"))

@@ -4,7 +4,9 @@ Candidates (``Candidate.params``):
 
 - ``method``: ``"dot"`` (tiny plain products, batched ones included: the direct call of
   :mod:`.._tiny` - the compiled tiny kernel where it takes them, else NumPy's - nothing else),
-  ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case),
+  ``"matmul"`` (``numpy.matmul(out=)``, any batch/broadcast/1-D case; tiny products by the
+  compiled tiny kernel, and a lone built-in ``bias``/``relu``/``relu_bias`` up to
+  :data:`SMALL_FLOPS` by its ``bias_relu`` in one pass, see :attr:`_Kernel.bias_relu`),
   ``"gemm"`` (``?gemm`` of NumPy's own BLAS: ``alpha``, ``beta``, ``c`` and a leading bias
   addend of the epilogue are folded into BLAS, which accumulates onto the prefilled result),
   ``"split"`` (2-D only: worker threads each take a band of rows, run single-threaded BLAS on row panels and apply the epilogue to each panel while it
@@ -48,7 +50,7 @@ from ._epilogue_eval import compile_program, fold_addend, numexpr_available, pro
 from ._program import Program
 from ._threads import BLAS_THREADS, limit_threads, shared_pool
 from .._layout import TINY_FLOPS, analyse_shapes
-from .._tiny import compiled_matmul, per_matrix_bound, tiny_product
+from .._tiny import BIAS_RELU_EPILOGUES, compiled_bias_relu, compiled_matmul, per_matrix_bound, tiny_product
 from .._resolved import ResolvedEpilogue
 
 __all__ = ["CpuMatmulEngine", "MatmulPrepared"]
@@ -194,8 +196,9 @@ class CpuMatmulEngine(Engine):
         # gemm folds alpha, beta, c and a bias into BLAS (NumPy's own, through CBLAS)
         methods = ["matmul", "gemm"] if gemm_ok else ["matmul"]
         # the bias costs no pass of its own: gemm first - but not on tiny products, where the
-        # ctypes call of CBLAS costs more than the pass it saves (bench_matmul.py --only small)
-        if gemm_ok and _has_addend(spec) and spec.flops > TINY_FLOPS:
+        # ctypes call of CBLAS costs more than the pass it saves, nor where the tiny kernel's
+        # bias_relu makes the whole epilogue one pass (bench_matmul.py --only small)
+        if gemm_ok and _has_addend(spec) and spec.flops > TINY_FLOPS and not _one_pass_bias_relu(spec):
             methods.reverse()
         cores = threads or os.cpu_count() or 1
         chunk = max(4, CHUNK_BYTES // (max(1, spec.shape.n) * spec.compute.itemsize))
@@ -330,6 +333,27 @@ def _batch_of_tiny(spec: _Spec) -> bool:
             and s.m * s.k * s.n <= per_matrix_bound(np.dtype(spec.dtype_name)) and compiled_matmul() is not None)
 
 
+def _bias_relu_of(spec: _Spec) -> tuple[str | None, bool] | None:
+    """``(bias input or None, relu)`` where the whole epilogue is a built-in ``bias``, ``relu`` or
+    ``relu_bias`` (``alpha = 1``, no ``c``), else ``None``. Whether the bias itself is taken (one
+    value per column, the result's dtype) the kernel says per call."""
+    edef = spec.epilogue
+    if edef is None or spec.custom is not None or spec.alpha != 1 or spec.has_c:
+        return None
+    return BIAS_RELU_EPILOGUES.get(edef.name)
+
+
+def _one_pass_bias_relu(spec: _Spec) -> bool:
+    """Whether ``numpy.matmul`` and the tiny kernel's ``bias_relu`` (built) compute this problem's
+    whole epilogue in one pass (see :attr:`_Kernel.bias_relu`): a built-in ``bias``/``relu``/
+    ``relu_bias`` up to ``SMALL_FLOPS``, its bias one value per column."""
+    found = _bias_relu_of(spec) if spec.flops <= SMALL_FLOPS and not spec.half else None
+    if found is None or compiled_bias_relu() is None:
+        return False
+    bias = found[0]
+    return bias is None or spec.patterns.get(bias) == "col" or spec.shape.n == 1
+
+
 def _dot_kernel(a: np.ndarray, b: np.ndarray, c: Any, inputs: Any, out: Any) -> Any:
     if out is not None:
         return np.matmul(a, b, out=out)
@@ -396,16 +420,37 @@ class _Kernel:
             self.scratch = [self.program.scratch(block, spec.compute) for _ in range(workers)]
         if method == "gemm":
             self._gemm = _gemm_call(spec, self.addend is not None)
+        #: Whether a call without ``out`` tries the compiled tiny kernel for the product (it
+        #: allocates the result itself; ``numpy.matmul`` where it does not take the operands).
+        self.tiny = (method == "matmul" and not (spec.half or self.copy_a or self.copy_b)
+                     and (spec.flops <= TINY_FLOPS or _batch_of_tiny(spec)))
+        #: ``(bias input or None, relu)`` where the epilogue is ``bias``, ``relu`` or ``relu_bias``
+        #: alone on a product up to SMALL_FLOPS by ``numpy.matmul`` (or the tiny kernel): the tiny
+        #: kernel's ``bias_relu`` applies it in place, in one pass (on one thread, as NumPy's ufuncs).
+        self.bias_relu = (_bias_relu_of(spec) if method == "matmul" and self.work is None and spec.flops <= SMALL_FLOPS
+                          else None)
 
-    def begin(self, a: np.ndarray, b: np.ndarray, c: Any, inputs: Mapping[str, Any], out: Any) -> tuple:
+    def _bias_relu_done(self, result: np.ndarray, inputs: Mapping[str, Any]) -> bool:
+        """Whether the tiny kernel's ``bias_relu`` applied the whole epilogue to ``result`` (in
+        place); false where this plan's epilogue is not one it applies, the kernel is not built,
+        or it does not take the bias (not one contiguous value per column of the result's dtype)."""
+        if self.bias_relu is None or (bias_relu := compiled_bias_relu()) is None:
+            return False
+        bias, relu = self.bias_relu
+        return bias_relu(result, None if bias is None else inputs[bias], relu) is not NotImplemented
+
+    def begin(self, a: np.ndarray, b: np.ndarray, c: Any, inputs: Mapping[str, Any], out: Any,
+              product: np.ndarray | None = None) -> tuple:
         """Operands ready for BLAS (copied only if they must be), and the evaluator's
-        environment: the result ``d``, the working product ``x``, aux outputs and inputs."""
+        environment: the result ``d`` (``product`` where the product is computed already), the
+        working product ``x``, aux outputs and inputs."""
         spec = self.spec
         if self.copy_a:
             a = a.astype(spec.compute, order="C") if spec.half else np.ascontiguousarray(a)
         if self.copy_b:
             b = b.astype(spec.compute, order="C") if spec.half else np.ascontiguousarray(b)
-        result = np.empty(self.result_shape, self.result_dtype) if out is None else out
+        result = product if product is not None else np.empty(self.result_shape, self.result_dtype) \
+            if out is None else out
         aux = {name: np.empty(self.result_shape, np.bool_ if name == "relu_aux" else self.result_dtype)
                for name in self.aux}
         env = {**inputs, **aux, "x": result if self.work is None else self.work, "d": result}
@@ -427,11 +472,22 @@ class _Kernel:
         return (env["d"], aux) if aux else env["d"]
 
     def __call__(self, a: np.ndarray, b: np.ndarray, c: Any, inputs: Mapping[str, Any], out: Any) -> Any:
-        a, b, env, aux = self.begin(a, b, c, inputs, out)
-        if self.method == "gemm":
+        product = None
+        if self.tiny and out is None and (kernel := compiled_matmul()) is not None:
+            product = kernel(a, b)
+            if product is NotImplemented:
+                product = None
+            elif self._bias_relu_done(product, inputs):
+                return product
+        a, b, env, aux = self.begin(a, b, c, inputs, out, product)
+        if product is not None:
+            pass
+        elif self.method == "gemm":
             self._gemm(a, b, c, env.get(self.addend), env["x"])
         else:
             np.matmul(a, b, out=env["x"])
+            if self._bias_relu_done(env["x"], inputs):
+                return env["x"]
         if self.program is None:
             pass
         elif self.chunk is None:

@@ -27,7 +27,7 @@ import numpy as np
 from ....errors import MissingDependencyError
 from ....kernels.cpu_eval import constant_names, to_numexpr
 from ....kernels.ir import Expr, const, input_, inputs_of, substitute, walk
-from ._program import Program
+from ._program import Program, quiet_enter, quiet_leave
 
 __all__ = ["compile_program", "fold_addend", "numexpr_available", "prologue_steps"]
 
@@ -316,27 +316,42 @@ class _UfuncCompiler:
                     self.code.append((_copy, (self._leaf(expr),), target))
             else:
                 self._emit(expr, target, reusable)
-        code = tuple(self.code)
-
-        def run(env: dict, scratch: Sequence[np.ndarray]) -> None:
-            def get(ref: tuple) -> Any:
-                kind, value = ref
-                return env[value] if kind == "v" else (value if kind == "k" else scratch[value])
-
-            with np.errstate(over="ignore", under="ignore"):
-                for fn, refs, target in code:
-                    fn(*[get(r) for r in refs], out=get(target), casting="same_kind")
-
-        return Program(run, tuple(self.kinds))
+        return Program(_runner(self.code), tuple(self.kinds))
 
 
-def _copy(src: Any, *, out: np.ndarray, casting: str) -> None:
-    np.copyto(out, src, casting=casting)
+def _runner(code: Sequence[tuple[Callable[..., Any], tuple, tuple]]) -> Callable[[dict, Sequence[np.ndarray]], None]:
+    """``run(env, scratch)``: the instructions as one Python function, generated once (each
+    ufunc called directly on its arrays, no look-up per call), overflow and underflow quiet."""
+    namespace: dict[str, Any] = {"enter": quiet_enter, "leave": quiet_leave}
+
+    def source(ref: tuple) -> str:
+        kind, value = ref
+        if kind == "v":
+            return f"env[{value!r}]"
+        if kind == "s":
+            return f"scratch[{value}]"
+        name = f"k{len(namespace)}"
+        namespace[name] = value
+        return name
+
+    lines = []
+    for fn, refs, target in code:
+        name = f"f{len(namespace)}"
+        namespace[name] = fn
+        lines.append(f"        {name}({', '.join(source(r) for r in refs)}, out={source(target)})")
+    body = "\n".join(lines) or "        pass"
+    exec(f"def run(env, scratch):\n    token = enter()\n    try:\n{body}\n    finally:\n        leave(token)\n",
+         namespace)
+    return namespace["run"]
 
 
-def _where(cond: Any, a: Any, b: Any, spare: np.ndarray, *, out: np.ndarray, casting: str) -> None:
+def _copy(src: Any, *, out: np.ndarray) -> None:
+    np.copyto(out, src)
+
+
+def _where(cond: Any, a: Any, b: Any, spare: np.ndarray, *, out: np.ndarray) -> None:
     if isinstance(a, np.ndarray) and np.may_share_memory(out, a):  # in place: overwrite where not cond
-        np.copyto(out, b, casting=casting, where=np.logical_not(cond, out=spare))
+        np.copyto(out, b, where=np.logical_not(cond, out=spare))
         return
-    np.copyto(out, b, casting=casting)
-    np.copyto(out, a, casting=casting, where=cond)
+    np.copyto(out, b)
+    np.copyto(out, a, where=cond)
