@@ -31,6 +31,9 @@
 - :func:`on_calibrated_threads` runs a call of ``?gesdd``/``?gesvd``, ``?geev`` or ``?geqrf``
   (with ``?orgqr``) on SciPy's OpenBLAS on the thread count this machine's calibration chose
   for that routine and order (:mod:`~nvmathpy.linalg.solvers.cpu._routine_threads`).
+- :func:`calibrated_mkl` gives MKL's ``?geev`` (on one thread, with SciPy's wrapper's
+  signature) where this machine's calibration chose it over SciPy's for a matrix's order and
+  dtype (:mod:`~nvmathpy.linalg.solvers.cpu._mkl_geev`), else ``None``.
 - :func:`on_free_cores` wraps a layer's function so that its calls on large NumPy matrices run
   NumPy's and SciPy's OpenBLAS on the cores free at the call's start
   (:func:`~nvmathpy.linalg.solvers.cpu._pool_threads.stepped_down`).
@@ -45,13 +48,14 @@ import numpy as np
 
 from .solvers.cpu._calibrate import COVERED_FROM
 from .solvers.cpu._fast_lapack import LU_MAX_ORDER, MAX_ORDER, fast_module
+from .solvers.cpu._mkl_geev import geev
 from .solvers.cpu._numpy_algorithms import for_order
 from .solvers.cpu._pool_threads import BUSY_LEARN_FROM, POOLS, SCIPY, only_hot, stepped_down
 from .solvers.cpu._recursive_lu import scipy_recursion_fits, scipy_recursive_getrf
-from .solvers.cpu._routine_threads import on_calibrated_threads
+from .solvers.cpu._routine_threads import mkl_chosen, on_calibrated_threads
 
-__all__ = ["FREE_CORES_FROM", "LU_FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "fast_module",
-           "on_calibrated_threads", "on_free_cores", "routines", "scipys", "threaded"]
+__all__ = ["FREE_CORES_FROM", "LU_FREE_CORES_FROM", "LU_MAX_ORDER", "MAX_ORDER", "SCIPY_BELOW", "calibrated_mkl",
+           "fast_module", "on_calibrated_threads", "on_free_cores", "routines", "scipys", "threaded"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -190,6 +194,25 @@ def on_free_cores(fn: F, from_elements: int | Callable[[tuple, dict], int] = FRE
         return fn(*args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def calibrated_mkl(routine: str, a: Any) -> Callable[..., Any] | None:
+    """MKL's ``routine`` (``"geev"``: ``geev(a, compute_vl, compute_vr, overwrite_a)``, SciPy's
+    wrapper's results) where ``a`` is a finite NumPy matrix and this machine's calibration chose
+    MKL's routine for its order and dtype, else ``None`` (the caller runs SciPy's,
+    :func:`threaded`). Never for NaN: MKL's ``?gebal`` refuses it and its ``?geev`` then crashes
+    the process, where SciPy's returns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> calibrated_mkl("geev", np.eye(2)) is None  # order 2: not calibrated
+    True
+    """
+    if (routine != "geev" or type(a) is not np.ndarray or a.ndim != 2 or not mkl_chosen(routine, a.shape[0], a.dtype)
+            or not np.isfinite(a).all()):
+        return None
+    return geev(a.dtype.char)
 
 
 def threaded(routine: str, a: Any, call: Callable[[], T]) -> T:

@@ -4,8 +4,10 @@
 SciPy's steps are kept - the same LAPACK wrapper called with the same arguments and workspace,
 the same post-processing (eigenvalues ``alpha / beta`` with SciPy's infinities and NaNs,
 conjugate pairs of real input turned into complex eigenvectors, the generalized eigenvectors
-divided by their BLAS ``?nrm2``), so the results are SciPy's bit for bit - and its Python
-overhead goes: the wrappers and the workspace sizes are looked up once per dtype and order,
+divided by their BLAS ``?nrm2``), so the results are SciPy's bit for bit - except where this
+machine's calibration found MKL's ``?geev`` on one thread faster than SciPy's for the matrix's
+order and dtype (:func:`nvmathpy.linalg.lapack.calibrated_mkl`; then the same LAPACK routine's
+results of another library, equal to rounding) - and its Python overhead goes: the wrappers and the workspace sizes are looked up once per dtype and order,
 the pairs and the normalisation are done in whole-array operations. NumPy arrays of a LAPACK
 dtype (``float32``, ``float64``, ``complex64``, ``complex128``) take this path, batches matrix
 by matrix as SciPy does; every other input (array-likes, other dtypes, torch tensors) is
@@ -19,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...linalg.lapack import routines, threaded
+from ...linalg.lapack import calibrated_mkl, routines, threaded
 from ._validate import LinAlgError, all_finite, over_batch, refuse_cuda, scipy_own
 
 __all__ = ["eig", "eigvals", "lapack_input", "lapack_lwork"]
@@ -155,8 +157,12 @@ def _empty(a: np.ndarray, left: bool, right: bool, homogeneous: bool) -> Any:
 
 def _standard(a: np.ndarray, left: bool, right: bool, overwrite_a: bool, homogeneous: bool) -> Any:
     char = a.dtype.char
-    geev, lwork = _geev(char, a.shape[0], left, right)
-    out = threaded("geev", a, lambda: geev(a, lwork=lwork, compute_vl=left, compute_vr=right, overwrite_a=overwrite_a))
+    if (mkl := calibrated_mkl("geev", a)) is not None:
+        out = mkl(a, compute_vl=left, compute_vr=right, overwrite_a=overwrite_a)
+    else:
+        geev, lwork = _geev(char, a.shape[0], left, right)
+        out = threaded("geev", a, lambda: geev(a, lwork=lwork, compute_vl=left, compute_vr=right,
+                                               overwrite_a=overwrite_a))
     if char in "FD":
         w, vl, vr, info = out
     else:

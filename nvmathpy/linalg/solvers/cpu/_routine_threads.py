@@ -11,9 +11,11 @@ can cost more in synchronisation than they bring, and by how much depends on the
 :data:`ORDERS`) holds ``{"first": 1}`` where one thread beat SciPy's own call (all of its
 pool's threads) in calls alternating with it, in every round and by the solvers' margin
 (:data:`._calibrate.MARGIN`) in the median, else ``{"first": "library"}``: the pool's count,
-SciPy's own call. Orders between take the nearest measured order's value (``?gesvd``, where
-asked for, takes ``?gesdd``'s); other orders, dtypes and a machine without a value run as SciPy
-does.
+SciPy's own call. For ``?geev`` MKL's routine on one thread (:mod:`._mkl_geev`, where MKL is
+installed) is a contender too: ``{"first": "mkl"}`` where it won so (:func:`mkl_chosen`; the
+caller then runs it instead of SciPy's). Orders between take the nearest measured order's
+value (``?gesvd``, where asked for, takes ``?gesdd``'s); other orders, dtypes and a machine
+without a value run as SciPy does.
 
 ``benchmarks/bench_scipy_mix.py`` shows what this gives.
 """
@@ -29,11 +31,12 @@ import numpy as np
 from ....plan import calibration
 from ....plan.calibration import OutOfTime, auto_enabled, calibrated, stored_in
 from ._calibrate import MIN_ROUNDS, first_of, measurements, name_of
+from ._mkl_geev import geev
 from ._numpy_lapack import dtype_name
 from ._pool_threads import THREAD_COUNT, count_changed, holds_counts, on_counts, scipy_thread_count_functions
 
-__all__ = ["CALIBRATIONS", "LIBRARY", "ORDERS", "ROUTINES", "equivalent_order", "measure", "on_calibrated_threads",
-           "threads_for"]
+__all__ = ["CALIBRATIONS", "LIBRARY", "MKL", "ORDERS", "ROUTINES", "equivalent_order", "measure", "mkl_chosen",
+           "on_calibrated_threads", "threads_for"]
 
 T = TypeVar("T")
 
@@ -48,6 +51,8 @@ PREFIX = "threads."
 REACH = 1.25
 #: The value that keeps the pool's own thread count (SciPy's call as SciPy makes it).
 LIBRARY = "library"
+#: The value that runs MKL's routine on one thread instead (``?geev`` only: :mod:`._mkl_geev`).
+MKL = "mkl"
 #: About how long each timed pass lasts at least (several calls of the smaller orders per pass).
 CALL_SECONDS = 0.01
 #: How many calls as long as the one asking the shortest measurement makes (a contender's and the
@@ -81,18 +86,23 @@ def _on_threads(count: int, call: Callable[[], T]) -> T:
 
 def measure(routine: str, dtype: str, n: int, seconds: float) -> tuple[dict[str, Any], dict[str, float]]:
     """Time ``routine`` (SciPy's call of it) in ``dtype`` at order ``n`` on fewer threads than
-    SciPy's pool has (one, and half of them where that is more) against SciPy's own call, in
-    alternating calls: ``({"first": count or LIBRARY}, {contender: median ratio})``.
+    SciPy's pool has (one, and half of them where that is more), and for ``?geev`` MKL's routine
+    on one thread where MKL is installed, against SciPy's own call, in alternating calls:
+    ``({"first": count, MKL or LIBRARY}, {contender: median ratio})``.
     :class:`~nvmathpy.plan.calibration.OutOfTime` where :data:`._calibrate.MIN_ROUNDS` rounds
-    would not fit ``seconds``, or SciPy's pool has a single thread (nothing to choose)."""
-    rng = np.random.default_rng(n)
-    reference = _scipy_call(routine, rng.standard_normal((n, n)).astype(dtype))  # (SciPy loads its OpenBLAS)
+    would not fit ``seconds``, or there is nothing to choose (SciPy's pool has a single thread
+    and there is no MKL contender)."""
+    a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+    reference = _scipy_call(routine, a)  # (SciPy loads its OpenBLAS)
     functions = scipy_thread_count_functions()
     pool = functions[0]() if functions is not None else 1
-    if pool < 2:
-        raise OutOfTime("SciPy's OpenBLAS runs on one thread: no thread count to choose")
-    counts = sorted({1, pool // 2} - {pool})
+    mkl = geev(a.dtype.char) if routine == "geev" else None
+    if pool < 2 and mkl is None:
+        raise OutOfTime("SciPy's OpenBLAS runs on one thread and MKL's routine is not at hand: nothing to choose")
+    counts = sorted({1, pool // 2} - {pool}) if pool >= 2 else []
     contenders: dict[Any, Callable[[], Any]] = {count: (lambda k=count: _on_threads(k, reference)) for count in counts}
+    if mkl is not None:
+        contenders[MKL] = lambda: mkl(a, compute_vl=0, compute_vr=1)  # what SciPy's eig asks of ?geev
     contenders[LIBRARY] = reference
     return first_of(f"threads of {routine} {dtype} n={n}", contenders, reference, LIBRARY, seconds,
                     call_seconds=CALL_SECONDS, max_calls=8, every_round=True)
@@ -149,6 +159,20 @@ def _stored_count(name: str | None) -> tuple[bool, int | None]:
         return False, None
     first = value.get("first")
     return True, first if isinstance(first, int) and first >= 1 else None
+
+
+def mkl_chosen(routine: str, n: int, dtype: Any) -> bool:
+    """Whether this machine's calibration chose MKL's routine for ``routine`` at about order
+    ``n`` in ``dtype`` (a stored value; see :func:`on_calibrated_threads` for how it is measured).
+
+    Examples
+    --------
+    >>> mkl_chosen("geev", 5, "float64")
+    False
+    """
+    name = _name_for(routine, n, dtype)
+    value = stored_in(PREFIX, CALIBRATIONS, name) if name is not None else None
+    return isinstance(value, dict) and value.get("first") == MKL
 
 
 def on_calibrated_threads(routine: str, m: int, n: int, dtype: Any, call: Callable[[], T]) -> T:
