@@ -53,6 +53,7 @@ sys.path.insert(0, ROOT)  # run from a checkout
 from nvmathpy.bench.suite_fft import (  # noqa: E402
     CASES, FFTW_TIME_LIMIT, QUICK, TRIG_CASES, direct_runners, forget_fftw_wisdom, make_input, trig_runners,
 )
+from nvmathpy.fft._pyfftw import import_pyfftw  # noqa: E402
 from nvmathpy.plan.calibration import alternating_rounds  # noqa: E402
 
 #: The fewest rounds of the interleaved mode.
@@ -101,6 +102,7 @@ def medians(rounds: dict[str, list[float]]) -> dict[str, float]:
 def estimate_planning_seconds(x: np.ndarray, kind: str, axes: Any, threads: int) -> float | None:
     """What FFTW_ESTIMATE planning costs a pyfftw.builders user (median of 5)."""
     try:
+        import_pyfftw()  # bound to its own FFTW libraries, whatever MKL loaded (see there)
         import pyfftw.builders
     except ImportError:
         return None

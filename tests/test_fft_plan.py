@@ -18,7 +18,7 @@ from nvmathpy.fft import FFT, FFTOptions
 from nvmathpy.fft._engines_cpu import thread_options
 from nvmathpy.fft._heuristic import library_order, rank, smooth
 from nvmathpy.fft._layout import describe
-from nvmathpy.fft._libraries import LIBRARIES, installed_libraries
+from nvmathpy.fft._libraries import LIBRARIES, import_pyfftw, installed_libraries
 from nvmathpy.plan import Candidate, default_wisdom
 
 ENGINES = [
@@ -289,7 +289,7 @@ def test_torch_plan_returns_torch(rng):
 def test_pyfftw_runs_on_the_callers_input_and_leaves_it_as_it_was(rng, kind, n):
     """FFTW reads an aligned input where it lies (a copy of a misaligned one, and of every c2r
     input, which FFTW destroys): the results are right and the input unchanged."""
-    import pyfftw
+    pyfftw = import_pyfftw()
 
     if kind == "r2c":
         x = pyfftw.empty_aligned(n, np.float64)
@@ -320,7 +320,7 @@ def test_pyfftw_input_aligned_as_the_plan_needs_is_not_copied(rng, offset, n, th
     """An input at the alignment the FFTW plan needs (pyFFTW's ``input_alignment``, which may
     be less than its SIMD alignment) is transformed where it lies; others are copied first.
     Either way the result is right and the input untouched."""
-    import pyfftw
+    pyfftw = import_pyfftw()
 
     base = np.empty(n + 8)
     x = base[offset:offset + n]  # 8-byte steps through the alignments
@@ -442,7 +442,7 @@ def test_pyfftw_large_plan_writes_only_outputs_aligned_as_the_plan_needs(rng, n)
     bound only where their alignment is what the plan needs (here a plan that needs the SIMD
     alignment: NumPy's less aligned output is replaced, the caller's input still read where it
     lies); every result, held or not, is right."""
-    import pyfftw
+    pyfftw = import_pyfftw()
 
     from nvmathpy.fft._libraries import RECYCLED_BELOW
 

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..fft._libraries import forget_fftw_wisdom
+from ..fft._pyfftw import import_pyfftw
 from .harness import Case
 
 __all__ = ["CASES", "QUICK", "FFTW_TIME_LIMIT", "TRIG_CASES", "TRIG_QUICK", "cases", "make_input", "direct_runners",
@@ -82,7 +83,7 @@ def direct_runners(x: np.ndarray, kind: str, axes: Any, threads: int,
     except ImportError:
         pass
     try:
-        import pyfftw
+        pyfftw = import_pyfftw()  # (bound to its own FFTW: see there)
 
         out_shape = x.shape if kind == "c2c" else tuple(n // 2 + 1 if i == ax[-1] else n for i, n in enumerate(x.shape))
         fftw = pyfftw.FFTW(pyfftw.empty_aligned(x.shape, x.dtype),
