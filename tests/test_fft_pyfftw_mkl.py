@@ -3,7 +3,9 @@ the ``eig`` drop-in) loads its FFTW wrappers into the process's global scope at 
 pyFFTW, imported through nvmathpy afterwards, must still run on its own FFTW libraries (before
 the fix its plans failed, "the planner returning NULL", or gave wrong multi-axis results).
 
-Each case runs in a fresh interpreter, where the order of the loads is the test's own.
+Each case runs in a fresh interpreter, where the order of the loads is the test's own. A program
+that imports pyFFTW itself before nvmathpy's first use of MKL cannot be helped (pyFFTW is loaded
+by then): :func:`bind_pyfftw_first` says so.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = """
 import numpy as np
 {first}
-from nvmathpy.fft._pyfftw import import_pyfftw
-pyfftw = import_pyfftw()
+import pyfftw  # the user's own import, after nvmathpy's first use of MKL, or through nvmathpy's
 import pyfftw.builders
 from nvmathpy.fft import FFT
 rng = np.random.default_rng(0)
@@ -43,9 +44,12 @@ print(worst)
 """
 
 FIRST = {
-    "mkl_fft": "import mkl_fft\nmkl_fft.fft(np.ones(8, complex))",
-    "mkl geev": ("from nvmathpy.linalg.solvers.cpu._mkl_geev import geev\n"
-                 "call = geev('d')\ncall is None or call(np.eye(3))"),
+    "the user's mkl_fft, then nvmathpy's pyFFTW": ("import mkl_fft\nmkl_fft.fft(np.ones(8, complex))\n"
+                                                   "from nvmathpy.fft._pyfftw import import_pyfftw\nimport_pyfftw()"),
+    "nvmathpy's mkl_fft": ("from nvmathpy.fft import FFT\n"
+                           "FFT(np.ones(64, complex), options={'engines': ('mkl_fft',)}).plan().execute()"),
+    "nvmathpy's MKL geev": ("from nvmathpy.linalg.solvers.cpu._mkl_geev import geev\n"
+                            "call = geev('d')\ncall is None or call(np.eye(3))"),
     "nothing": "",
 }
 
@@ -57,3 +61,10 @@ def test_pyfftw_runs_its_own_fftw_after_mkl_loaded_its_wrappers(first):
                           cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout.split()[-1]) < 1e-12
+
+
+def test_a_pyfftw_imported_before_cannot_be_bound_again():
+    script = ("import pyfftw\nfrom nvmathpy._fftw_binding import bind_pyfftw_first\n"
+              "print(bind_pyfftw_first())")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0 and done.stdout.split()[-1] == "False", done.stderr[-2000:]

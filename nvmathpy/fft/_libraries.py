@@ -22,12 +22,12 @@ import functools
 import importlib.machinery
 import importlib.util
 import os
-import sys
 import types
 from typing import Any, Callable
 
 import numpy as np
 
+from .._fftw_binding import bind_pyfftw_first
 from ._layout import Layout, scale_factor
 from ._library_base import Call, FFTPrepared, Library, into
 from ._pyfftw import (RECYCLED_BELOW, PyfftwLibrary, forget_fftw_wisdom, import_pyfftw, measured_fftw_wisdom,
@@ -221,11 +221,9 @@ def _import_mkl_fft() -> Any:
     away from whatever runs next - another FFT library being timed by autotune included.
     """
     os.environ.setdefault("KMP_BLOCKTIME", "0")
-    if "mkl_fft" not in sys.modules and LIBRARIES["pyfftw"].available():
-        # MKL's FFTW3-compatible entry points, loaded with MKL's kernels on its first transform,
-        # would otherwise take over the FFTW symbols pyFFTW binds when it is imported later
-        # (its c2r plans then compute wrong results): pyFFTW binds them first.
-        import_pyfftw()
+    # MKL's FFTW3-compatible entry points, loaded with MKL's kernels on its first transform,
+    # would otherwise take over the FFTW calls pyFFTW makes (failed plans, wrong c2r results)
+    bind_pyfftw_first()
     import mkl_fft
 
     return mkl_fft

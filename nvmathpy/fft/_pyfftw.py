@@ -5,15 +5,12 @@ wisdom (imported from a plan's stored extra, forgotten, measured for calibration
 from __future__ import annotations
 
 import base64
-import ctypes
-import importlib.machinery
-import importlib.util
-import os
 import sys
 from typing import Any, Mapping
 
 import numpy as np
 
+from .._fftw_binding import bind_pyfftw_first
 from ..plan import Candidate
 from ._layout import Layout, scale_factor
 from ._library_base import Call, FFTPrepared, Library, into
@@ -33,12 +30,12 @@ def import_pyfftw() -> Any:
     works afterwards.
 
     pyFFTW's compiled module is loaded first so that its FFTW calls bind to the FFTW libraries it
-    ships, whatever else the process loads (:func:`_load_deep_bound`).
+    ships, whatever else the process loads (:func:`nvmathpy._fftw_binding.bind_pyfftw_first`).
     """
     module = sys.modules.get("pyfftw")
     if module is not None:
         return module
-    _load_deep_bound()
+    bind_pyfftw_first()
     hide = "dask.array.fft" not in sys.modules
     if hide:
         sys.modules["dask.array.fft"] = None  # type: ignore[assignment]  # "not importable" to the import system
@@ -48,33 +45,6 @@ def import_pyfftw() -> Any:
         if hide and sys.modules.get("dask.array.fft", 0) is None:
             del sys.modules["dask.array.fft"]
     return pyfftw
-
-
-def _load_deep_bound() -> None:
-    """Load pyFFTW's compiled module (not yet imported) with its symbols bound now, to its own
-    libraries first (``RTLD_NOW | RTLD_DEEPBIND``, where the platform has it); the import then
-    finds it loaded.
-
-    MKL's runtime (``mkl_fft``'s transforms, MKL's ``?geev`` of the ``eig`` drop-in) loads its
-    interface library into the process's global scope at its first call, and that library
-    defines FFTW's API (MKL's FFTW wrappers). A pyFFTW loaded as usual resolves each FFTW
-    function at its first call, global scope first: the calls made after MKL's first one went
-    to MKL's wrappers - plans that fail ("the planner returning NULL") or, for some multi-axis
-    real transforms, wrong results.
-    """
-    deep = getattr(os, "RTLD_DEEPBIND", 0)
-    spec = importlib.util.find_spec("pyfftw")
-    if not deep or spec is None or not spec.submodule_search_locations:
-        return
-    for folder in spec.submodule_search_locations:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(folder, "pyfftw" + suffix)
-            if os.path.exists(path):
-                try:
-                    ctypes.CDLL(path, mode=os.RTLD_NOW | deep)
-                except OSError:  # the import then reports what is wrong
-                    pass
-                return
 
 
 #: FFTW wisdom texts this process has imported already, so a hit imports each once.

@@ -9,7 +9,8 @@ single dynamic library ``libmkl_rt`` is loaded from the installed ``mkl`` wheel 
 none, or it lacks the routine, :func:`geev` is ``None`` and nothing changes). The calls use
 the explicitly 64-bit integer entry points (``dgeev_64``; whatever MKL's interface layer is
 set to) and run on one thread of the calling thread (``MKL_Set_Num_Threads_Local``): no
-OpenMP team of MKL's is left spinning beside SciPy's and NumPy's OpenBLAS pools.
+OpenMP team of MKL's is left spinning beside SciPy's and NumPy's OpenBLAS pools. pyFFTW is bound
+to its own FFTW first (:func:`nvmathpy._fftw_binding.bind_pyfftw_first`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import importlib.metadata
 from typing import Any, Callable
 
 import numpy as np
+
+from ...._fftw_binding import bind_pyfftw_first
 
 __all__ = ["geev", "runtime"]
 
@@ -34,6 +37,7 @@ def runtime() -> ctypes.CDLL | None:
         distribution = importlib.metadata.distribution("mkl")
     except importlib.metadata.PackageNotFoundError:
         return None
+    bind_pyfftw_first()  # before MKL's first call puts its FFTW wrappers in the global scope
     for file in distribution.files or ():
         if file.name.startswith(("libmkl_rt.so", "mkl_rt.")):
             try:
