@@ -19,8 +19,8 @@ calls, each a few times the product's own time at these sizes).
 ``matmul(a, b)`` returns ``NotImplemented`` for what it does not take - not exactly an
 ``ndarray``, dtypes other than one shared float32/float64/complex64/complex128, byte-swapped
 or unaligned data, fewer than 2 dimensions, inner dimensions or batch shapes that do not
-match, complex matrices of more than ``16**3`` multiply-adds each - and the caller then makes NumPy's call (which raises NumPy's errors for what does not
-match).
+match, complex matrices of more than ``16**3`` multiply-adds each - and the caller then makes
+NumPy's call (which raises NumPy's errors for what does not match).
 """
 
 from __future__ import annotations
@@ -327,7 +327,9 @@ static PyObject *tiny_bias_relu(PyObject *self, PyObject *const *args, Py_ssize_
     }
     if (size > 0 && (bias || relu)) {
         npy_intp n = t >= 2 ? 2 * columns : columns;  /* complex: (re, im) pairs as real columns */
+        PyThreadState *state = size >= LONG_CALL ? PyEval_SaveThread() : NULL;  /* a long pass: as NumPy's ufuncs */
         (t % 2 ? bias_relu_d : bias_relu_f)(PyArray_BYTES(d), bias, size / columns, n, relu);
+        if (state) PyEval_RestoreThread(state);
     }
     Py_INCREF(d);
     return (PyObject *)d;
