@@ -7,8 +7,9 @@ conjugate pairs of real input turned into complex eigenvectors, the generalized 
 divided by their BLAS ``?nrm2``), so the results are SciPy's bit for bit - except where this
 machine's calibration found MKL's ``?geev`` on one thread faster than SciPy's for the matrix's
 order and dtype (:func:`nvmathpy.linalg.lapack.calibrated_mkl`; then the same LAPACK routine's
-results of another library, equal to rounding) - and its Python overhead goes: the wrappers and the workspace sizes are looked up once per dtype and order,
-the pairs and the normalisation are done in whole-array operations. NumPy arrays of a LAPACK
+results of another library, equal to rounding) - and its Python overhead goes: the wrappers
+and the workspace sizes are looked up once per dtype and order, the pairs and the
+normalisation are done in whole-array operations. NumPy arrays of a LAPACK
 dtype (``float32``, ``float64``, ``complex64``, ``complex128``) take this path, batches matrix
 by matrix as SciPy does; every other input (array-likes, other dtypes, torch tensors) is
 SciPy's own function.
