@@ -21,7 +21,7 @@ import numpy as np
 
 from ....execution import numpy_openblas_file, numpy_openblas_library
 
-__all__ = ["numpy_gemm"]
+__all__ = ["gemm_call", "numpy_gemm"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
@@ -116,3 +116,57 @@ def numpy_gemm(dtype: np.dtype, alpha: Any, beta: Any) -> Callable[[np.ndarray, 
     if prefix not in _SCALAR:
         gemm.scalars = scalars  # type: ignore[attr-defined]  # keep the scalars alive with the closure
     return gemm
+
+
+def gemm_call(compute: np.dtype, alpha: Any, beta: Any, has_c: bool, with_addend: bool, a_layout: str,
+              b_layout: str) -> Callable[[np.ndarray, np.ndarray, Any, Any, np.ndarray], None]:
+    """``fn(a, b, c, addend, out)``: out (C-order M x N) = alpha a b + beta c (+ addend)
+    through ``?gemm`` in ``compute`` (``beta`` the plan's, used where ``has_c``; ``a_layout`` and
+    ``b_layout`` ``"C"`` or ``"F"``).
+
+    NumPy's own BLAS runs it (:func:`numpy_gemm`; SciPy's when that cannot be bound); no operand
+    is copied. ``c`` and the addend (a bias, broadcast) are
+    written into ``out`` first and BLAS accumulates onto it (``beta = 1``): that costs one
+    write pass, where ``beta = 0`` costs BLAS a pass zeroing ``out`` anyway.
+
+    Examples
+    --------
+    >>> a, b = np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]])
+    >>> out = np.empty((1, 1))
+    >>> gemm_call(np.dtype(np.float64), 1.0, None, False, True, "C", "C")(a, b, None, np.array([0.5]), out)
+    >>> out
+    array([[11.5]])
+    """
+    accumulate = 1.0 if with_addend else beta if has_c else 0.0
+    gemm = numpy_gemm(compute, alpha, accumulate) or _scipy_gemm(compute, alpha, accumulate, a_layout, b_layout)
+
+    def run(a: np.ndarray, b: np.ndarray, c: Any, addend: Any, out: np.ndarray) -> None:
+        if has_c and with_addend:
+            np.multiply(c, beta, out=out, casting="same_kind")
+            np.add(out, addend, out=out, casting="same_kind")
+        elif has_c:
+            np.copyto(out, c)
+        elif with_addend:
+            np.copyto(out, addend, casting="same_kind")
+        gemm(a, b, out)
+
+    return run
+
+
+def _scipy_gemm(compute: np.dtype, alpha: Any, beta: Any, a_layout: str,
+                b_layout: str) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    """``fn(a, b, out)``: ``out = alpha a b + beta out`` through SciPy's ``?gemm`` (when NumPy's
+    own BLAS cannot be bound). BLAS is column-major: ``out.T`` = ``b.T @ a.T``; a C-order
+    operand's transpose is column-major as is, an F-order one is passed with the transpose flag."""
+    from scipy.linalg.blas import get_blas_funcs
+
+    gemm = get_blas_funcs("gemm", dtype=compute)
+    trans_first = 0 if b_layout == "C" else 1
+    trans_second = 0 if a_layout == "C" else 1
+
+    def run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        first = b.T if trans_first == 0 else b
+        second = a.T if trans_second == 0 else a
+        gemm(alpha, first, second, beta, out.T, trans_a=trans_first, trans_b=trans_second, overwrite_c=1)
+
+    return run

@@ -43,7 +43,7 @@ from ....plan import Candidate, Engine, Prepared, Problem
 from ....kernels.cpu_eval import numexpr_supports
 from ....kernels.cpu_gemm import fused_gemm, fused_gemm_available, others_running
 from ....kernels.ir import Expr, input_
-from ._cblas import numpy_gemm
+from ._cblas import gemm_call
 from .._custom_epilogue import custom_program, needs_whole_result
 from ._epilogue_c import c_available, c_supports, input_pattern
 from ._epilogue_eval import compile_program, fold_addend, numexpr_available, prologue_steps
@@ -419,7 +419,8 @@ class _Kernel:
             block = self.result_shape if chunk is None else (chunk, spec.shape.n)
             self.scratch = [self.program.scratch(block, spec.compute) for _ in range(workers)]
         if method == "gemm":
-            self._gemm = _gemm_call(spec, self.addend is not None)
+            self._gemm = gemm_call(spec.compute, spec.alpha, spec.beta, spec.has_c, self.addend is not None,
+                                   spec.a_layout, spec.b_layout)
         #: Whether a call without ``out`` tries the compiled tiny kernel for the product (it
         #: allocates the result itself; ``numpy.matmul`` where it does not take the operands).
         self.tiny = (method == "matmul" and not (spec.half or self.copy_a or self.copy_b)
@@ -531,52 +532,6 @@ def _reduce(what: str, result: np.ndarray, a: np.ndarray, b: np.ndarray, spec: _
     if summed.shape == shape and summed.flags.c_contiguous:  # a fresh array of its own
         return summed.astype(dtype, copy=False)
     return np.broadcast_to(summed, shape).astype(dtype, order="C")  # a copy: not the read-only view
-
-
-def _gemm_call(spec: _Spec, with_addend: bool) -> Callable[[np.ndarray, np.ndarray, Any, Any, np.ndarray], None]:
-    """``fn(a, b, c, addend, out)``: out (C-order M x N) = alpha a b + beta c (+ addend)
-    through ``?gemm``.
-
-    NumPy's own BLAS runs it (:mod:`._cblas`; SciPy's when that cannot be bound); no operand
-    is copied. ``c`` and the addend (a bias, broadcast) are
-    written into ``out`` first and BLAS accumulates onto it (``beta = 1``): that costs one
-    write pass, where ``beta = 0`` costs BLAS a pass zeroing ``out`` anyway.
-    """
-    alpha = spec.alpha
-    has_c = spec.has_c
-    beta = 1.0 if with_addend else spec.beta if has_c else 0.0
-    c_scale = spec.beta
-    gemm = numpy_gemm(spec.compute, alpha, beta) or _scipy_gemm(spec, alpha, beta)
-
-    def run(a: np.ndarray, b: np.ndarray, c: Any, addend: Any, out: np.ndarray) -> None:
-        if has_c and with_addend:
-            np.multiply(c, c_scale, out=out, casting="same_kind")
-            np.add(out, addend, out=out, casting="same_kind")
-        elif has_c:
-            np.copyto(out, c)
-        elif with_addend:
-            np.copyto(out, addend, casting="same_kind")
-        gemm(a, b, out)
-
-    return run
-
-
-def _scipy_gemm(spec: _Spec, alpha: Any, beta: Any) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
-    """``fn(a, b, out)``: ``out = alpha a b + beta out`` through SciPy's ``?gemm`` (when NumPy's
-    own BLAS cannot be bound). BLAS is column-major: ``out.T`` = ``b.T @ a.T``; a C-order
-    operand's transpose is column-major as is, an F-order one is passed with the transpose flag."""
-    from scipy.linalg.blas import get_blas_funcs
-
-    gemm = get_blas_funcs("gemm", dtype=spec.compute)
-    trans_first = 0 if spec.b_layout == "C" else 1
-    trans_second = 0 if spec.a_layout == "C" else 1
-
-    def run(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        first = b.T if trans_first == 0 else b
-        second = a.T if trans_second == 0 else a
-        gemm(alpha, first, second, beta, out.T, trans_a=trans_first, trans_b=trans_second, overwrite_c=1)
-
-    return run
 
 
 class _FusedKernel:
