@@ -226,7 +226,8 @@ def planned_calls(monkeypatch):
 @pytest.mark.parametrize("shapes, bias_shape", [
     (((7, 13), (13, 5)), (5,)), (((1, 1), (1, 1)), (1,)), (((3, 7, 11), (11, 17)), (1, 17)),
     (((2, 5, 3), (2, 3, 29)), (1, 1, 29)), (((64, 64), (64, 64)), (64,)),  # the last: exactly TINY_FLOPS
-    (((4000, 3, 3), (3, 3)), (3,)),  # a batch of tiny products beyond TINY_FLOPS in all: the planned route
+    (((20000, 3, 3), (3, 3)), (3,)),  # beyond TINY_FLOPS in all, tiny matrices: the kernel's batch, no plan
+    (((70, 80), (80, 60)), (60,)),  # beyond TINY_FLOPS: the planned route
 ])
 def test_one_call_bias_relu_on_tiny_products_is_the_plans_call(epilogue, dtype, shapes, bias_shape, planned_calls):
     a, b = rand(shapes[0], dtype, 21), rand(shapes[1], dtype, 22)
@@ -234,7 +235,7 @@ def test_one_call_bias_relu_on_tiny_products_is_the_plans_call(epilogue, dtype, 
     inputs = {"bias": bias} if "bias" in epilogue else None
     before = a.copy(), b.copy(), bias.copy()
     got = la.matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs)
-    tiny = np.prod(shapes[0]) * shapes[1][-1] <= 64**3
+    tiny = shapes[0][-2] * shapes[0][-1] * shapes[1][-1] <= 64**3  # per matrix (batches: the kernel's loop)
     assert len(planned_calls) == (0 if tiny else 1)
     with la.Matmul(a, b, epilogue=epilogue, epilogue_inputs=inputs) as plan:
         plan.plan()

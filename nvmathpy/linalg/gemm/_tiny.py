@@ -72,7 +72,8 @@ BIAS_RELU_EPILOGUES = {"bias": ("bias", False), "relu": (None, True), "relu_bias
 def tiny_bias_relu(a: np.ndarray, b: np.ndarray, epilogue: object, inputs: object) -> np.ndarray | None:
     """``epilogue(a @ b)`` for one of :data:`BIAS_RELU_EPILOGUES` (a string) as its plan computes
     it on a tiny product (:func:`tiny_product`, then the kernel's ``bias_relu`` in place), or
-    ``None`` where that plan's call is not this one: another epilogue, not tiny, not the compiled
+    ``None`` where that plan's call is not this one: another epilogue, a product
+    :func:`tiny_product` does not take (not tiny, nor a batch of tiny matrices), not the compiled
     kernel's, operands of fewer than two dimensions, ``inputs`` other than the epilogue's bias as
     one C-contiguous value per column in the operands' dtype (the caller then takes the planned
     route, which also reports what is wrong). ``a`` and ``b`` are NumPy arrays of one dtype."""
