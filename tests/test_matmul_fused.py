@@ -113,6 +113,23 @@ def test_zero_depth_and_empty_results():
     run(np.ones((4, 5)), np.ones((5, 0)), np.empty((4, 0)), None, "relu", 2)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m,n", [(24, 64), (25, 65)])
+def test_gelu_of_extreme_values(dtype, m, n):
+    """The GELU on whole tiles (vector code in registers) and edge tiles (the scalar loop) gives
+    the reference's values from the tails to the special values: 0 + bias is the bias exactly,
+    so the result is gelu(bias) per column; NaN stays NaN, -inf gives NaN as -inf / inf does."""
+    big = np.finfo(dtype).max
+    specials = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 0.5, -0.5, 3.0, -3.0, 10.0, -10.0, 11.5, -11.5,
+                43.7, -43.7, 50.0, -50.0, 87.0, -87.0, 1e20, -1e20, big, -big]
+    bias = np.resize(np.array(specials, dtype), n)
+    d = np.empty((m, n), dtype)
+    fused_gemm(dtype)(np.ones((m, 1), dtype), np.zeros((1, n), dtype), d, bias, "gelu", 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.tile(gelu(bias.astype(np.float64)), (m, 1)).astype(dtype)
+    np.testing.assert_allclose(d, want, rtol=TOL[dtype], atol=np.finfo(dtype).tiny)
+
+
 def test_relu_keeps_nan_and_infinity_as_numpy():
     """numpy.maximum(x, 0) propagates NaN; so does the fused ReLU (on full and edge tiles)."""
     rng = np.random.default_rng(2)

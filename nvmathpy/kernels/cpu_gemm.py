@@ -3,9 +3,9 @@
 OpenBLAS's interface ends at the product: an epilogue after ``?gemm`` is another pass over the
 result, and on a result larger than the caches that pass is held by memory bandwidth, a
 noticeable share of the product's own time. This
-kernel adds the bias and applies the ReLU (in registers) or the tanh-approximated GELU (in a
-vectorised loop over the tile) to each ``MR x NR`` tile of the result as it is stored for the
-last time, so the result is written once.
+kernel adds the bias and applies the ReLU or the tanh-approximated GELU (both in registers, the
+GELU's exponential as vector arithmetic) to each ``MR x NR`` tile of the result as it is stored
+for the last time, so the result is written once.
 
 Structure (the loops of BLIS, with the roles of the operands chosen for a row-major result):
 
@@ -116,6 +116,47 @@ static inline real gelu(real v) {
   return v / (1 + EXP(-2 * u));
 }
 
+/* gelu() on a whole vector, in registers: EXP's arithmetic (emit_c's C prelude) on vectors, its
+   selections as lane masks (C has no ?: on vectors), 2^n from the bits of the rounding sum (its low
+   bits hold n) where AVX2 has no double-to-integer conversion. Every lane computes a normal number
+   (the clamps are where the result becomes 0 or infinity) before the masks pick: a subnormal
+   intermediate in lanes selected away would still cost a microcode assist. */
+static inline vec vselect(ivec mask, vec yes, vec no) { return (vec)(((ivec)yes & mask) | ((ivec)no & ~mask)); }
+static inline vec vgelu(vec v) {
+  const vec u = (real)0.7978845608028654 * (v + (real)0.044715 * v * v * v);
+  const vec t = (real)-2 * u;
+#if IS_DOUBLE
+  const real zero_below = -0x1.6232bdd7abcd2p+9, inf_above = 0x1.62e42fefa39efp+9, shift = 0x1.8p+52;
+  const INTEGER bias = 1023, bits = 52;
+#else
+  const real zero_below = -0x1.5d589ep+6f, inf_above = 0x1.62e42ep+6f, shift = 0x1.8p+23f;
+  const INTEGER bias = 127, bits = 23;
+#endif
+  vec c = vselect(t < zero_below, (vec){0} + zero_below, t);
+  c = vselect(c > inf_above, (vec){0} + inf_above, c);
+  const vec rounded = c * (real)1.4426950408889634 + shift;
+  const vec n = rounded - shift;
+#if IS_DOUBLE
+  const vec r = (c - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+  vec p = (vec){0} + 1.0 / 6227020800.0;
+  p = 1.0 / 479001600.0 + r * p; p = 1.0 / 39916800.0 + r * p; p = 1.0 / 3628800.0 + r * p;
+  p = 1.0 / 362880.0 + r * p; p = 1.0 / 40320.0 + r * p; p = 1.0 / 5040.0 + r * p; p = 1.0 / 720.0 + r * p;
+  p = 1.0 / 120.0 + r * p; p = 1.0 / 24.0 + r * p; p = 1.0 / 6.0 + r * p; p = 0.5 + r * p;
+  p = 1.0 + r * p; p = 1.0 + r * p;
+#else
+  const vec r = (c - n * 0x1.62e4p-1f) - n * 0x1.7f7d1cp-20f;
+  const vec p = 1.0f + r * (1.0f + r * (0.5f + r * (0x1.555556p-3f + r * (0x1.555556p-5f
+                + r * (0x1.111112p-7f + r * (0x1.6c16c2p-10f + r * 0x1.a01a02p-13f))))));
+#endif
+  const ivec k = (ivec)rounded - (ivec)((vec){0} + shift);
+  const ivec h = k >> 1;
+  vec e = p * (vec)((h + bias) << bits) * (vec)((k - h + bias) << bits);
+  e = vselect(t < zero_below, (vec){0}, e);
+  e = vselect(t > inf_above, (vec){0} + INFINITY, e);
+  e = vselect(t != t, t, e);
+  return v / (1 + e);
+}
+
 static inline real activate(real v, int act) {
   if (act == ACT_RELU) return v < 0 ? 0 : v;  /* NaN stays NaN, as numpy.maximum(v, 0) */
   return act == ACT_GELU ? gelu(v) : v;
@@ -165,7 +206,7 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
     }
   }
   const int64_t ldd = j->ldd;
-  if (mr == MR && nr == NR && !(last && j->act == ACT_GELU)) {
+  if (mr == MR && nr == NR) {
     vec bias0 = {0}, bias1 = {0};
     if (last && j->bias) { bias0 = *(const uvec *)(j->bias + col); bias1 = *(const uvec *)(j->bias + col + VL); }
 #pragma GCC unroll 16
@@ -176,12 +217,13 @@ static inline void tile(const job_t *j, int64_t kc, const real *ap, const real *
       if (last) {
         v0 += bias0; v1 += bias1;
         if (j->act == ACT_RELU) { v0 = (vec)((ivec)v0 & ~(ivec)(v0 < 0)); v1 = (vec)((ivec)v1 & ~(ivec)(v1 < 0)); }
+        else if (j->act == ACT_GELU) { v0 = vgelu(v0); v1 = vgelu(v1); }
       }
       row[0] = v0; row[1] = v1;
     }
     return;
   }
-  /* edge tiles, and the GELU's last step (its exponential vectorises in these loops, not on the vectors) */
+  /* edge tiles */
   static const real no_bias[NR];
   const real *bias = last && j->bias ? j->bias + col : no_bias;
   const int act = last ? j->act : ACT_NONE;
@@ -431,6 +473,7 @@ def source(dtype: Any) -> str:
     """The C source of the kernel for ``dtype`` (the instruction set picks ``MR`` and the width)."""
     real, integer = _TYPES[np.dtype(dtype)]
     defines = {"REAL": real, "INTEGER": integer, "EXP": "nvm_expf" if real == "float" else "nvm_exp",
+               "IS_DOUBLE": int(real == "double"),
                "KC": KC, "NC": NC, "PACKED_BYTES": PACKED_BYTES}
     head = ("#define _GNU_SOURCE\n" + "".join(f"#define {name} {value}\n" for name, value in defines.items())
             + "#include <math.h>\n" + C_PRELUDE + cpu_jit.C_HELPER_THREADS)

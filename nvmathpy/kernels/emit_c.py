@@ -35,15 +35,17 @@ __all__ = ["CLayout", "PATTERNS", "C_TYPES", "C_PRELUDE", "elementwise_source"]
 #: (float, truncation 6e-9) or 13 (double, 2e-16), and 2^n built from exponent bits in two
 #: halves so that neither overflows. Measured within 1.2 ulp of the exact value over
 #: 4M normal samples of scale 1, 30 and 1000; inf, -inf and NaN as exp gives them; results
-#: below the smallest normal number are flushed to zero (no denormals: they are slow too).
+#: below the smallest normal number are flushed to zero (no denormals: they are slow too). The
+#: argument is clamped at those two thresholds, so that vectorised code, which computes every
+#: lane before the selections pick, never makes a subnormal (a microcode assist each) either.
 C_PRELUDE = r"""
 #include <stdint.h>
 #include <stdbool.h>
 #include <string.h>
 static inline float nvm_pow2f(int32_t k) { int32_t b = (k + 127) << 23; float f; memcpy(&f, &b, 4); return f; }
 static inline float nvm_expf(float t) {
-  float c = t < -87.4f ? -87.4f : t;
-  c = c > 88.8f ? 88.8f : c;
+  float c = t < -0x1.5d589ep+6f ? -0x1.5d589ep+6f : t;
+  c = c > 0x1.62e42ep+6f ? 0x1.62e42ep+6f : c;
   const float n = (c * 0x1.715476p+0f + 0x1.8p+23f) - 0x1.8p+23f;
   const float r = (c - n * 0x1.62e4p-1f) - n * 0x1.7f7d1cp-20f;
   const float p = 1.0f + r * (1.0f + r * (0.5f + r * (0x1.555556p-3f + r * (0x1.555556p-5f
@@ -57,8 +59,8 @@ static inline float nvm_expf(float t) {
 }
 static inline double nvm_pow2(int64_t k) { int64_t b = (k + 1023) << 52; double f; memcpy(&f, &b, 8); return f; }
 static inline double nvm_exp(double t) {
-  double c = t < -708.5 ? -708.5 : t;
-  c = c > 709.9 ? 709.9 : c;
+  double c = t < -0x1.6232bdd7abcd2p+9 ? -0x1.6232bdd7abcd2p+9 : t;
+  c = c > 0x1.62e42fefa39efp+9 ? 0x1.62e42fefa39efp+9 : c;
   const double n = (c * 0x1.71547652b82fep+0 + 0x1.8p+52) - 0x1.8p+52;
   const double r = (c - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
   double p = 1.0 / 6227020800.0;
