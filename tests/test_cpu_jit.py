@@ -16,6 +16,7 @@ from test_matmul_numerics import check, epilogue_inputs
 import nvmathpy.linalg as la
 from nvmathpy.errors import MissingDependencyError
 from nvmathpy.kernels import cpu_jit
+from nvmathpy.kernels.emit_c import C_PRELUDE, C_VECTOR_EXP
 from nvmathpy.linalg.gemm.cpu import _engine as _matmul_cpu
 from nvmathpy.linalg.gemm.cpu._epilogue_c import input_pattern
 from nvmathpy.linalg.epilogues import DEFINITIONS
@@ -173,32 +174,58 @@ def test_compiled_first_for_large_problems():
     assert _matmul_cpu.SMALL_FLOPS < 300 * 280 * 290
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_exp_over_its_whole_range(dtype):
-    """The generated exp (plain arithmetic, see emit_c.C_PRELUDE) within 2 ulp over the whole
-    range, inf/-inf/NaN as numpy.exp, results below the smallest normal number flushed to 0."""
+def _exp_arguments(dtype):
     rng = np.random.default_rng(27)
-    info = np.finfo(dtype)
-    top = math.log(info.max)
+    top = math.log(np.finfo(dtype).max)
     values = np.concatenate([rng.standard_normal(3000) * s for s in (1, 30, 300)]
                             + [np.linspace(-top - 5, top + 5, 3001), [np.nan, np.inf, -np.inf, 0.0, -0.0]])
-    values = values.astype(dtype)
-    n = values.size
-    a = values.reshape(n, 1)
-    b = np.ones((1, 1), dtype)
-    with la.Matmul(a, b, epilogue=lambda x: np.exp(x)) as mm:
-        cands = c_candidates(mm)
-        assert cands
-        mm._install(mm._engine.prepare(mm.problem, cands[0]), "heuristic")
-        got = mm.execute()[:, 0]
+    return values.astype(dtype)
+
+
+def _check_exp(values, got):
+    """Within 2 ulp of exp, inf/-inf/NaN as numpy.exp, results below the smallest normal number 0."""
+    info = np.finfo(values.dtype)
     with np.errstate(over="ignore", under="ignore"):
         want = np.exp(values.astype(np.longdouble))
-        want = np.where(want < info.tiny, 0, want).astype(dtype)
+        want = np.where(want < info.tiny, 0, want).astype(values.dtype)
     finite = np.isfinite(want) & (want > 0)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
     ulp = np.spacing(want[finite])
     assert np.max(np.abs(got[finite] - want[finite]) / ulp) <= 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exp_over_its_whole_range(dtype):
+    """The generated exp (plain arithmetic, see emit_c.C_PRELUDE) over the whole range."""
+    values = _exp_arguments(dtype)
+    n = values.size
+    with la.Matmul(values.reshape(n, 1), np.ones((1, 1), dtype), epilogue=lambda x: np.exp(x)) as mm:
+        cands = c_candidates(mm)
+        assert cands
+        mm._install(mm._engine.prepare(mm.problem, cands[0]), "heuristic")
+        got = mm.execute()[:, 0]
+    _check_exp(values, got)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vector_exp_over_its_whole_range(dtype):
+    """emit_c.C_VECTOR_EXP, the same exponential on whole GCC vectors (the fused GEMM's GELU),
+    within the same bounds over the same arguments."""
+    real, integer = ("float", "int32_t") if dtype == "float32" else ("double", "int64_t")
+    source = (f"#define IS_DOUBLE {int(dtype == 'float64')}\n#define INTEGER {integer}\n#include <math.h>\n"
+              + C_PRELUDE + f"typedef {real} real;\n"
+              "typedef real vec __attribute__((vector_size(32)));\n"
+              "typedef INTEGER ivec __attribute__((vector_size(32)));\n" + C_VECTOR_EXP
+              + "void run(const real *x, real *y, long n) {\n"
+              "  for (long i = 0; i < n; i += 32 / sizeof(real)) {\n"
+              "    vec v; memcpy(&v, x + i, 32); v = nvm_vexp(v); memcpy(y + i, &v, 32);\n  }\n}\n")
+    run = cpu_jit.compile_c(source).run
+    values = _exp_arguments(dtype)
+    values = np.concatenate([values, np.zeros(-values.size % 8, dtype)])
+    got = np.empty_like(values)
+    run(ctypes.c_void_p(values.ctypes.data), ctypes.c_void_p(got.ctypes.data), ctypes.c_long(values.size))
+    _check_exp(values, got)
 
 
 def test_the_compiler_version_is_asked_once_per_compiler_file(tmp_path, monkeypatch):

@@ -45,7 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import cpu_jit
-from .emit_c import C_PRELUDE
+from .emit_c import C_PRELUDE, C_VECTOR_EXP
 
 __all__ = ["fused_gemm", "fused_gemm_available", "others_running", "process_id", "running_among", "running_threads"]
 
@@ -62,7 +62,7 @@ PACKED_BYTES = 8 << 20
 
 _TYPES = {np.dtype(np.float32): ("float", "int32_t"), np.dtype(np.float64): ("double", "int64_t")}
 
-_SOURCE = r"""
+_TYPES_SOURCE = r"""
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -75,7 +75,9 @@ typedef real uvec __attribute__((vector_size(VBYTES), aligned(sizeof(real)), may
 typedef INTEGER ivec __attribute__((vector_size(VBYTES)));
 #define VL (VBYTES / (int)sizeof(real))
 #define NR (2 * VL)
+"""
 
+_KERNEL_SOURCE = r"""
 typedef struct {
   int64_t m, n, k;
   const real *a; int64_t a_rs, a_cs;
@@ -116,45 +118,10 @@ static inline real gelu(real v) {
   return v / (1 + EXP(-2 * u));
 }
 
-/* gelu() on a whole vector, in registers: EXP's arithmetic (emit_c's C prelude) on vectors, its
-   selections as lane masks (C has no ?: on vectors), 2^n from the bits of the rounding sum (its low
-   bits hold n) where AVX2 has no double-to-integer conversion. Every lane computes a normal number
-   (the clamps are where the result becomes 0 or infinity) before the masks pick: a subnormal
-   intermediate in lanes selected away would still cost a microcode assist. */
-static inline vec vselect(ivec mask, vec yes, vec no) { return (vec)(((ivec)yes & mask) | ((ivec)no & ~mask)); }
+/* gelu() on a whole vector, in registers (nvm_vexp: emit_c's exponential on vectors) */
 static inline vec vgelu(vec v) {
   const vec u = (real)0.7978845608028654 * (v + (real)0.044715 * v * v * v);
-  const vec t = (real)-2 * u;
-#if IS_DOUBLE
-  const real zero_below = -0x1.6232bdd7abcd2p+9, inf_above = 0x1.62e42fefa39efp+9, shift = 0x1.8p+52;
-  const INTEGER bias = 1023, bits = 52;
-#else
-  const real zero_below = -0x1.5d589ep+6f, inf_above = 0x1.62e42ep+6f, shift = 0x1.8p+23f;
-  const INTEGER bias = 127, bits = 23;
-#endif
-  vec c = vselect(t < zero_below, (vec){0} + zero_below, t);
-  c = vselect(c > inf_above, (vec){0} + inf_above, c);
-  const vec rounded = c * (real)1.4426950408889634 + shift;
-  const vec n = rounded - shift;
-#if IS_DOUBLE
-  const vec r = (c - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
-  vec p = (vec){0} + 1.0 / 6227020800.0;
-  p = 1.0 / 479001600.0 + r * p; p = 1.0 / 39916800.0 + r * p; p = 1.0 / 3628800.0 + r * p;
-  p = 1.0 / 362880.0 + r * p; p = 1.0 / 40320.0 + r * p; p = 1.0 / 5040.0 + r * p; p = 1.0 / 720.0 + r * p;
-  p = 1.0 / 120.0 + r * p; p = 1.0 / 24.0 + r * p; p = 1.0 / 6.0 + r * p; p = 0.5 + r * p;
-  p = 1.0 + r * p; p = 1.0 + r * p;
-#else
-  const vec r = (c - n * 0x1.62e4p-1f) - n * 0x1.7f7d1cp-20f;
-  const vec p = 1.0f + r * (1.0f + r * (0.5f + r * (0x1.555556p-3f + r * (0x1.555556p-5f
-                + r * (0x1.111112p-7f + r * (0x1.6c16c2p-10f + r * 0x1.a01a02p-13f))))));
-#endif
-  const ivec k = (ivec)rounded - (ivec)((vec){0} + shift);
-  const ivec h = k >> 1;
-  vec e = p * (vec)((h + bias) << bits) * (vec)((k - h + bias) << bits);
-  e = vselect(t < zero_below, (vec){0}, e);
-  e = vselect(t > inf_above, (vec){0} + INFINITY, e);
-  e = vselect(t != t, t, e);
-  return v / (1 + e);
+  return v / (1 + nvm_vexp((real)-2 * u));
 }
 
 static inline real activate(real v, int act) {
@@ -480,7 +447,7 @@ def source(dtype: Any) -> str:
     width = ("#if defined(__AVX512F__)\n#define VBYTES 64\n#define MR 12\n"
              "#elif defined(__AVX__)\n#define VBYTES 32\n#define MR 6\n"
              "#else\n#define VBYTES 16\n#define MR 6\n#endif\n")
-    return head + width + _SOURCE
+    return head + width + _TYPES_SOURCE + C_VECTOR_EXP + _KERNEL_SOURCE
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,7 +26,7 @@ from .cpu_jit import SIMD_DECLARATIONS
 from .emit_cuda import emit_expression
 from .ir import Expr, inputs_of
 
-__all__ = ["CLayout", "PATTERNS", "C_TYPES", "C_PRELUDE", "elementwise_source"]
+__all__ = ["CLayout", "PATTERNS", "C_TYPES", "C_PRELUDE", "C_VECTOR_EXP", "elementwise_source"]
 
 #: ``nvm_expf``/``nvm_exp``: exp as plain arithmetic that vectorises with no slow path
 #: (libmvec's vector exp falls back to scalar code for every lane beyond |x| ~ 87, many times
@@ -74,6 +74,46 @@ static inline double nvm_exp(double t) {
   e = t < -0x1.6232bdd7abcd2p+9 ? 0.0 : e;
   e = t > 0x1.62e42fefa39efp+9 ? INFINITY : e;
   return t != t ? t : e;
+}
+"""
+
+#: ``nvm_vexp``: :data:`C_PRELUDE`'s exponential on a whole GCC vector, the same arithmetic and
+#: results, for kernels that keep values in vector registers. The includer defines ``real``
+#: (float or double), ``vec`` (a vector of it), ``ivec`` (the integer vector of its width),
+#: ``INTEGER`` (its lane type) and ``IS_DOUBLE``. The selections are lane masks (C has no ``?:``
+#: on vectors) and 2^n comes from the bits of the rounding sum, whose low bits hold n (AVX2 has
+#: no double-to-integer conversion).
+C_VECTOR_EXP = r"""
+static inline vec nvm_vselect(ivec mask, vec yes, vec no) { return (vec)(((ivec)yes & mask) | ((ivec)no & ~mask)); }
+static inline vec nvm_vexp(vec t) {
+#if IS_DOUBLE
+  const real zero_below = -0x1.6232bdd7abcd2p+9, inf_above = 0x1.62e42fefa39efp+9, shift = 0x1.8p+52;
+  const INTEGER bias = 1023, bits = 52;
+#else
+  const real zero_below = -0x1.5d589ep+6f, inf_above = 0x1.62e42ep+6f, shift = 0x1.8p+23f;
+  const INTEGER bias = 127, bits = 23;
+#endif
+  vec c = nvm_vselect(t < zero_below, (vec){0} + zero_below, t);
+  c = nvm_vselect(c > inf_above, (vec){0} + inf_above, c);
+  const vec rounded = c * (real)1.4426950408889634 + shift;
+  const vec n = rounded - shift;
+#if IS_DOUBLE
+  const vec r = (c - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+  vec p = (vec){0} + 1.0 / 6227020800.0;
+  p = 1.0 / 479001600.0 + r * p; p = 1.0 / 39916800.0 + r * p; p = 1.0 / 3628800.0 + r * p;
+  p = 1.0 / 362880.0 + r * p; p = 1.0 / 40320.0 + r * p; p = 1.0 / 5040.0 + r * p; p = 1.0 / 720.0 + r * p;
+  p = 1.0 / 120.0 + r * p; p = 1.0 / 24.0 + r * p; p = 1.0 / 6.0 + r * p; p = 0.5 + r * p;
+  p = 1.0 + r * p; p = 1.0 + r * p;
+#else
+  const vec r = (c - n * 0x1.62e4p-1f) - n * 0x1.7f7d1cp-20f;
+  const vec p = 1.0f + r * (1.0f + r * (0.5f + r * (0x1.555556p-3f + r * (0x1.555556p-5f
+                + r * (0x1.111112p-7f + r * (0x1.6c16c2p-10f + r * 0x1.a01a02p-13f))))));
+#endif
+  const ivec k = (ivec)rounded - (ivec)((vec){0} + shift);
+  const ivec h = k >> 1;
+  vec e = p * (vec)((h + bias) << bits) * (vec)((k - h + bias) << bits);
+  e = nvm_vselect(t < zero_below, (vec){0}, e);
+  return nvm_vselect(t > inf_above, (vec){0} + INFINITY, e);  /* NaN: NaN all the way through */
 }
 """
 
