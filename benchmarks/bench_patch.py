@@ -5,7 +5,9 @@ Per-call cases (small problems, where overhead shows): ``scipy.linalg.solve`` an
 (n=8), ``numpy.fft.rfft`` (n=64) and ``scipy.fft.rfft`` (n=64, through the global uarray backend
 while ``scipy.fft`` is patched). Each round times every variant of a case back to back (a
 block of calls, per-call mean), rounds interleaved; medians over rounds with the min-max spread,
-and the ratios. ``patch``/``unpatch`` are timed over all four namespaces after importing
+and the ratios. Then the functions :data:`nvmathpy.patching.NUMPY_LINALG_EXACT` lists, each
+called directly beside NumPy's at orders 2-128 (the same interleaved blocks): what decides
+which of them ``patch("numpy.linalg")`` installs (:data:`~nvmathpy.patching.NUMPY_LINALG_PATCHED`). ``patch``/``unpatch`` are timed over all four namespaces after importing
 scipy.signal/optimize/stats/sparse.linalg/interpolate (their modules are all swept).
 
 Run (CPU benchmarks only, with these two variables unset)::
@@ -94,6 +96,8 @@ def main() -> None:
         print(f"| {label} | {cells} | {med['patched name'] / med['nvmathpy direct']:.2f} | "
               f"{med['original'] / med['patched name']:.2f} |")
 
+    exact_rows(args.rounds, rng)
+
     patch_t, unpatch_t = [], []
     for _ in range(args.rounds):
         start = time.perf_counter()
@@ -105,6 +109,31 @@ def main() -> None:
     print(f"\n{len(sys.modules)} modules imported; patch() of all four namespaces: median "
           f"{statistics.median(patch_t) * 1e3:.1f} ms ({min(patch_t) * 1e3:.1f}–{max(patch_t) * 1e3:.1f}); "
           f"unpatch(): {statistics.median(unpatch_t) * 1e3:.1f} ms ({min(unpatch_t) * 1e3:.1f}–{max(unpatch_t) * 1e3:.1f})")
+
+
+def exact_rows(rounds: int, rng: np.random.Generator) -> None:
+    """nvmathpy's exact ``numpy.linalg`` functions beside NumPy's, per order: the median ratio
+    of nvmathpy's time to NumPy's over ``rounds`` interleaved rounds, with the spread."""
+    import nvmathpy.linalg
+    from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module
+    from nvmathpy.patching import NUMPY_LINALG_EXACT, NUMPY_LINALG_PATCHED
+
+    fast_module(wait=True)  # steady state: the compiled small calls are built once per machine
+    orders = (2, 8, 32, 64, 128)
+    print(f"\n| numpy.linalg function (nvmathpy time / NumPy's) | {' | '.join(f'n={n}' for n in orders)} | patched |")
+    print("|---|" + "---|" * (len(orders) + 1))
+    for name in NUMPY_LINALG_EXACT:
+        cells = []
+        for n in orders:
+            a = rng.standard_normal((n, n))
+            a = a + a.T if name in ("eigh", "eigvalsh") else a
+            args = (a, rng.standard_normal(n)) if name == "solve" else (a,)
+            ours, numpy_fn = getattr(nvmathpy.linalg, name), getattr(np.linalg, name)
+            number = max(20, 80_000 // (n * n))
+            ratios = [_per_call(lambda: ours(*args), number) / _per_call(lambda: numpy_fn(*args), number)
+                      for _ in range(rounds)]
+            cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})")
+        print(f"| {name} | {' | '.join(cells)} | {'yes' if name in NUMPY_LINALG_PATCHED else 'no'} |")
 
 
 if __name__ == "__main__":

@@ -79,10 +79,12 @@ NAMESPACES = ("scipy.linalg", "numpy.linalg", "numpy.fft", "scipy.fft")
 NUMPY_LINALG_EXACT = ("solve", "det", "slogdet", "eigh", "eigvalsh", "svdvals")
 
 #: What ``patch("numpy.linalg")`` installs: the exact functions that are not slower than NumPy's
-#: on the small matrices most calls see. ``det``/``slogdet``, ``qr``, ``eigh``/``eigvalsh`` and
-#: ``svdvals`` (slower there: a plan's fixed cost per call) stay NumPy's until their small calls
-#: are as cheap (``benchmarks/bench_patch.py`` measures them).
-NUMPY_LINALG_PATCHED = ("solve",)
+#: on the small matrices most calls see (one small matrix takes one compiled call, a
+#: determinant below the plans' order NumPy's gufunc itself). ``eigh``/``eigvalsh`` and
+#: ``svdvals`` stay NumPy's: from order 32 on they are the same LAPACK routines on SciPy's
+#: build, no faster than NumPy's and slower in some runs (``benchmarks/bench_patch.py``
+#: measures all of them beside NumPy's).
+NUMPY_LINALG_PATCHED = ("solve", "det", "slogdet")
 
 _LOCK = threading.RLock()
 _FFT_DOMAIN = "numpy.scipy.fft"

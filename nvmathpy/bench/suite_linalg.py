@@ -1,6 +1,6 @@
 """The linalg suite of ``python -m nvmathpy bench``: solver plans and the scipy.linalg drop-in
-beside scipy.linalg and numpy.linalg (factored solves, one-shot solves, large factorizations,
-eigh, batched tiny systems)."""
+beside scipy.linalg and numpy.linalg (factored solves, one-shot solves, one-call functions of one
+small matrix, large factorizations, eigh, batched tiny systems)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,19 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("linalg", f"one-shot solve n={n}", "scipy solve", {
             "scipy solve": lambda a=a, b=b: sla.solve(a, b), "numpy solve": lambda a=a, b=b: np.linalg.solve(a, b),
             "nvmathpy": lambda a=a, b=b: nl.solve(a, b)}, note="nvmathpy.linalg.solve"))
+    a, s = _general(rng, 8), _spd(rng, 8)
+    one_calls = {"inv": (a,), "cholesky": (s,), "qr": (a,), "svd": (a,), "lstsq": (a, rng.standard_normal(8)),
+                 "det": (a,)}
+    for name, args in one_calls.items():  # one small matrix, the functions of numpy.linalg's names
+        out.append(Case("linalg", f"one-call {name} n=8", "numpy", {
+            "numpy": lambda f=getattr(np.linalg, name), args=args: f(*args),
+            "nvmathpy": lambda f=getattr(nl, name), args=args: f(*args)}, note=f"nvmathpy.linalg.{name}"))
+    g = rng.standard_normal((1000, 8, 8))
+    stacks = {"cholesky": g @ g.transpose(0, 2, 1) + 8 * np.eye(8), "qr": g, "svd": g, "eigh": g + g.transpose(0, 2, 1)}
+    for name, x in stacks.items():  # a stack of small matrices
+        out.append(Case("linalg", f"one-call {name} of 1000 8x8", "numpy", {
+            "numpy": lambda f=getattr(np.linalg, name), x=x: f(x),
+            "nvmathpy": lambda f=getattr(nl, name), x=x: f(x)}, note=f"nvmathpy.linalg.{name}"))
     n = 512 if quick else 1024
     big, spd, rhs = _general(rng, n), _spd(rng, n), rng.standard_normal(n)
     sym = (spd + spd.T) / 2

@@ -16,9 +16,10 @@ import numpy as np
 from ...errors import InvalidOperandError
 from ._cached import CACHE, EighResult, SlogdetResult, cache_key, plan_cache, run_cached
 from ._dispatch import cuda_function, wants_cuda
+from . import _one_matrix as one_matrix, _small_stacks as small_stacks
 from .cpu._factored import check_trans
 from .cpu._lapack import lapack_dtype
-from .cpu._numpy_lapack import FROM_ORDER, numpy_linalg
+from .cpu._numpy_lapack import FROM_ORDER, determinant
 from ._operands import as_stack, host_arrays, solve_operands
 from ..validation import check_dtype, factor_pair, lu_factors
 from .plans.cholesky import Cholesky
@@ -106,6 +107,8 @@ def solve(a: Any, b: Any, /, *, execution: Any = None) -> Any:
             and a.dtype.char in _LAPACK_CHARS and a.dtype.isnative and a.ndim > 1
             and (b.ndim == a.ndim and a.shape[:-2] == b.shape[:-2] or a.ndim == 2 and b.ndim == 1)):
         if a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2] > 0 and a.size and b.size:
+            if a.ndim == 2 and one_matrix.takes(a) and (x := one_matrix.solve(a, b)) is not None:
+                return x
             key = ("solve-nd", a.shape, b.shape, a.dtype.char, a.flags.c_contiguous, b.flags.c_contiguous)
             return _solve_cached(key, a, b)
     return _solve_general(a, b, execution)
@@ -151,6 +154,8 @@ def inv(a: Any, /, *, execution: Any = None) -> Any:
            [ 1.5, -0.5]])
     """
     if execution is None and _plain_square(a):  # the common NumPy case: no wrapping, a key from attributes
+        if a.ndim == 2 and one_matrix.takes(a) and (x := one_matrix.inv(a)) is not None:
+            return x
         return _solve_cached(("inv-nd", a.shape, a.dtype.char, a.flags.c_contiguous), a, None)
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a")
@@ -204,9 +209,9 @@ def det(a: Any, /, *, execution: Any = None) -> Any:
     -2.0
     """
     if _numpy_determinant(a, execution):
-        return numpy_linalg.det(a)
+        return determinant(a, False)
     a1, to_caller, key = _lu_plan(a, execution)
-    if a1.shape[-1] == 0:
+    if a1.size == 0:  # order 0 (determinant 1) or an empty batch
         return to_caller(np.ones(a1.shape[:-2], a1.dtype)[()])
     return to_caller(run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().det(),
                                 execution=execution))
@@ -225,9 +230,9 @@ def slogdet(a: Any, /, *, execution: Any = None) -> SlogdetResult:
     (-1.0, 921.034037)
     """
     if _numpy_determinant(a, execution):
-        return SlogdetResult(*numpy_linalg.slogdet(a))
+        return SlogdetResult(*determinant(a, True))
     a1, to_caller, key = _lu_plan(a, execution)
-    if a1.shape[-1] == 0:
+    if a1.size == 0:  # order 0 (sign 1, log 0) or an empty batch
         ones = np.ones(a1.shape[:-2], a1.dtype)[()]
         return SlogdetResult(to_caller(ones), to_caller(np.zeros(a1.shape[:-2], np.finfo(a1.dtype).dtype)[()]))
     sign, logabs = run_cached(key, lambda: LU(a1), lambda p: p.reset_operands(a1), lambda p: p.execute().slogdet(),
@@ -251,6 +256,10 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
     array([[2., 0.],
            [1., 2.]])
     """
+    if execution is None and _plain_square(a) and one_matrix.takes(a):  # small matrices: no plan
+        c = one_matrix.cholesky(a, upper) if a.ndim == 2 else small_stacks.cholesky(a, upper)
+        if c is not None:
+            return c
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a")
     if a1.shape[-1] == 0:
@@ -277,6 +286,10 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     >>> h.shape, tau.shape
     ((2, 3), (2,))
     """
+    if execution is None and _plain(a) and one_matrix.takes(a):  # small matrices: no plan
+        result = one_matrix.qr(a, mode) if a.ndim == 2 else small_stacks.qr(a, mode)
+        if result is not None:
+            return result
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a", square=False)
     if mode == "raw":  # the factors of mode "r"'s plan, which it keeps per matrix
@@ -311,9 +324,10 @@ def _eigh(a: Any, uplo: str, vectors: bool, execution: Any, b: Any, itype: int, 
     sbv = None if subset_by_value is None else tuple(subset_by_value)
     options = (uplo, vectors, itype, sbi, sbv, driver)
     if (execution is None and b is None and sbi is None and sbv is None and driver is None and itype == 1
-            and _plain_square(a) and a.ndim == 2 and a.shape[0] <= DIRECT_UP_TO):  # one small matrix: no plan
-        out = eigh_matrix(a, uplo == "L", vectors)
-        return EighResult(*out) if vectors else out
+            and _plain_square(a) and a.shape[-1] <= DIRECT_UP_TO):  # small matrices: no plan
+        out = eigh_matrix(a, uplo == "L", vectors) if a.ndim == 2 else small_stacks.eigh(a, uplo == "L", vectors)
+        if out is not None:
+            return EighResult(*out) if vectors else out
     if execution is None and _plain_square(a) and (b is None or type(b) is _ndarray and b.dtype == a.dtype):
         # the common NumPy case: no wrapping, a key from attributes
         a1, b1, to_caller = a, b, _same
@@ -402,8 +416,12 @@ def svd(a: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitia
     if execution is None and _plain(a) and a.ndim == 2:  # one matrix: no plan
         if driver in ("gesdd", "gesvd"):
             return svd_matrix(a, full_matrices, compute_uv, driver)
-        if driver is None and not compute_uv and max(a.shape) <= DIRECT_UP_TO:  # small: plan costs more
-            return svd_matrix(a, False, False, "gesdd")
+        if driver is None and one_matrix.takes(a):  # small: a plan costs more than the call
+            result = one_matrix.svd(a, full_matrices, compute_uv)
+            return result if result is not None else svd_matrix(a, full_matrices, compute_uv, "gesdd")
+    if (execution is None and driver is None and _plain(a) and one_matrix.takes(a)
+            and (result := small_stacks.svd(a, full_matrices, compute_uv)) is not None):
+        return result
     if execution is None and _plain(a):  # the common NumPy case: no wrapping, a key from attributes
         a1, to_caller = a, _same
         key = ("svd-nd", a.shape, a.dtype.char, a.flags.c_contiguous, a.flags.f_contiguous, *options)
@@ -442,6 +460,9 @@ def lstsq(a: Any, b: Any, /, rcond: float | None = None, *, execution: Any = Non
     >>> np.round(x, 12), int(rank)
     (array([1., 2.]), 2)
     """
+    if (execution is None and _plain(a) and a.ndim == 2 and one_matrix.takes(a)
+            and (result := one_matrix.lstsq(a, b, rcond)) is not None):
+        return result
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1 = as_stack(arrays["a"], "a", square=False, dtype=_common_dtype(arrays))
     key = cache_key("lstsq", a1, rcond)

@@ -1,6 +1,7 @@
 """The compiled extension's solves (C, appended to :data:`._fast_c_base.SOURCE`): ``cho_solve``,
 ``lu_solve``, general, positive definite and symmetric/Hermitian ``solve`` (``solve_gen``,
-``solve_pos``, ``solve_sym``, with their condition estimates), SciPy's detected ``structure``
+``solve_pos``, ``solve_sym``, with their condition estimates; ``solve_plain``, NumPy's general solve
+of one matrix, without), SciPy's detected ``structure``
 of a matrix, ``lu`` of one small matrix, and ``lu_unpack`` (``lu``'s result from ``getrf``'s factors), with
 :func:`scipy.linalg`'s conventions (see :mod:`nvmathpy.linalg.lapack`).
 """
@@ -107,26 +108,23 @@ static PyObject *fast_lu_solve(PyObject *self, PyObject *const *args, Py_ssize_t
     return (PyObject *)x;
 }
 
-/* solve_gen(a, b, transposed, check_finite) -> (x, rcond), or (None, 0.0) when singular */
-static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
-    npy_intp n;
-    /* tview: factor the F-view of a C-ordered a, i.e. A^T */
-    int tview, t = square_operand(args[0], &n, &tview);
-    if (t < 0 || kind_of(args[1]) != t) Py_RETURN_NOTIMPLEMENTED;
-    PyArrayObject *a = (PyArrayObject *)args[0], *b = (PyArrayObject *)args[1];
-    npy_intp k = rhs_columns(b, n);
-    int transposed = truth(args[2]), check = truth(args[3]);
-    if (k < 0 || transposed < 0 || check < 0 || (transposed && t >= 2)) Py_RETURN_NOTIMPLEMENTED;
+/* a x = b (a^T x = b when transposed) for a square a of dtype index t, order n, C-ordered when
+   tview (its F-view, A^T, is factored), and b the right-hand sides (1-D or 2-D of n rows, same
+   dtype): LU with partial pivoting (getrf, getrs) on a copy of a. With condition, *rcond is
+   gecon's estimate in the norm of the factored matrix (lange's, before the LU). Returns the new
+   x, Py_None (a new reference) when a pivot is exactly zero, NULL with an exception set. */
+static PyObject *lu_solve_copy(int t, PyArrayObject *a, PyArrayObject *b, npy_intp n, npy_intp k, int tview,
+                               int transposed, int check, int condition, double *rcond) {
     if (check && !all_finite(t, PyArray_DATA(a), n * n)) return not_finite(NULL);
     PyArrayObject *x = copy_rhs(b, t, n, k);
     if (x == NULL) return NULL;
     if (check && !all_finite(t, PyArray_DATA(x), n * k)) return not_finite((PyObject *)x);
 
-    /* workspace: the LU factors, 4n reals of gecon work (2n complex for c/z), 2n reals or
-       n ints of rwork/iwork (lange's work reuses the gecon work), n pivots */
+    /* workspace: the LU factors, then (with condition) 4n reals of gecon work (2n complex for
+       c/z) and 2n reals or n ints of rwork/iwork (lange's work reuses the gecon work), n pivots */
     npy_intp es = ITEMSIZE[t], rs = DOUBLE[t] ? 8 : 4;
-    size_t lu_bytes = (size_t)(n * n * es), work_bytes = (size_t)(4 * n * rs), rwork_bytes = (size_t)(2 * n * rs);
+    size_t lu_bytes = (size_t)(n * n * es), work_bytes = condition ? (size_t)(4 * n * rs) : 0;
+    size_t rwork_bytes = condition ? (size_t)(2 * n * rs) : 0;
     size_t total = lu_bytes + work_bytes + rwork_bytes + (size_t)n * sizeof(int);
     _Alignas(64) char stack[STACK_BYTES];
     char *buffer = total <= STACK_BYTES ? stack : (char *)big_malloc(total);
@@ -139,25 +137,26 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
     memcpy(lu, PyArray_DATA(a), lu_bytes);
     char norm = tview ? 'I' : '1';
     int ni = (int)n, nrhs = (int)k, info = 0;
-    double rcond;
     float anorm_f = 0, rcond_f = 0;
     double anorm_d = 0, rcond_d = 0;
-    if (DOUBLE[t]) anorm_d = LAPACK(t, LANGE, dlange_t)(&norm, &ni, &ni, lu, &ni, work);
-    else anorm_f = LAPACK(t, LANGE, slange_t)(&norm, &ni, &ni, lu, &ni, work);
+    if (condition) {
+        if (DOUBLE[t]) anorm_d = LAPACK(t, LANGE, dlange_t)(&norm, &ni, &ni, lu, &ni, work);
+        else anorm_f = LAPACK(t, LANGE, slange_t)(&norm, &ni, &ni, lu, &ni, work);
+    }
     LAPACK(t, GETRF, getrf_t)(&ni, &ni, lu, &ni, ipiv, &info);
     if (info > 0) {
         if (buffer != stack) free(buffer);
         Py_DECREF(x);
-        return Py_BuildValue("(Od)", Py_None, 0.0);
+        Py_RETURN_NONE;
     }
-    if (info == 0) {
+    if (info == 0 && condition) {
         /* gecon's info is ignored, as solve_general does: a NaN/Inf norm (check_finite off)
            makes it report -5 and set rcond itself */
         int cinfo = 0;
         if (DOUBLE[t]) LAPACK(t, GECON, gecon_t)(&norm, &ni, lu, &ni, &anorm_d, &rcond_d, work, rwork, &cinfo);
         else LAPACK(t, GECON, gecon_t)(&norm, &ni, lu, &ni, &anorm_f, &rcond_f, work, rwork, &cinfo);
+        *rcond = DOUBLE[t] ? rcond_d : (double)rcond_f;
     }
-    rcond = DOUBLE[t] ? rcond_d : (double)rcond_f;
     if (info == 0) {
         char tr = (tview ^ transposed) ? 'T' : 'N';
         LAPACK(t, GETRS, getrs_t)(&tr, &ni, &nrhs, lu, &ni, ipiv, PyArray_DATA(x), &ni, &info);
@@ -168,7 +167,43 @@ static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_Format(PyExc_ValueError, "illegal value in %dth argument of internal gesv", -info);
         return NULL;
     }
-    return with_rcond(x, rcond);
+    return (PyObject *)x;
+}
+
+/* The dtype index of a square a (args[0]: order *n, *tview when C-ordered) and right-hand
+   sides b (args[1]: *k columns) of a general solve, or -1 where the compiled solve declines them */
+static int general_operands(PyObject *const *args, npy_intp *n, int *tview, npy_intp *k) {
+    int t = square_operand(args[0], n, tview);
+    if (t < 0 || kind_of(args[1]) != t) return -1;
+    *k = rhs_columns((PyArrayObject *)args[1], *n);
+    return *k < 0 ? -1 : t;
+}
+
+/* solve_gen(a, b, transposed, check_finite) -> (x, rcond), or (None, 0.0) when singular */
+static PyObject *fast_solve_gen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp n, k;
+    int tview, t = general_operands(args, &n, &tview, &k);
+    int transposed = truth(args[2]), check = truth(args[3]);
+    if (t < 0 || transposed < 0 || check < 0 || (transposed && t >= 2)) Py_RETURN_NOTIMPLEMENTED;
+    double rcond = 0.0;
+    PyObject *x = lu_solve_copy(t, (PyArrayObject *)args[0], (PyArrayObject *)args[1], n, k, tview, transposed,
+                                check, 1, &rcond);
+    if (x == Py_None) {
+        Py_DECREF(x);
+        return Py_BuildValue("(Od)", Py_None, 0.0);
+    }
+    return x == NULL ? NULL : with_rcond((PyArrayObject *)x, rcond);
+}
+
+/* solve_plain(a, b) -> x, or None when singular: numpy.linalg.solve of one matrix (no
+   condition estimate, no finiteness check) */
+static PyObject *fast_solve_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !ready) Py_RETURN_NOTIMPLEMENTED;
+    npy_intp n, k;
+    int tview, t = general_operands(args, &n, &tview, &k);
+    if (t < 0) Py_RETURN_NOTIMPLEMENTED;
+    return lu_solve_copy(t, (PyArrayObject *)args[0], (PyArrayObject *)args[1], n, k, tview, 0, 0, 0, NULL);
 }
 
 typedef void (*sytrf_t)(char *, int *, void *, int *, int *, void *, int *, int *);
@@ -529,6 +564,8 @@ METHODS = r"""
      "lu_solve(lu, piv, b, trans, check_finite): x, or NotImplemented"},
     {"solve_gen", (PyCFunction)(void (*)(void))fast_solve_gen, METH_FASTCALL,
      "solve_gen(a, b, transposed, check_finite): (x, rcond), (None, 0.0) if singular, or NotImplemented"},
+    {"solve_plain", (PyCFunction)(void (*)(void))fast_solve_plain, METH_FASTCALL,
+     "solve_plain(a, b): numpy.linalg.solve's x of one matrix, None if singular, or NotImplemented"},
     {"solve_pos", (PyCFunction)(void (*)(void))fast_solve_pos, METH_FASTCALL,
      "solve_pos(a, b, lower, check_finite): (x, rcond), (None, 0.0) if not positive definite, or NotImplemented"},
     {"structure", fast_structure, METH_O,

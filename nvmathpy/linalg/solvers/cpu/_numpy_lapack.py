@@ -39,7 +39,31 @@ try:  # NumPy 2: the module numpy.linalg's functions live in
 except ImportError:  # NumPy 1.26
     from numpy.linalg import linalg as numpy_linalg  # type: ignore[no-redef]
 
-__all__ = ["FROM_ORDER", "HOT_SOLVE_FROM", "POTRS_BY_COLUMN", "available", "numpy_linalg", "routines", "scipy_exports", "suits"]
+__all__ = ["FROM_ORDER", "HOT_SOLVE_FROM", "POTRS_BY_COLUMN", "available", "determinant", "numpy_linalg", "routines",
+           "scipy_exports", "suits"]
+
+#: NumPy's gufuncs behind :data:`numpy_linalg`'s functions (``None`` where a NumPy has none).
+_gufuncs = getattr(numpy_linalg, "_umath_linalg", None)
+#: :func:`determinant`'s gufunc signatures by dtype character and ``log``: the types NumPy's
+#: ``det``/``slogdet`` pass for float64 and complex128 operands, which they return unconverted.
+_SIGNATURES = {("d", False): "d->d", ("D", False): "D->D", ("d", True): "d->dd", ("D", True): "D->Dd"}
+
+
+def determinant(a: np.ndarray, log: bool) -> Any:
+    """``numpy.linalg.det(a)`` (``log``: ``numpy.linalg.slogdet(a)``'s ``(sign, logabsdet)``)
+    of a stack of square matrices of a LAPACK dtype: NumPy's gufunc itself for float64 and
+    complex128 (what NumPy's function calls after checks that the caller made), NumPy's
+    function for the others (it computes them in double precision and converts back).
+
+    Examples
+    --------
+    >>> round(float(determinant(np.array([[1.0, 2.0], [3.0, 4.0]]), False)), 12)
+    -2.0
+    """
+    signature = _SIGNATURES.get((a.dtype.char, log)) if _gufuncs is not None else None
+    if signature is None:
+        return numpy_linalg.slogdet(a) if log else numpy_linalg.det(a)
+    return (_gufuncs.slogdet if log else _gufuncs.det)(a, signature=signature)
 
 #: From this order on, factorizations and their solves run on NumPy's OpenBLAS (one thread
 #: pool with NumPy's products). Below it the calls are short enough that ctypes' few

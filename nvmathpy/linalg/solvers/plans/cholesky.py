@@ -21,7 +21,13 @@ from ..cpu._engine import CPULapackEngine
 from ..cpu._factored import one_call_solve, solver_closure, stack_factors, view_candidates, view_setup
 from .._operands import as_stack, batch_index, fortran_view, layout_of, stack_of, stand_in
 
-__all__ = ["Cholesky"]
+__all__ = ["Cholesky", "not_positive_definite"]
+
+
+def not_positive_definite(order: int, where: str = "") -> LinAlgError:
+    """The error of a Cholesky factorization whose leading minor of ``order`` is not positive
+    (``where``: which batch element, for a batch)."""
+    return LinAlgError(f"matrix is not positive definite (its leading minor of order {order} is not){where}")
 
 
 class Cholesky(SolverPlan):
@@ -103,9 +109,7 @@ class Cholesky(SolverPlan):
                 c, info = potrf(view, lower=flag, clean=0, overwrite_a=overwrite)  # zeroed only in .factor
                 if info > 0:
                     where = f" (batch element {batch_index(i, self._batch)})" if self._batch else ""
-                    raise LinAlgError(
-                        f"matrix is not positive definite (its leading minor of order {info} is not){where}"
-                    )
+                    raise not_positive_definite(info, where)
                 if info < 0:
                     raise LinAlgError(f"potrf: illegal value in argument {-info}")
                 factors.append(c)

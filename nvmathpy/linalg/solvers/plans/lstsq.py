@@ -22,7 +22,31 @@ from ..cpu._factored import stack_factors
 from ..cpu._lapack import lwork_of, routine
 from .._operands import as_rhs, as_stack, batch_index, host_arrays, stack_of
 
-__all__ = ["Lstsq"]
+__all__ = ["Lstsq", "cutoff", "squared_residuals", "svd_solution"]
+
+
+def cutoff(rcond: float | None, dtype: np.dtype, m: int, n: int) -> float:
+    """The relative cutoff of singular values for an ``m x n`` matrix of ``dtype``: ``rcond``,
+    or machine epsilon times ``max(m, n)`` where it is ``None`` or negative (NumPy's rule)."""
+    return float(np.finfo(dtype).eps * max(m, n) if rcond is None or rcond < 0 else rcond)
+
+
+def svd_solution(u: np.ndarray, s: np.ndarray, vh: np.ndarray, b2: np.ndarray, rcond: float) -> tuple[np.ndarray, int]:
+    """The minimum-norm least-squares solution of ``A x = b2`` from ``A``'s thin SVD ``u, s,
+    vh`` (``s`` descending, not empty), and the rank: the singular values above ``rcond *
+    s[0]``."""
+    rank = int(np.count_nonzero(s > rcond * s[0]))
+    uh, v = u[:, :rank].T, vh[:rank].T
+    if uh.dtype.kind == "c":
+        uh, v = uh.conj(), v.conj()
+    coef = uh @ b2
+    coef /= s[:rank, None]
+    return v @ coef, rank
+
+
+def squared_residuals(a: np.ndarray, b2: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The squared 2-norm of each column of ``b2 - a @ x``."""
+    return np.sum(np.abs(b2 - a @ x) ** 2, axis=0)
 
 
 def _candidates(problem: Problem) -> list[Candidate]:
@@ -69,8 +93,7 @@ class Lstsq(SolverPlan):
         self._a = as_stack(self._arrays.pop("a"), "a", square=False)
         self._batch = self._a.shape[:-2]
         m, n = self._a.shape[-2:]
-        eps = np.finfo(self._a.dtype).eps
-        self._rcond = float(eps * max(m, n) if rcond is None or rcond < 0 else rcond)
+        self._rcond = cutoff(rcond, self._a.dtype, m, n)
         self._problem = Problem.of(
             "lstsq", shape=[m, n], batch=list(self._batch), dtype=self._a.dtype.name, rcond=self._rcond,
             **self._threads_field(),
@@ -128,12 +151,11 @@ class Lstsq(SolverPlan):
         def solve_one(i: int, b2: np.ndarray) -> tuple:
             u, s, vh, mat = self._state[i]
             k = b2.shape[1]
-            rank = int(np.count_nonzero(s > rcond * s[0])) if s.size else 0
             if min(m, n) == 0:
-                return np.zeros((n, k), dtype), rank, s
+                return np.zeros((n, k), dtype), 0, s
             if label == "svd":
-                coef = (u[:, :rank].conj().T @ b2) / s[:rank, None]
-                return vh[:rank].conj().T @ coef, rank, s
+                return (*svd_solution(u, s, vh, b2, rcond), s)
+            rank = int(np.count_nonzero(s > rcond * s[0]))
             padded = np.zeros((max(m, n), k), dtype, order="F")
             padded[:m] = b2
             if k not in lworks:
@@ -174,7 +196,7 @@ class Lstsq(SolverPlan):
         full_rank = m > n and bool(ranks) and all(r == n for r in ranks)
         mats = stack_of(self._a)
         if full_rank:
-            res = [np.sum(np.abs(flat[i] - mats[i] @ xs[i]) ** 2, axis=0) for i in range(len(xs))]
+            res = [squared_residuals(mats[i], flat[i], xs[i]) for i in range(len(xs))]
         else:
             res = [np.empty(0, real) for _ in xs]
         batch = self._batch

@@ -1,0 +1,135 @@
+"""One small NumPy matrix in one compiled call: the direct paths of the one-call functions.
+
+For a single matrix of a small order, a one-call function's time goes to its layers - the plan
+cache's look-up, the plan's closures, the operand checks - several times over the LAPACK work.
+Up to :data:`~.plans.eigh.DIRECT_UP_TO` rows and columns, :func:`solve`, :func:`inv`,
+:func:`cholesky`, :func:`qr`, :func:`svd` and :func:`lstsq` here make the compiled extension's whole call instead
+(:mod:`.cpu._fast_lapack`: the operand copied, the same LAPACK routines the plans' heuristics
+run first called, the results allocated, all in C), with NumPy's results and errors. Each
+returns ``None`` where it does not apply - the extension is still being built or cannot be,
+or it declines the operand (a layout or value its C does not take) - and the caller then runs
+its plan, which also reports what LAPACK refuses.
+
+The callers pass what they checked: one non-empty 2-D NumPy array (exactly ``ndarray``) of a
+LAPACK dtype in native byte order.
+
+Examples
+--------
+>>> import numpy as np
+>>> x = solve(np.array([[3.0, 1.0], [1.0, 2.0]]), np.array([9.0, 8.0]))
+>>> x is None or x.tolist() == [2.0, 3.0]
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import LinAlgError
+from .cpu._fast_lapack import fast_module
+from .plans.cholesky import not_positive_definite
+from .plans.eigh import DIRECT_UP_TO
+from .plans.lstsq import cutoff, squared_residuals, svd_solution
+from .plans.qr import QRResult
+from .plans.svd import SVDResult
+
+__all__ = ["cholesky", "inv", "lstsq", "qr", "solve", "svd", "takes"]
+
+#: NumPy's ``qr`` modes the compiled ``qr`` computes, by its mode number (0 full, 1 economic).
+_QR_MODES = {"reduced": 1, "complete": 0}
+
+
+def takes(a: np.ndarray) -> bool:
+    """Whether the matrices of ``a`` (one, or a stack: :mod:`._small_stacks`) are small enough
+    for the direct paths (both dimensions at most :data:`~.plans.eigh.DIRECT_UP_TO`)."""
+    return a.shape[-2] <= DIRECT_UP_TO and a.shape[-1] <= DIRECT_UP_TO
+
+
+def _dense(a: np.ndarray) -> np.ndarray:
+    """``a``, or a Fortran-ordered copy where it is neither C- nor Fortran-contiguous (the
+    compiled LU factors a copy either way)."""
+    return a if a.flags.c_contiguous or a.flags.f_contiguous else np.asfortranarray(a)
+
+
+def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``numpy.linalg.solve(a, b)`` for square ``a`` and ``b`` of ``a``'s dtype (``(n,)`` or
+    ``(n, k)``): ``getrf`` and ``getrs``; raises ``LinAlgError`` when ``a`` is singular."""
+    fast = fast_module()
+    if fast is None:
+        return None
+    x = fast.solve_plain(_dense(a), b)
+    if x is None:
+        raise LinAlgError("Singular matrix")
+    return None if x is NotImplemented else x
+
+
+def inv(a: np.ndarray) -> np.ndarray | None:
+    """``numpy.linalg.inv(a)`` of square ``a``: ``getrf`` and ``getri`` (the compiled call
+    estimates the condition too, which costs less than the layers it replaces); raises
+    ``LinAlgError`` when ``a`` is singular."""
+    fast = fast_module()
+    if fast is None:
+        return None
+    out = fast.inv_gen(_dense(a), False)
+    if out is NotImplemented:
+        return None
+    if out[0] is None:
+        raise LinAlgError("Singular matrix")
+    return out[0]
+
+
+def cholesky(a: np.ndarray, upper: bool) -> np.ndarray | None:
+    """The lower (``upper``: upper) Cholesky factor of square ``a`` from that triangle, the
+    other one zero: ``potrf``; raises ``LinAlgError`` when ``a`` is not positive definite."""
+    fast = fast_module()
+    if fast is None:
+        return None
+    c = fast.cholesky(a, not upper, True, False, False)
+    if type(c) is int:
+        raise not_positive_definite(c)
+    return None if c is NotImplemented else c
+
+
+def qr(a: np.ndarray, mode: str) -> QRResult | None:
+    """``numpy.linalg.qr(a, mode)`` for ``mode`` ``"reduced"`` or ``"complete"`` (other modes:
+    ``None``): ``geqrf`` and ``orgqr``/``ungqr``."""
+    fast = fast_module()
+    number = _QR_MODES.get(mode)
+    if fast is None or number is None:
+        return None
+    out = fast.qr(a, number, False)
+    return None if out is NotImplemented else QRResult(*out)
+
+
+def svd(a: np.ndarray, full_matrices: bool, compute_uv: bool) -> Any:
+    """``numpy.linalg.svd(a, full_matrices, compute_uv)``: ``SVDResult`` (the singular values
+    alone without ``compute_uv``) by ``gesdd``; ``None`` also where ``a`` holds NaN or
+    infinity or ``gesdd`` fails (the caller's path reports it)."""
+    fast = fast_module()
+    if fast is None:
+        return None
+    out = fast.svd(a, bool(full_matrices), bool(compute_uv), False, False)
+    if out is NotImplemented:
+        return None
+    return SVDResult(*out) if compute_uv else out
+
+
+def lstsq(a: np.ndarray, b: Any, rcond: float | None) -> tuple | None:
+    """``numpy.linalg.lstsq(a, b, rcond)`` for ``b`` a NumPy array of ``a``'s dtype, ``(m,)``
+    or ``(m, k)`` (else ``None``): ``(x, residuals, rank, s)`` from ``gesdd``'s thin SVD, as
+    the plan's ``svd`` candidate; ``None`` also where ``a`` holds NaN or infinity (the plan
+    reports it)."""
+    fast = fast_module()
+    m, n = a.shape
+    if fast is None or type(b) is not np.ndarray or b.dtype != a.dtype or b.ndim not in (1, 2) or b.shape[0] != m:
+        return None
+    out = fast.svd(a, False, True, False, False)
+    if out is NotImplemented:
+        return None
+    u, s, vh = out
+    b2 = b[:, None] if b.ndim == 1 else b
+    x, rank = svd_solution(u, s, vh, b2, cutoff(rcond, a.dtype, m, n))
+    residuals = squared_residuals(a, b2, x) if m > n and rank == n else np.empty(0, s.dtype)
+    return x[:, 0] if b.ndim == 1 else x, residuals, np.int32(rank), s
