@@ -318,3 +318,76 @@ def test_a_failing_matrix_of_a_stack_is_named():
     s[1, 0, 2, 2] = -1.0
     with pytest.raises(np.linalg.LinAlgError, match=r"leading minor of order 3 is not\) \(batch element \(1, 0\)\)"):
         la.cholesky(s)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_lu_factor_and_solve(dtype, n, trans, no_plans):
+    rng = np.random.default_rng(n * 73 + trans)
+    a = well_conditioned(rng, n, dtype)
+    b = rand(rng, (n, 3), dtype)
+    op = {0: lambda m: m, 1: lambda m: m.T, 2: lambda m: m.conj().T}[trans]
+    for name, view in layouts(a, transposed=True).items():
+        kept = view.copy()
+        lu, piv = la.lu_factor(view)
+        assert lu.shape == a.shape and lu.dtype == a.dtype and piv.dtype == np.int32, name
+        for rhs in (b, b[:, 0]):
+            x = la.lu_solve((lu, piv), rhs, trans=trans)
+            assert x.shape == rhs.shape and x.dtype == a.dtype, name
+            assert rel(x, np.linalg.solve(op(up(a)), up(rhs))) < tol(dtype, n), name
+        np.testing.assert_array_equal(view, kept)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("lower", [False, True])
+def test_cho_factor_and_solve(dtype, n, lower, no_plans):
+    rng = np.random.default_rng(n * 79 + lower)
+    a = positive_definite(rng, n, dtype)
+    b = rand(rng, (n, 2), dtype)
+    for name, view in layouts(a, transposed=True).items():
+        kept = view.copy()
+        c, flag = la.cho_factor(view, lower=lower)
+        assert flag is lower and c.dtype == a.dtype, name
+        assert rel(c, np.linalg.cholesky(up(a), upper=not lower)) < tol(dtype, n), name
+        for rhs in (b, b[:, 1]):
+            x = la.cho_solve((c, lower), rhs)
+            assert x.shape == rhs.shape, name
+            assert rel(x, np.linalg.solve(up(a), up(rhs))) < tol(dtype, n) * 10, name
+        np.testing.assert_array_equal(view, kept)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("trans", [0, "T", 2])
+def test_solve_triangular(dtype, n, lower, trans, no_plans):
+    rng = np.random.default_rng(n * 83 + lower)
+    full = (rand(rng, (n, n), dtype) / np.sqrt(n) + 2 * np.eye(n)).astype(dtype)  # unit diagonal too: well conditioned
+    t = np.tril(full) if lower else np.triu(full)
+    op = {0: lambda m: m, "T": lambda m: m.T, 2: lambda m: m.conj().T}[trans]
+    b = rand(rng, (n, 4), dtype)
+    for unit in (False, True):
+        ref_t = up(t) - np.diag(np.diag(up(t))) + np.eye(n) if unit else up(t)
+        for name, view in layouts(full, transposed=True).items():  # the other triangle is never read
+            kept = view.copy()
+            x = la.solve_triangular(view, b, lower=lower, trans=trans, unit_diagonal=unit)
+            assert x.shape == b.shape and x.dtype == b.dtype, name
+            assert rel(x, np.linalg.solve(op(ref_t), up(b))) < tol(dtype, n), name
+            np.testing.assert_array_equal(view, kept)
+
+
+def test_singular_factors_and_bad_pivots_take_the_plans_errors():
+    t = np.triu(np.ones((4, 4)))
+    t[2, 2] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        la.solve_triangular(t, np.ones(4))
+    lu, piv = la.lu_factor(np.ones((4, 4)))  # exactly singular: factored
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        la.lu_solve((lu, piv), np.ones(4))
+    lu, piv = la.lu_factor(np.eye(4) * 2)
+    with pytest.raises(Exception, match="piv"):
+        la.lu_solve((lu, np.array([0, 1, 7, 3], np.int32)), np.ones(4))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        la.cho_factor(-np.eye(3))

@@ -3,12 +3,15 @@
 For a single matrix of a small order, a one-call function's time goes to its layers - the plan
 cache's look-up, the plan's closures, the operand checks - several times over the LAPACK work.
 Up to :data:`~.plans.eigh.DIRECT_UP_TO` rows and columns, :func:`solve`, :func:`inv`,
-:func:`cholesky`, :func:`qr`, :func:`svd` and :func:`lstsq` here make the compiled extension's whole call instead
+:func:`cholesky`, :func:`qr`, :func:`svd`, :func:`lstsq`, :func:`solve_triangular` and the
+factored pairs (:func:`lu_factor` and :func:`lu_solve`, :func:`cho_factor` and
+:func:`cho_solve`) here make the compiled extension's whole call instead
 (:mod:`.cpu._fast_lapack`: the operand copied, the same LAPACK routines the plans' heuristics
-run first called, the results allocated, all in C), with NumPy's results and errors. Each
-returns ``None`` where it does not apply - the extension is still being built or cannot be,
-or it declines the operand (a layout or value its C does not take) - and the caller then runs
-its plan, which also reports what LAPACK refuses.
+run first called, the results allocated, all in C; :func:`lu_factor` is SciPy's ``getrf``
+wrapper), with the one-call functions' results and errors. Each returns ``None`` where it does
+not apply - the extension is still being built or cannot be, or it declines the operand (a
+layout or value its C does not take, a singular factor) - and the caller then runs its plan,
+which also reports what LAPACK refuses.
 
 The callers pass what they checked: one non-empty 2-D NumPy array (exactly ``ndarray``) of a
 LAPACK dtype in native byte order.
@@ -29,13 +32,15 @@ import numpy as np
 
 from ...errors import LinAlgError
 from .cpu._fast_lapack import fast_module
+from .cpu._lapack import routine
 from .plans.cholesky import not_positive_definite
 from .plans.eigh import DIRECT_UP_TO
 from .plans.lstsq import cutoff, squared_residuals, svd_solution
 from .plans.qr import QRResult
 from .plans.svd import SVDResult
 
-__all__ = ["cholesky", "inv", "lstsq", "qr", "solve", "svd", "takes"]
+__all__ = ["cho_factor", "cho_solve", "cholesky", "inv", "lstsq", "lu_factor", "lu_solve", "qr", "solve",
+           "solve_triangular", "svd", "takes"]
 
 #: NumPy's ``qr`` modes the compiled ``qr`` computes, by its mode number (0 full, 1 economic).
 _QR_MODES = {"reduced": 1, "complete": 0}
@@ -90,6 +95,53 @@ def cholesky(a: np.ndarray, upper: bool) -> np.ndarray | None:
     if type(c) is int:
         raise not_positive_definite(c)
     return None if c is NotImplemented else c
+
+
+def cho_factor(a: np.ndarray, lower: bool) -> np.ndarray | None:
+    """The factor :func:`~nvmathpy.linalg.cho_factor` returns for square ``a`` (the other
+    triangle zero); ``None`` also where ``a`` is not positive definite (the plan reports it)."""
+    fast = fast_module()
+    c = None if fast is None else fast.cholesky(a, bool(lower), True, False, False)
+    return c if isinstance(c, np.ndarray) else None
+
+
+def cho_solve(c: np.ndarray, lower: bool, b: Any) -> np.ndarray | None:
+    """``A x = b`` with the Cholesky factor ``c`` of ``A`` (triangle ``lower``; ``b`` a NumPy
+    array of ``c``'s dtype, ``(n,)`` or ``(n, k)``): ``potrs``."""
+    fast = fast_module()
+    if fast is None or type(b) is not np.ndarray:
+        return None
+    x = fast.cho_solve(_dense(c), b, bool(lower), False)
+    return None if x is NotImplemented else x
+
+
+def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(lu, piv)`` of square ``a`` (Fortran-ordered ``lu``, 0-based int32 ``piv``): SciPy's
+    ``getrf`` wrapper on a Fortran-ordered copy; an exactly singular matrix is factored too."""
+    lu, piv, info = routine("getrf", a.dtype.name)(a)
+    return None if info < 0 else (lu, piv)
+
+
+def lu_solve(lu: np.ndarray, piv: Any, b: Any, trans: int) -> np.ndarray | None:
+    """``op(A) x = b`` (``trans`` 0, 1, 2) with ``lu_factor``'s factors of ``A`` (Fortran-ordered
+    ``lu``, int32 ``piv`` in range; ``b`` of ``lu``'s dtype, ``(n,)`` or ``(n, k)``): ``getrs``;
+    ``None`` also where ``U`` has a zero pivot (the plan reports it) or the pivots are not what
+    the compiled call takes (the plan checks them)."""
+    fast = fast_module()
+    if fast is None or type(b) is not np.ndarray or type(piv) is not np.ndarray or not np.diagonal(lu).all():
+        return None
+    x = fast.lu_solve(lu, piv, b, trans, False)
+    return None if x is NotImplemented else x
+
+
+def solve_triangular(a: np.ndarray, b: Any, trans: int, lower: bool, unit_diagonal: bool) -> np.ndarray | None:
+    """``op(a) x = b`` for triangular ``a`` (``b`` of ``a``'s dtype, ``(n,)`` or ``(n, k)``):
+    ``trtrs``; ``None`` also where ``a`` has a zero on its diagonal (the plan reports it)."""
+    fast = fast_module()
+    if fast is None or type(b) is not np.ndarray:
+        return None
+    x = fast.solve_triangular(_dense(a), b, trans, bool(lower), bool(unit_diagonal), False, False)
+    return x if isinstance(x, np.ndarray) else None
 
 
 def qr(a: np.ndarray, mode: str) -> QRResult | None:

@@ -182,6 +182,12 @@ def _plain(a: Any) -> bool:
             and a.size > 0)
 
 
+def _one_small(a: Any, execution: Any) -> bool:
+    """One small square NumPy matrix of a LAPACK dtype on the CPU: what :mod:`._one_matrix`'s
+    direct paths take."""
+    return execution is None and _plain_square(a) and a.ndim == 2 and one_matrix.takes(a)
+
+
 def _numpy_determinant(a: Any, execution: Any) -> bool:
     """Whether :func:`det`/:func:`slogdet` of ``a`` are NumPy's own: its gufuncs factor every
     matrix with LAPACK's ``getrf`` in one C loop, which a plan (one LAPACK call per matrix from
@@ -492,6 +498,8 @@ def solve_triangular(a: Any, b: Any, /, *, lower: bool = False, trans: Any = 0, 
     array([1., 2.])
     """
     trans = check_trans(trans)
+    if _one_small(a, execution) and (x := one_matrix.solve_triangular(a, b, trans, lower, unit_diagonal)) is not None:
+        return x
     arrays, to_caller, _ = host_arrays(execution, a=a, b=b)
     a1 = as_stack(arrays["a"], "a", dtype=_common_dtype(arrays))
     key = cache_key("trsv", a1, bool(lower), bool(unit_diagonal))
@@ -523,6 +531,8 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
     >>> lu_solve((lu, piv), np.array([5.0, 6.0]))
     array([-4. ,  4.5])
     """
+    if _one_small(a, execution) and (factors := one_matrix.lu_factor(a)) is not None:
+        return factors
     arrays, to_caller, _ = host_arrays(execution, a=a)
     given = as_stack(arrays["a"], "a")
     a1 = _per_matrix_fortran(given)
@@ -536,6 +546,8 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
     lu, piv = factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)")
+    if _one_small(lu, execution) and (x := one_matrix.lu_solve(lu, piv, b, check_trans(trans))) is not None:
+        return x
     arrays, to_caller, _ = host_arrays(execution, lu=lu, b=b)
     lu1 = as_stack(arrays["lu"], "lu", dtype=_common_dtype(arrays))
     piv = lu_factors(lu1, piv)  # shape, dtype and range, before any native call
@@ -556,6 +568,8 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
     >>> cho_solve(c, np.array([6.0, 7.0]))
     array([1., 1.])
     """
+    if _one_small(a, execution) and (c := one_matrix.cho_factor(a, lower)) is not None:
+        return c, bool(lower)
     arrays, to_caller, _ = host_arrays(execution, a=a)
     a1 = as_stack(arrays["a"], "a")
     key = cache_key("cho_factor", a1, bool(lower))
@@ -568,6 +582,8 @@ def cho_factor(a: Any, /, *, lower: bool = False, execution: Any = None) -> tupl
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any, /, *, execution: Any = None) -> Any:
     """Solve ``A x = b`` with a factor from :func:`cho_factor`."""
     c, lower = factor_pair(c_and_lower, "c_and_lower", "(c, lower)")
+    if _one_small(c, execution) and (x := one_matrix.cho_solve(c, lower, b)) is not None:
+        return x
     arrays, to_caller, _ = host_arrays(execution, c=c, b=b)
     c1 = as_stack(arrays["c"], "c", dtype=_common_dtype(arrays))
     return run_cached(cache_key("cho_solve", c1, bool(lower)),
