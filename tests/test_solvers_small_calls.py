@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import nvmathpy.linalg as la
 from nvmathpy.linalg.solvers.functions import plan_cache
 from nvmathpy.linalg.solvers.cpu._fast_lapack import fast_module
+from nvmathpy.linalg.solvers.cpu._numpy_lapack import FROM_ORDER
 from nvmathpy.linalg.solvers.plans.eigh import DIRECT_UP_TO
 
 from numerics import layouts, rand, rel, up
@@ -21,6 +22,8 @@ DTYPES = ["float32", "float64", "complex64", "complex128"]
 #: Relative-norm tolerances per dtype, scaled by the order (backward-stable factorizations).
 TOL = {"float32": 2e-6, "complex64": 2e-6, "float64": 4e-15, "complex128": 4e-15}
 ORDERS = [1, 2, 3, 7, 17, DIRECT_UP_TO]
+#: The orders of the factorizations' direct paths (:func:`~nvmathpy.linalg.solvers._one_matrix.takes`).
+FACTOR_ORDERS = ORDERS + [101, FROM_ORDER - 1]
 
 pytestmark = pytest.mark.skipif(fast_module(wait=True) is None, reason="no C compiler: the plans run every call")
 
@@ -77,7 +80,7 @@ def test_inverse_matches_the_float64_reference(dtype, n, no_plans):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("n", FACTOR_ORDERS)
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_reads_one_triangle_and_zeroes_the_other(dtype, n, upper, no_plans):
     rng = np.random.default_rng(n * 41 + upper)
@@ -95,7 +98,8 @@ def test_cholesky_reads_one_triangle_and_zeroes_the_other(dtype, n, upper, no_pl
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (7, 3), (3, 7), (17, 17), (DIRECT_UP_TO, 31), (5, DIRECT_UP_TO)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (7, 3), (3, 7), (17, 17), (DIRECT_UP_TO, 31), (5, DIRECT_UP_TO),
+                                   (FROM_ORDER - 1, 100)])
 @pytest.mark.parametrize("mode", ["reduced", "complete"])
 def test_qr_is_numpys(dtype, shape, mode, no_plans):
     rng = np.random.default_rng(shape[0] * 43 + shape[1])
@@ -204,6 +208,10 @@ def test_orders_beyond_the_bound_and_batches_take_the_plans():
         x = la.solve(a, rand(rng, a.shape[:-1], "float64")[..., None])
         assert x.shape == a.shape[:-1] + (1,)
         assert cache.hits + cache.misses == calls + 1
+    a = positive_definite(rng, FROM_ORDER, "float64")
+    calls = cache.hits + cache.misses
+    assert rel(la.cholesky(a), np.linalg.cholesky(a)) < tol("float64", FROM_ORDER)
+    assert cache.hits + cache.misses == calls + 1
 
 
 @settings(max_examples=60, deadline=None)
@@ -340,7 +348,20 @@ def test_lu_factor_and_solve(dtype, n, trans, no_plans):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("n", FACTOR_ORDERS[-2:])
+def test_lu_factor_of_larger_orders(dtype, n, no_plans):
+    rng = np.random.default_rng(n * 89)
+    a = well_conditioned(rng, n, dtype)
+    lu, piv = la.lu_factor(a)
+    perm = np.arange(n)
+    for i, p in enumerate(piv):  # LAPACK's row interchanges, in order
+        perm[[i, p]] = perm[[p, i]]
+    lower, upper = np.tril(up(lu), -1) + np.eye(n), np.triu(up(lu))
+    assert rel(lower @ upper, up(a)[perm]) < tol(dtype, n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", FACTOR_ORDERS)
 @pytest.mark.parametrize("lower", [False, True])
 def test_cho_factor_and_solve(dtype, n, lower, no_plans):
     rng = np.random.default_rng(n * 79 + lower)
@@ -359,7 +380,7 @@ def test_cho_factor_and_solve(dtype, n, lower, no_plans):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("n", FACTOR_ORDERS)
 @pytest.mark.parametrize("lower", [False, True])
 @pytest.mark.parametrize("trans", [0, "T", 2])
 def test_solve_triangular(dtype, n, lower, trans, no_plans):

@@ -2,10 +2,12 @@
 
 For a single matrix of a small order, a one-call function's time goes to its layers - the plan
 cache's look-up, the plan's closures, the operand checks - several times over the LAPACK work.
-Up to :data:`~.plans.eigh.DIRECT_UP_TO` rows and columns, :func:`solve`, :func:`inv`,
-:func:`cholesky`, :func:`qr`, :func:`svd`, :func:`lstsq`, :func:`solve_triangular` and the
-factored pairs (:func:`lu_factor` and :func:`lu_solve`, :func:`cho_factor` and
-:func:`cho_solve`) here make the compiled extension's whole call instead
+Up to :data:`~.plans.eigh.DIRECT_UP_TO` rows and columns (:func:`cholesky`, :func:`qr`,
+:func:`solve_triangular` and the factored pairs below the order from which their plans leave
+SciPy's routines: :func:`takes`), :func:`solve`, :func:`inv`, :func:`cholesky`, :func:`qr`,
+:func:`svd`, :func:`lstsq`, :func:`solve_triangular` and the factored pairs
+(:func:`lu_factor` and :func:`lu_solve`, :func:`cho_factor` and :func:`cho_solve`) here make
+the compiled extension's whole call instead
 (:mod:`.cpu._fast_lapack`: the operand copied, the same LAPACK routines the plans' heuristics
 run first called, the results allocated, all in C; :func:`lu_factor` is SciPy's ``getrf``
 wrapper), with the one-call functions' results and errors. Each returns ``None`` where it does
@@ -33,6 +35,7 @@ import numpy as np
 from ...errors import LinAlgError
 from .cpu._fast_lapack import fast_module
 from .cpu._lapack import routine
+from .cpu._numpy_lapack import FROM_ORDER
 from .plans.cholesky import not_positive_definite
 from .plans.eigh import DIRECT_UP_TO
 from .plans.lstsq import cutoff, squared_residuals, svd_solution
@@ -46,10 +49,15 @@ __all__ = ["cho_factor", "cho_solve", "cholesky", "inv", "lstsq", "lu_factor", "
 _QR_MODES = {"reduced": 1, "complete": 0}
 
 
-def takes(a: np.ndarray) -> bool:
+def takes(a: np.ndarray, factor: bool = False) -> bool:
     """Whether the matrices of ``a`` (one, or a stack: :mod:`._small_stacks`) are small enough
-    for the direct paths (both dimensions at most :data:`~.plans.eigh.DIRECT_UP_TO`)."""
-    return a.shape[-2] <= DIRECT_UP_TO and a.shape[-1] <= DIRECT_UP_TO
+    for the direct paths: both dimensions at most :data:`~.plans.eigh.DIRECT_UP_TO`, or with
+    ``factor`` (one matrix, for :func:`cholesky`, :func:`qr`, :func:`solve_triangular` and the
+    factored pairs) below :data:`~.cpu._numpy_lapack.FROM_ORDER`: there the plans run the same
+    SciPy routines, and their layers (the plan cache, the closures, the other triangle zeroed
+    by NumPy) cost more than the compiled call's."""
+    bound = FROM_ORDER - 1 if factor else DIRECT_UP_TO
+    return a.shape[-2] <= bound and a.shape[-1] <= bound
 
 
 def _dense(a: np.ndarray) -> np.ndarray:

@@ -184,8 +184,8 @@ def _plain(a: Any) -> bool:
 
 def _one_small(a: Any, execution: Any) -> bool:
     """One small square NumPy matrix of a LAPACK dtype on the CPU: what :mod:`._one_matrix`'s
-    direct paths take."""
-    return execution is None and _plain_square(a) and a.ndim == 2 and one_matrix.takes(a)
+    direct paths of the factorizations take."""
+    return execution is None and _plain_square(a) and a.ndim == 2 and one_matrix.takes(a, factor=True)
 
 
 def _numpy_determinant(a: Any, execution: Any) -> bool:
@@ -262,7 +262,7 @@ def cholesky(a: Any, /, *, upper: bool = False, execution: Any = None) -> Any:
     array([[2., 0.],
            [1., 2.]])
     """
-    if execution is None and _plain_square(a) and one_matrix.takes(a):  # small matrices: no plan
+    if execution is None and _plain_square(a) and one_matrix.takes(a, factor=a.ndim == 2):  # small: no plan
         c = one_matrix.cholesky(a, upper) if a.ndim == 2 else small_stacks.cholesky(a, upper)
         if c is not None:
             return c
@@ -292,7 +292,7 @@ def qr(a: Any, /, *, mode: str = "reduced", execution: Any = None) -> Any:
     >>> h.shape, tau.shape
     ((2, 3), (2,))
     """
-    if execution is None and _plain(a) and one_matrix.takes(a):  # small matrices: no plan
+    if execution is None and _plain(a) and one_matrix.takes(a, factor=a.ndim == 2):  # small: no plan
         result = one_matrix.qr(a, mode) if a.ndim == 2 else small_stacks.qr(a, mode)
         if result is not None:
             return result
@@ -546,7 +546,8 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
     lu, piv = factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)")
-    if _one_small(lu, execution) and (x := one_matrix.lu_solve(lu, piv, b, check_trans(trans))) is not None:
+    if (_one_small(lu, execution) and one_matrix.takes(lu)  # the compiled getrs: orders up to DIRECT_UP_TO
+            and (x := one_matrix.lu_solve(lu, piv, b, check_trans(trans))) is not None):
         return x
     arrays, to_caller, _ = host_arrays(execution, lu=lu, b=b)
     lu1 = as_stack(arrays["lu"], "lu", dtype=_common_dtype(arrays))
