@@ -131,15 +131,23 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def lu_solve(lu: np.ndarray, piv: Any, b: Any, trans: int) -> np.ndarray | None:
-    """``op(A) x = b`` (``trans`` 0, 1, 2) with ``lu_factor``'s factors of ``A`` (Fortran-ordered
-    ``lu``, int32 ``piv`` in range; ``b`` of ``lu``'s dtype, ``(n,)`` or ``(n, k)``): ``getrs``;
-    ``None`` also where ``U`` has a zero pivot (the plan reports it) or the pivots are not what
-    the compiled call takes (the plan checks them)."""
-    fast = fast_module()
-    if fast is None or type(b) is not np.ndarray or type(piv) is not np.ndarray or not np.diagonal(lu).all():
+    """``op(A) x = b`` (``trans`` 0, 1, 2) with ``lu_factor``'s factors of ``A`` (``b`` of
+    ``lu``'s dtype, ``(n,)`` or ``(n, k)``): ``getrs``, in the compiled call up to
+    :data:`~.plans.eigh.DIRECT_UP_TO`, beyond through SciPy's wrapper; ``None`` where ``U``
+    has a zero pivot or the pivots are not ``n`` int32 in ``[0, n)`` (the plan checks them and
+    reports either)."""
+    n = lu.shape[0]
+    if (type(b) is not np.ndarray or type(piv) is not np.ndarray or piv.dtype != np.int32 or piv.shape != (n,)
+            or np.count_nonzero(piv.view(np.uint32) < n) != n or np.count_nonzero(lu.diagonal()) != n):
+        return None  # (a negative pivot is a large unsigned one)
+    if takes(lu):
+        fast = fast_module()
+        x = NotImplemented if fast is None else fast.lu_solve(lu, piv, b, trans, False)
+        return None if x is NotImplemented else x
+    if b.dtype != lu.dtype or b.ndim not in (1, 2) or b.shape[0] != n:
         return None
-    x = fast.lu_solve(lu, piv, b, trans, False)
-    return None if x is NotImplemented else x
+    x, info = routine("getrs", lu.dtype.name)(lu, piv, b, trans=trans)
+    return x if info == 0 else None
 
 
 def solve_triangular(a: np.ndarray, b: Any, trans: int, lower: bool, unit_diagonal: bool) -> np.ndarray | None:

@@ -546,8 +546,7 @@ def lu_factor(a: Any, /, *, execution: Any = None) -> tuple[Any, Any]:
 def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, /, *, trans: Any = 0, execution: Any = None) -> Any:
     """Solve ``op(A) x = b`` with factors from :func:`lu_factor` (``trans`` 0, 1 or 2)."""
     lu, piv = factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)")
-    if (_one_small(lu, execution) and one_matrix.takes(lu)  # the compiled getrs: orders up to DIRECT_UP_TO
-            and (x := one_matrix.lu_solve(lu, piv, b, check_trans(trans))) is not None):
+    if _one_small(lu, execution) and (x := one_matrix.lu_solve(lu, piv, b, check_trans(trans))) is not None:
         return x
     arrays, to_caller, _ = host_arrays(execution, lu=lu, b=b)
     lu1 = as_stack(arrays["lu"], "lu", dtype=_common_dtype(arrays))
