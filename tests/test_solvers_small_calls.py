@@ -170,6 +170,18 @@ def test_lstsq_is_numpys(dtype, shape, rhs, deficient, no_plans):
         np.testing.assert_array_equal(view, kept)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstsq_of_a_zero_matrix_and_tall_vectors_is_numpys(dtype, no_plans):
+    rng = np.random.default_rng(3)
+    for a, b in ((np.zeros((5, 3), dtype), rand(rng, (5, 2), dtype)), (rand(rng, (9, 2), dtype), rand(rng, 9, dtype))):
+        got, want = la.lstsq(a, b), np.linalg.lstsq(up(a), up(b))
+        assert [np.shape(v) for v in got] == [np.shape(v) for v in want]
+        assert got[2] == want[2] and type(got[2]) is np.int32
+        for g, w in zip(got[:2] + got[3:], want[:2] + want[3:]):
+            assert g.dtype.kind == ("c" if g is got[0] and a.dtype.kind == "c" else "f")
+            assert np.allclose(up(g), w, atol=tol(dtype, 9))
+
+
 def test_lstsq_of_nan_is_reported_as_the_plans_do():
     a = np.ones((5, 3))
     a[2, 1] = np.nan

@@ -38,7 +38,7 @@ from .cpu._lapack import routine
 from .cpu._numpy_lapack import FROM_ORDER
 from .plans.cholesky import not_positive_definite
 from .plans.eigh import DIRECT_UP_TO
-from .plans.lstsq import cutoff, squared_residuals, svd_solution
+from .plans.lstsq import cutoff
 from .plans.qr import QRResult
 from .plans.svd import SVDResult
 
@@ -186,18 +186,14 @@ def svd(a: np.ndarray, full_matrices: bool, compute_uv: bool) -> Any:
 
 def lstsq(a: np.ndarray, b: Any, rcond: float | None) -> tuple | None:
     """``numpy.linalg.lstsq(a, b, rcond)`` for ``b`` a NumPy array of ``a``'s dtype, ``(m,)``
-    or ``(m, k)`` (else ``None``): ``(x, residuals, rank, s)`` from ``gesdd``'s thin SVD, as
-    the plan's ``svd`` candidate; ``None`` also where ``a`` holds NaN or infinity (the plan
-    reports it)."""
+    or ``(m, k)`` (else ``None``): ``(x, residuals, rank, s)`` by ``gelsd``, NumPy's driver,
+    with the plan's cutoff (:func:`~.plans.lstsq.cutoff`); ``None`` also where ``a`` holds NaN
+    or infinity or ``gelsd`` fails (the plan reports it)."""
     fast = fast_module()
-    m, n = a.shape
-    if fast is None or type(b) is not np.ndarray or b.dtype != a.dtype or b.ndim not in (1, 2) or b.shape[0] != m:
+    if fast is None or type(b) is not np.ndarray:
         return None
-    out = fast.svd(a, False, True, False, False)
+    out = fast.lstsq(a, b, cutoff(rcond, a.dtype, *a.shape))
     if out is NotImplemented:
         return None
-    u, s, vh = out
-    b2 = b[:, None] if b.ndim == 1 else b
-    x, rank = svd_solution(u, s, vh, b2, cutoff(rcond, a.dtype, m, n))
-    residuals = squared_residuals(a, b2, x) if m > n and rank == n else np.empty(0, s.dtype)
-    return x[:, 0] if b.ndim == 1 else x, residuals, np.int32(rank), s
+    x, residuals, rank, s = out
+    return x, residuals, np.int32(rank), s

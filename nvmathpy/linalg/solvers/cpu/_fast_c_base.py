@@ -22,7 +22,7 @@ ROUTINES = (
     ("TRCON", "trcon", "trcon"), ("LANSY", "lansy", "lansy"), ("SYTRF", "sytrf", "sytrf"),
     ("SYCON", "sycon", "sycon"), ("SYTRS", "sytrs", "sytrs"), ("HETRF", "sytrf", "hetrf"),
     ("HECON", "sycon", "hecon"), ("HETRS", "sytrs", "hetrs"), ("SYTRI", "sytri", "sytri"),
-    ("HETRI", "sytri", "hetri"), ("GETRI", "getri", "getri"),
+    ("HETRI", "sytri", "hetri"), ("GETRI", "getri", "getri"), ("GELSD", "gelsd", "gelsd"),
 )
 
 _ENUM = ", ".join(name for name, _, _ in ROUTINES)

@@ -22,7 +22,7 @@ from ..cpu._factored import stack_factors
 from ..cpu._lapack import lwork_of, routine
 from .._operands import as_rhs, as_stack, batch_index, host_arrays, stack_of
 
-__all__ = ["Lstsq", "cutoff", "squared_residuals", "svd_solution"]
+__all__ = ["Lstsq", "cutoff"]
 
 
 def cutoff(rcond: float | None, dtype: np.dtype, m: int, n: int) -> float:
