@@ -178,3 +178,22 @@ def test_evd_eigenvalues_only_with_a_blocked_workspace():
         assert plan._prepared.state["work"]["lwork"] >= 300 * 8
         w = plan.execute()
     assert np.abs(w - np.linalg.eigvalsh(h)).max() < 1e-13 * np.abs(w).max()
+
+
+@pytest.mark.parametrize("library", ["numpy", "scipy"])
+def test_a_later_lookup_of_its_routines_leaves_the_norms_result_type(library):
+    """A symbol lookup sets the shared ctypes function's result type to none; the eigensolver's
+    norm (a ``double`` result) has an object of its own, so a lookup after it was built (an
+    availability check, another driver) does not break it."""
+    from nvmathpy.linalg.solvers.cpu._blocked_eigh import _decomposer
+    from nvmathpy.linalg.solvers.cpu._numpy_lapack import _scipy_symbol, _symbol
+
+    sla.lapack.dgetrf(np.eye(3))  # SciPy's OpenBLAS loaded
+    lookup = _symbol if library == "numpy" else _scipy_symbol
+    if lookup("dlansy") is None:
+        pytest.skip(f"{library}'s OpenBLAS exports no dlansy")
+    h = hermitian(np.random.default_rng(5), 40, "float64")
+    decompose = _decomposer("float64", library)
+    first = decompose(np.asfortranarray(h), True, False, False)[0]
+    lookup("dlansy")
+    np.testing.assert_array_equal(decompose(np.asfortranarray(h), True, False, False)[0], first)

@@ -108,6 +108,9 @@ def _decomposer(dtype_name: str, library: str) -> Callable[..., tuple[np.ndarray
     index = np.dtype(np.int64 if integer is ctypes.c_int64 else np.int32)
     complex_ = dtype.kind == "c"
     householder = reflectors(dtype, library)
+    # an object of its own for the norm's result type: the lookups' objects are shared, and every
+    # lookup sets their result type to none
+    fns["norm"] = type(fns["norm"])(ctypes.cast(fns["norm"], ctypes.c_void_p).value)
     fns["norm"].restype = ctypes.c_float if prefix in "sc" else ctypes.c_double
     # A matrix whose largest entry is tiny or huge is scaled into range first, as ?syevd does (RMIN/RMAX).
     tiny = np.finfo(real).tiny / np.finfo(real).eps
