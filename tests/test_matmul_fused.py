@@ -150,6 +150,7 @@ def test_relu_keeps_nan_and_infinity_as_numpy():
        a_step=st.integers(1, 2), b_step=st.integers(1, 2), threads=st.integers(1, 3),
        activation=st.sampled_from([None, "relu", "gelu"]), dtype=st.sampled_from(["float32", "float64"]))
 @example(m=1, k=2, n=2, a_f=False, b_f=False, a_step=2, b_step=1, threads=1, activation="gelu", dtype="float64")
+@example(m=1, k=59, n=2, a_f=False, b_f=False, a_step=2, b_step=1, threads=1, activation="gelu", dtype="float32")
 def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, threads, activation, dtype):
     """Any shape, either order, every other row or column of a larger array."""
     rng = np.random.default_rng(m * 7919 + k * 104729 + n)
@@ -159,7 +160,11 @@ def test_hypothesis_shapes_and_strides(m, k, n, a_f, b_f, a_step, b_step, thread
     bias = rng.standard_normal(n).astype(dtype)
     d = np.empty((m, n), dtype)
     fused_gemm(dtype)(a, b, d, bias, activation, threads)
-    assert rel_err(d, reference(a, b, bias, activation)) < TOL[dtype] * np.sqrt(k) * 10
+    # the reference rounded to the result's dtype: deep in GELU's negative tail the float64 values
+    # (1e-57 and less) are zero in float32, which a relative error of the unrounded ones calls 100%
+    # (hypothesis found m=1, k=59, n=2 with both outputs there)
+    want = reference(a, b, bias, activation).astype(dtype).astype(np.float64)
+    assert rel_err(d, want) < TOL[dtype] * np.sqrt(k) * 10
 
 
 # -- the Matmul candidate ------------------------------------------------------------------------

@@ -13,7 +13,10 @@ run first called, the results allocated, all in C; :func:`lu_factor` is SciPy's 
 wrapper), with the one-call functions' results and errors. Each returns ``None`` where it does
 not apply - the extension is still being built or cannot be, or it declines the operand (a
 layout or value its C does not take, a singular factor) - and the caller then runs its plan,
-which also reports what LAPACK refuses.
+which also reports what LAPACK refuses. From order
+:data:`~.cpu._pool_threads.PLAN_FREE_CORES_FROM` on, a call runs on the cores free at its
+start, as the plans do (:func:`~.cpu._pool_threads.on_free_cores_of`: in a program of NumPy
+products, NumPy's threads still spin then).
 
 The callers pass what they checked: one non-empty 2-D NumPy array (exactly ``ndarray``) of a
 LAPACK dtype in native byte order.
@@ -28,7 +31,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -36,6 +40,7 @@ from ...errors import LinAlgError
 from .cpu._fast_lapack import fast_module
 from .cpu._lapack import routine
 from .cpu._numpy_lapack import FROM_ORDER
+from .cpu._pool_threads import PLAN_FREE_CORES_FROM, POOLS, stepped_down
 from .plans.cholesky import not_positive_definite
 from .plans.eigh import DIRECT_UP_TO
 from .plans.lstsq import cutoff
@@ -58,6 +63,23 @@ def takes(a: np.ndarray, factor: bool = False) -> bool:
     by NumPy) cost more than the compiled call's."""
     bound = FROM_ORDER - 1 if factor else DIRECT_UP_TO
     return a.shape[-2] <= bound and a.shape[-1] <= bound
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _on_free_cores(fn: F) -> F:
+    """``fn`` (whose first argument is its matrix), from order
+    :data:`~.cpu._pool_threads.PLAN_FREE_CORES_FROM` on run on the cores free at the call's
+    start, as the plans' calls of such orders (:func:`~.cpu._pool_threads.on_free_cores_of`)."""
+
+    @functools.wraps(fn)
+    def call(a: np.ndarray, *args: Any) -> Any:
+        if max(a.shape[-2:]) >= PLAN_FREE_CORES_FROM:
+            return stepped_down(lambda: fn(a, *args), POOLS)
+        return fn(a, *args)
+
+    return call  # type: ignore[return-value]
 
 
 def _dense(a: np.ndarray) -> np.ndarray:
@@ -93,6 +115,7 @@ def inv(a: np.ndarray) -> np.ndarray | None:
     return out[0]
 
 
+@_on_free_cores
 def cholesky(a: np.ndarray, upper: bool) -> np.ndarray | None:
     """The lower (``upper``: upper) Cholesky factor of square ``a`` from that triangle, the
     other one zero: ``potrf``; raises ``LinAlgError`` when ``a`` is not positive definite."""
@@ -105,6 +128,7 @@ def cholesky(a: np.ndarray, upper: bool) -> np.ndarray | None:
     return None if c is NotImplemented else c
 
 
+@_on_free_cores
 def cho_factor(a: np.ndarray, lower: bool) -> np.ndarray | None:
     """The factor :func:`~nvmathpy.linalg.cho_factor` returns for square ``a`` (the other
     triangle zero); ``None`` also where ``a`` is not positive definite (the plan reports it)."""
@@ -113,6 +137,7 @@ def cho_factor(a: np.ndarray, lower: bool) -> np.ndarray | None:
     return c if isinstance(c, np.ndarray) else None
 
 
+@_on_free_cores
 def cho_solve(c: np.ndarray, lower: bool, b: Any) -> np.ndarray | None:
     """``A x = b`` with the Cholesky factor ``c`` of ``A`` (triangle ``lower``; ``b`` a NumPy
     array of ``c``'s dtype, ``(n,)`` or ``(n, k)``): ``potrs``."""
@@ -123,6 +148,7 @@ def cho_solve(c: np.ndarray, lower: bool, b: Any) -> np.ndarray | None:
     return None if x is NotImplemented else x
 
 
+@_on_free_cores
 def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``(lu, piv)`` of square ``a`` (Fortran-ordered ``lu``, 0-based int32 ``piv``): SciPy's
     ``getrf`` wrapper on a Fortran-ordered copy; an exactly singular matrix is factored too."""
@@ -130,6 +156,7 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return None if info < 0 else (lu, piv)
 
 
+@_on_free_cores
 def lu_solve(lu: np.ndarray, piv: Any, b: Any, trans: int) -> np.ndarray | None:
     """``op(A) x = b`` (``trans`` 0, 1, 2) with ``lu_factor``'s factors of ``A`` (``b`` of
     ``lu``'s dtype, ``(n,)`` or ``(n, k)``): ``getrs``, in the compiled call up to
@@ -150,6 +177,7 @@ def lu_solve(lu: np.ndarray, piv: Any, b: Any, trans: int) -> np.ndarray | None:
     return x if info == 0 else None
 
 
+@_on_free_cores
 def solve_triangular(a: np.ndarray, b: Any, trans: int, lower: bool, unit_diagonal: bool) -> np.ndarray | None:
     """``op(a) x = b`` for triangular ``a`` (``b`` of ``a``'s dtype, ``(n,)`` or ``(n, k)``):
     ``trtrs``; ``None`` also where ``a`` has a zero on its diagonal (the plan reports it)."""
@@ -160,6 +188,7 @@ def solve_triangular(a: np.ndarray, b: Any, trans: int, lower: bool, unit_diagon
     return x if isinstance(x, np.ndarray) else None
 
 
+@_on_free_cores
 def qr(a: np.ndarray, mode: str) -> QRResult | None:
     """``numpy.linalg.qr(a, mode)`` for ``mode`` ``"reduced"`` or ``"complete"`` (other modes:
     ``None``): ``geqrf`` and ``orgqr``/``ungqr``."""

@@ -41,9 +41,9 @@ from ....execution import _loaded_openblas_files, _package_dirs
 from ....kernels.cpu_gemm import process_id, running_among, running_threads
 from ...gemm.cpu._cblas import _numpy_blas
 
-__all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "POOLS", "PROBES", "PROBE_ORDER", "Pool", "SCIPY", "THREAD_COUNT",
-           "count_changed", "holds_counts", "on_counts", "only_hot", "runnable_elsewhere", "scipy_openblas",
-           "stepped_down", "thread_count_functions"]
+__all__ = ["BUSY_LEARN_FROM", "ENABLED", "NUMPY", "PLAN_FREE_CORES_FROM", "POOLS", "PROBES", "PROBE_ORDER", "Pool",
+           "SCIPY", "THREAD_COUNT", "count_changed", "holds_counts", "on_counts", "on_free_cores_of", "only_hot",
+           "runnable_elsewhere", "scipy_openblas", "stepped_down", "thread_count_functions"]
 
 T = TypeVar("T")
 
@@ -95,13 +95,16 @@ _scipy_functions: list[tuple[Any, Any] | None] = []
 
 
 def scipy_openblas() -> ctypes.CDLL | None:
-    """SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``: asked again
-    next time while ``scipy.linalg`` is not imported (loading it is SciPy's business, not this
-    module's), remembered once it is (also a SciPy linked to a BLAS outside its wheel, which
-    has none of its own to find)."""
+    """SciPy's OpenBLAS once SciPy has loaded it (``scipy.linalg``), else ``None``: not looked
+    for, and asked again next time, while ``scipy.linalg`` is not imported (loading it is
+    SciPy's business, not this module's; a look through the loaded libraries costs a fraction
+    of a millisecond, and every look at the free cores asks), remembered once it is (also a
+    SciPy linked to a BLAS outside its wheel, which has none of its own to find)."""
     if _scipy_library:
         return _scipy_library[0]
     loaded = "scipy.linalg" in sys.modules
+    if not loaded:  # (SciPy loads its OpenBLAS with scipy.linalg's extension modules)
+        return None
     found = _loaded_openblas_files(_package_dirs("scipy"))
     library = None
     if len(found) == 1:
@@ -368,6 +371,34 @@ def stepped_down(call: Callable[[], T], pools: tuple[Pool, ...] = (NUMPY,), lear
         if free < count:
             changes.append((put, free, count))
     return on_counts(changes, call)
+
+
+#: The smallest matrix order whose plans (and direct one-call paths) run
+#: :func:`on_free_cores_of`: below it OpenBLAS runs their routines on one thread, and the look
+#: (a few microseconds) would only cost.
+PLAN_FREE_CORES_FROM = 65
+
+
+def on_free_cores_of(run: Callable[..., T]) -> Callable[..., T]:
+    """``run`` (a plan's computation on CPU matrices, which calls SciPy's or NumPy's OpenBLAS)
+    with each call :func:`stepped_down` on both pools: in a program that alternates NumPy's
+    products (or SciPy's calls) and nvmathpy's, the other pool's threads still spin on a core
+    at the call's start; an OpenBLAS call on every core then waits for its thread on that core
+    (a scheduler tick, milliseconds, at each step), and its own pool's threads, woken, spin
+    after it and slow the program's next call of the other pool alike. Stepped down to the
+    free cores, it wakes no thread on a taken core.
+
+    Examples
+    --------
+    >>> on_free_cores_of(lambda x: x + 1)(1)
+    2
+    """
+
+    @functools.wraps(run)
+    def stepped(*args: Any, **kwargs: Any) -> T:
+        return stepped_down(lambda: run(*args, **kwargs), POOLS)
+
+    return stepped
 
 
 def on_counts(changes: list[tuple[Callable[[int], None], int, int]], call: Callable[[], T]) -> T:

@@ -23,6 +23,7 @@ from ....plan import Plan, Prepared
 from ...gemm.cpu._threads import limit_threads
 from .._dispatch import engine_for, plan_class
 from ..cpu._engine import CPULapackEngine
+from ..cpu._pool_threads import PLAN_FREE_CORES_FROM, on_free_cores_of
 from .._operands import host_arrays
 
 __all__ = ["SolverPlan", "alive", "matching", "with_threads"]
@@ -121,12 +122,22 @@ class SolverPlan(Plan):
 
     def _install(self, prepared: Prepared, how: str) -> None:
         super()._install(prepared, how)
-        self._run = limit_threads(self.num_threads, self._run)
+        self._run = self._on_threads(self._run)
 
     def _rebind(self) -> None:
         super()._rebind()
         if self._prepared is not None:
-            self._run = limit_threads(self.num_threads, self._run)
+            self._run = self._on_threads(self._run)
+
+    def _on_threads(self, run: Callable[..., Any]) -> Callable[..., Any]:
+        """``run`` on the thread count asked for (``ExecutionCPU(num_threads=...)``), or, for CPU
+        matrices from order :data:`..cpu._pool_threads.PLAN_FREE_CORES_FROM` on, on the cores
+        free at each call's start (:func:`..cpu._pool_threads.on_free_cores_of`)."""
+        if self.num_threads is not None or not isinstance(self._engine, CPULapackEngine):
+            return limit_threads(self.num_threads, run)
+        a = getattr(self, "_a", None)
+        order = max(a.shape[-2:]) if isinstance(a, np.ndarray) and a.ndim >= 2 else 0
+        return on_free_cores_of(run) if order >= PLAN_FREE_CORES_FROM else run
 
     autotune = with_threads(Plan.autotune)  # candidates are timed under the thread limit
 
